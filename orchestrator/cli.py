@@ -1,0 +1,168 @@
+"""The ``orchestrate`` command: a thin shell over the library API.
+
+Parsing is typer's, tables and live progress are rich's. Every command takes ``--json`` where
+it prints a result; errors of ours print one line and exit with their code (2 for usage and
+configuration, 1 for a task not achieved), never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+
+from . import api
+from .config import load_roles
+from .errors import OrchestrateError, UsageError
+from .render import Progress, print_roles, print_run_summary
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Multi-agent coding orchestrator: planner, parallel explorers, builder, reviewer.",
+)
+out = Console()
+err = Console(stderr=True)
+
+RepoOpt = Annotated[Optional[Path], typer.Option("--repo", help="Target git repository (default: current directory).")]
+RolesOpt = Annotated[list[Path], typer.Option("--roles", help="Extra role map file(s), applied in order.")]
+SetOpt = Annotated[list[str], typer.Option("--set", help="Override one key: ROLE.KEY=VALUE, e.g. explorer.parallel=20.")]
+TeamOpt = Annotated[Optional[str], typer.Option("--team", help="Apply the [teams.NAME] overlay.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+
+
+def _fail(exc: OrchestrateError) -> None:
+    err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+    raise typer.Exit(exc.exit_code)
+
+
+def _guarded(fn: Callable[[], Any]) -> Any:
+    try:
+        return fn()
+    except OrchestrateError as exc:
+        _fail(exc)
+    except KeyboardInterrupt:
+        err.print("interrupted; the user's checkout is untouched (see `orchestrate clean`)")
+        raise typer.Exit(130) from None
+
+
+def _emit_result(result: api.RunResult, as_json: bool, *, simulated: bool = False) -> None:
+    if as_json:
+        out.print_json(result.model_dump_json())
+    else:
+        print_run_summary(out, result, simulated=simulated)
+    raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def run(
+    task: Annotated[str, typer.Argument(help="What should be done, in plain words.")],
+    repo: RepoOpt = None,
+    roles: RolesOpt = [],  # noqa: B006 (typer reads the default)
+    set_: SetOpt = [],  # noqa: B006
+    team: TeamOpt = None,
+    include_dirty: Annotated[bool, typer.Option("--include-dirty", help="Start from the uncommitted changes too.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Plan, explore, build and review TASK in an isolated worktree of the repository."""
+    progress = Progress(err, enabled=not as_json)
+
+    def go() -> api.RunResult:
+        with progress:
+            return asyncio.run(
+                api.arun(task, repo=repo, role_files=roles, sets=set_, team=team,
+                         listeners=[progress.on_event], include_dirty=include_dirty)
+            )
+
+    _emit_result(_guarded(go), as_json)
+
+
+@app.command()
+def demo(
+    as_json: JsonOpt = False,
+    workdir: Annotated[Optional[Path], typer.Option(help="Where to create the sample repository (default: a temp dir).")] = None,
+) -> None:
+    """Run the whole pipeline on a sample repo with SIMULATED models (no API key needed)."""
+    from .demo import arun_demo
+
+    if not as_json:
+        err.print(
+            "[bold]orchestrate demo[/]: the models are SIMULATED (a local OpenAI-compatible "
+            "simulator on 127.0.0.1 plays every role); the git repository, the edits, ripgrep "
+            "and the tests are real."
+        )
+    progress = Progress(err, enabled=not as_json)
+
+    def go():
+        with progress:
+            return asyncio.run(arun_demo(workdir=workdir, listeners=[progress.on_event]))
+
+    result, repo = _guarded(go)
+    if not as_json:
+        err.print(f"sample repository: {repo}")
+    _emit_result(result, as_json, simulated=True)
+
+
+@app.command("roles")
+def roles_cmd(
+    repo: RepoOpt = None,
+    roles: RolesOpt = [],  # noqa: B006
+    set_: SetOpt = [],  # noqa: B006
+    team: TeamOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Print the resolved role map (after every layer and override)."""
+
+    def go():
+        top = api.repo_root(repo) if repo is not None else _maybe_repo()
+        return api.resolve_roles(top, None, roles, set_, team) if top else load_roles(
+            files=roles, sets=set_, team=team)
+
+    role_map = _guarded(go)
+    if as_json:
+        out.print_json(role_map.model_dump_json())
+    else:
+        print_roles(out, role_map)
+
+
+def _maybe_repo() -> Path | None:
+    try:
+        return api.repo_root(None)
+    except OrchestrateError:
+        return None
+
+
+@app.command()
+def sim(
+    scenario: Annotated[Optional[Path], typer.Option(help="Scenario file (TOML or JSON); default: the demo's.")] = None,
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8787,
+    host: Annotated[str, typer.Option(help="Loopback address to bind.")] = "127.0.0.1",
+) -> None:
+    """Serve the simulated OpenAI-compatible models (for trying role maps by hand)."""
+    from .demo import demo_scenario
+    from .sim import Scenario, serve_forever
+
+    def go() -> None:
+        chosen = Scenario.load(scenario) if scenario else demo_scenario()
+        try:
+            serve_forever(chosen, host=host, port=port)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+
+    _guarded(go)
+
+
+def main() -> None:
+    try:
+        app()
+    except OrchestrateError as exc:  # raised outside a command body
+        err.print(f"error: {exc}")
+        sys.exit(exc.exit_code)
+
+

@@ -1,0 +1,312 @@
+"""The role map: ``roles.toml`` layers merged once into frozen, strict pydantic models.
+
+Precedence, lowest first: the packaged default, the repository's ``roles.toml``, each
+``--roles FILE``, the ``--team`` overlay, then ``--set role.key=value`` flags. Every leaf
+remembers which layer set it, so an error names the file, the key path and what is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from collections.abc import Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from .errors import ConfigError
+from .state import ROLES, Role
+
+Tier = Literal["standard", "priority", "flex", "ultrafast"]
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+_EFFORT_ALIASES = {"light": "low", "max": "xhigh"}
+SECTIONS = ("providers", "models", "roles", "teams", "run", "verify", "policy", "quota")
+
+
+def _effort_alias(v: Any) -> Any:
+    return _EFFORT_ALIASES.get(v, v) if isinstance(v, str) else v
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class Provider(_Strict):
+    """An OpenAI-compatible endpoint and how our tier names map onto its ``service_tier``."""
+
+    base_url: str | None = Field(None, description="None means the provider's public endpoint.")
+    api_key_env: str = Field(description="Environment variable that holds the API key.")
+    tiers: dict[Tier, str | None] = Field(
+        default_factory=lambda: {"standard": None},
+        description="Our tier -> the provider's service_tier value (None: send none).",
+    )
+    timeout_s: float = 600.0
+
+
+class Price(_Strict):
+    """USD per million tokens."""
+
+    input: float = 0.0
+    cached_input: float = 0.0
+    output: float = 0.0
+
+
+class ModelSpec(_Strict):
+    """A model alias: where it lives, how big its window is, what it costs, how it takes tools."""
+
+    provider: str
+    id: str
+    context_window: int = Field(gt=0)
+    max_output: int = Field(gt=0)
+    price: Price = Price()
+    tools: Literal["native", "json"] = "native"
+    structured: Literal["json_schema", "json_object", "prompt"] = "json_schema"
+    quota_tokens_per_day: int | None = None
+
+
+class RoleSpec(_Strict):
+    """How one role runs: model, tier, effort, parallelism, fallback chain, context policy."""
+
+    model: str
+    tier: Tier = "standard"
+    effort: Annotated[Effort | None, BeforeValidator(_effort_alias)] = None
+    parallel: int = Field(1, ge=1, le=32)
+    fallback: tuple[str, ...] = ()
+    max_turns: int = Field(30, ge=1, le=500)
+    context_fork_at: float = Field(0.8, gt=0.1, le=0.98)
+    context_window_cap: int | None = Field(None, gt=0)
+    output_reserve: int | None = Field(None, gt=0)
+
+
+class RunSettings(_Strict):
+    max_attempts: int = Field(3, ge=1, le=20)
+    max_reviews: int = Field(1, ge=0, le=5)
+    command_timeout_s: float = Field(300.0, gt=0)
+    digest_tokens_per_explorer: int = Field(1500, ge=100)
+    digest_tokens_total: int = Field(8000, ge=100)
+
+
+class VerifySettings(_Strict):
+    commands: tuple[str, ...] = Field((), description="Acceptance commands; these win over the plan's.")
+
+
+class PolicySettings(_Strict):
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] | None = Field(None, description="None keeps the built-in deny list.")
+
+
+class RoleMap(_Strict):
+    """The resolved role map of one run."""
+
+    providers: dict[str, Provider]
+    models: dict[str, ModelSpec]
+    roles: dict[Role, RoleSpec]
+    run: RunSettings = RunSettings()
+    verify: VerifySettings = VerifySettings()
+    policy: PolicySettings = PolicySettings()
+    teams: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    team: str | None = None
+
+    def model_for(self, role: Role) -> ModelSpec:
+        return self.models[self.roles[role].model]
+
+    def chain(self, role: Role) -> list[str]:
+        """The role's model aliases in the order they are tried."""
+        spec = self.roles[role]
+        return [spec.model, *[m for m in spec.fallback if m != spec.model]]
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+Layer = tuple[str, dict[str, Any]]
+
+
+def default_roles_text() -> str:
+    return packaged_file("roles.toml").read_text(encoding="utf-8")
+
+
+def packaged_file(name: str):
+    """A file shipped in the package's agents folder (falls back to the source tree)."""
+    packaged = resources.files("orchestrator").joinpath("_agents", name)
+    if packaged.is_file():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "agents" / name  # editable install
+
+
+def read_layer(path: Path) -> Layer:
+    """Parse one TOML file; a syntax error becomes a ConfigError naming the file and line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read role map ({exc.strerror})") from None
+    try:
+        return str(path), tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def parse_set(item: str) -> dict[str, Any]:
+    """``explorer.parallel=20`` -> ``{"roles": {"explorer": {"parallel": 20}}}``."""
+    key, sep, raw = item.partition("=")
+    parts = [p.strip() for p in key.split(".") if p.strip()]
+    if not sep or len(parts) < 2:
+        raise ConfigError(
+            f"--set {item!r}: expected ROLE.KEY=VALUE (e.g. explorer.parallel=20) "
+            "or SECTION.NAME.KEY=VALUE (e.g. models.spark.id=gpt-5.1-mini)"
+        )
+    if parts[0] not in SECTIONS:
+        parts = ["roles", *parts]
+    try:
+        value: Any = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    tree: dict[str, Any] = {parts[-1]: value}
+    for p in reversed(parts[:-1]):
+        tree = {p: tree}
+    return tree
+
+
+def load_roles(
+    *,
+    repo: Path | None = None,
+    files: Sequence[Path] = (),
+    sets: Sequence[str] = (),
+    team: str | None = None,
+    base_text: str | None = None,
+) -> RoleMap:
+    """Merge the layers in precedence order and validate the result once."""
+    layers: list[Layer] = [("packaged roles.toml", tomllib.loads(base_text or default_roles_text()))]
+    if repo is not None and (repo / "roles.toml").is_file():
+        layers.append(read_layer(repo / "roles.toml"))
+    layers += [read_layer(Path(f)) for f in files]
+    merged, sources = merge_layers(layers)
+    if team is not None:
+        overlay = merged.get("teams", {}).get(team)
+        if overlay is None:
+            known = ", ".join(sorted(merged.get("teams", {}))) or "none defined"
+            raise ConfigError(f"--team {team}: no [teams.{team}] in the role map (teams: {known})")
+        merged, sources = merge_layers([("merged", merged), (f"[teams.{team}]", overlay)], sources)
+    set_layers = [(f"--set {s}", parse_set(s)) for s in sets]
+    merged, sources = merge_layers([("merged", merged), *set_layers], sources)
+    merged["team"] = team
+    return validate(merged, sources)
+
+
+def merge_layers(
+    layers: Sequence[Layer], sources: dict[tuple[str, ...], str] | None = None
+) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
+    merged: dict[str, Any] = {}
+    sources = dict(sources or {})
+    for name, data in layers:
+        _merge_into(merged, data, (), name if name != "merged" else None, sources)
+    return merged, sources
+
+
+def _merge_into(dst: dict, src: Mapping, path: tuple, name: str | None, sources: dict) -> None:
+    for key, value in src.items():
+        here = (*path, key)
+        if isinstance(value, Mapping) and isinstance(dst.get(key), dict):
+            _merge_into(dst[key], value, here, name, sources)
+        else:
+            dst[key] = _copy(value)
+            if name is not None:
+                sources[here] = name
+
+
+def _copy(value: Any) -> Any:
+    return {k: _copy(v) for k, v in value.items()} if isinstance(value, Mapping) else value
+
+
+def validate(data: dict[str, Any], sources: Mapping[tuple[str, ...], str]) -> RoleMap:
+    try:
+        # JSON mode keeps strict typing (no "8" -> 8) while accepting TOML arrays for tuples.
+        roles = RoleMap.model_validate_json(json.dumps(data))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(str(p) for p in err["loc"])
+        raise ConfigError(_describe(err, loc, sources)) from None
+    _check_references(roles, sources)
+    return roles
+
+
+def _source_of(loc: tuple[str, ...], sources: Mapping[tuple[str, ...], str]) -> str:
+    for n in range(len(loc), 0, -1):
+        if loc[:n] in sources:
+            return sources[loc[:n]]
+    prefix = [src for key, src in sources.items() if key[: len(loc)] == loc]
+    return prefix[-1] if prefix else "role map"
+
+
+def _describe(err: Mapping[str, Any], loc: tuple[str, ...], sources: Mapping) -> str:
+    key = ".".join(loc) or "(top level)"
+    src = _source_of(loc, sources)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        parent = loc[:-1]
+        allowed = _allowed_keys(parent)
+        hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
+        return f"{src}: unknown key {key}{hint}"
+    if kind == "missing":
+        return f"{src}: {key} is required"
+    got = err.get("input")
+    shown = f" (got {got!r})" if not isinstance(got, dict) else ""
+    return f"{src}: {key}: {err['msg']}{shown}"
+
+
+def _allowed_keys(parent: tuple[str, ...]) -> list[str]:
+    """Walk the schema along ``parent`` (skipping dict keys) and list the fields found there."""
+    annotation: Any = RoleMap
+    for part in parent:
+        model = _field_model(annotation)
+        if model is not None and part in model.model_fields:
+            annotation = model.model_fields[part].annotation
+        elif getattr(annotation, "__origin__", None) is dict:
+            annotation = annotation.__args__[1]
+        else:
+            return []
+    model = _field_model(annotation)
+    return sorted(model.model_fields) if model is not None else []
+
+
+def _field_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if getattr(annotation, "__origin__", None) is dict:
+        return None
+    for arg in getattr(annotation, "__args__", ()):
+        found = _field_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _check_references(roles: RoleMap, sources: Mapping[tuple[str, ...], str]) -> None:
+    aliases = ", ".join(sorted(roles.models))
+    for name, model in roles.models.items():
+        if model.provider not in roles.providers:
+            src = _source_of(("models", name, "provider"), sources)
+            known = ", ".join(sorted(roles.providers))
+            raise ConfigError(
+                f"{src}: models.{name}.provider: unknown provider {model.provider!r} (known: {known})"
+            )
+    for role in ROLES:
+        if role not in roles.roles:
+            raise ConfigError(f"role map: roles.{role} is required (roles: {', '.join(ROLES)})")
+    for role, spec in roles.roles.items():
+        for i, alias in enumerate(roles.chain(role)):
+            key = ("roles", role, "model") if i == 0 else ("roles", role, "fallback")
+            if alias not in roles.models:
+                src = _source_of(key, sources)
+                raise ConfigError(
+                    f"{src}: {'.'.join(key)}: unknown model alias {alias!r} (models: {aliases})"
+                )
+            provider_name = roles.models[alias].provider
+            if spec.tier not in roles.providers[provider_name].tiers:
+                src = _source_of(("roles", role, "tier"), sources)
+                offered = ", ".join(roles.providers[provider_name].tiers)
+                raise ConfigError(
+                    f"{src}: roles.{role}.tier: provider {provider_name!r} (model {alias!r}) has no "
+                    f"tier {spec.tier!r} (offered: {offered}; add providers.{provider_name}.tiers.{spec.tier})"
+                )

@@ -1,0 +1,69 @@
+"""The builder's view of what the explorers found: verified claims, merged and capped.
+
+Pure functions: claims from all explorers are de-duplicated (same citation ranges or same
+text), each explorer's share is capped, and so is the whole digest, so the builder's context
+stays lean however many explorers ran.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from .state import Claim, ExplorerResult
+
+
+def approx_tokens(text: str) -> int:
+    return (len(text) + 3) // 4
+
+
+def render_claim(claim: Claim, quote_chars: int = 240) -> str:
+    refs = ", ".join(f"{c.path}:{c.start_line}-{c.end_line}" for c in claim.citations)
+    lines = [f"- {claim.text} [{refs}]"]
+    quote = claim.citations[0].quote.strip() if claim.citations else ""
+    if quote:
+        shown = quote if len(quote) <= quote_chars else quote[:quote_chars] + "..."
+        lines.append("    > " + shown.replace("\n", "\n    > "))
+    return "\n".join(lines)
+
+
+def _key(claim: Claim) -> tuple:
+    cites = tuple(sorted((c.path, c.start_line, c.end_line) for c in claim.citations))
+    return cites or (" ".join(claim.text.lower().split()),)
+
+
+def build_digest(
+    results: Sequence[ExplorerResult],
+    *,
+    per_explorer_tokens: int = 1500,
+    total_tokens: int = 8000,
+    count: Callable[[str], int] = approx_tokens,
+) -> str:
+    """Render verified claims grouped by question, within both caps."""
+    seen: set[tuple] = set()
+    sections: list[str] = []
+    used = 0
+    for result in sorted(results, key=lambda r: r.index):
+        if result.error or not (result.claims or result.answer):
+            continue
+        head = f"Q{result.index + 1}: {result.question}\nA: {result.answer.strip()}"
+        budget = min(per_explorer_tokens, total_tokens - used)
+        if budget <= count(head):
+            break
+        parts, spent, omitted = [head], count(head), 0
+        for claim in result.claims:
+            key = _key(claim)
+            if key in seen:
+                continue
+            text = render_claim(claim)
+            cost = count(text) + 1
+            if spent + cost > budget:
+                omitted += 1
+                continue
+            seen.add(key)
+            parts.append(text)
+            spent += cost
+        if omitted:
+            parts.append(f"  ({omitted} more verified claims omitted to stay within the digest cap)")
+        sections.append("\n".join(parts))
+        used += spent
+    return "\n\n".join(sections) if sections else "(no verified findings)"

@@ -1,0 +1,66 @@
+"""LangGraph wiring only: plan -> explore x N -> gather -> build <-> verify -> review -> report.
+
+``build_graph()`` returns the *uncompiled* graph so that embedders choose persistence;
+routing functions are small, pure and typed.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Send
+
+from . import nodes
+from .runtime import RunContext
+from .state import RunState
+
+
+def fan_out(state: RunState) -> list[Send] | Literal["gather"]:
+    """One explorer per plan question; straight to gather when there is none."""
+    questions = state.plan.questions if state.plan else []
+    if not questions:
+        return "gather"
+    return [
+        Send("explore", {"question": q, "index": i, "task": state.task})
+        for i, q in enumerate(questions)
+    ]
+
+
+def after_verify(state: RunState) -> Literal["build", "review", "report"]:
+    if state.verify is not None and state.verify.passed:
+        return "review" if state.reviews < state.max_reviews else "report"
+    if state.attempts >= state.max_attempts or _repeating(state):
+        return "report"
+    return "build"
+
+
+def _repeating(state: RunState) -> bool:
+    """The same failure twice in a row: another attempt is unlikely to help."""
+    return len(state.failures) >= 2 and state.failures[-1] == state.failures[-2]
+
+
+def after_review(state: RunState) -> Literal["build", "report"]:
+    if state.review is not None and state.review.verdict == "request_changes":
+        return "build" if state.attempts < state.max_attempts else "report"
+    return "report"
+
+
+def build_graph() -> StateGraph:
+    g = StateGraph(RunState, context_schema=RunContext)
+    g.add_node("plan", nodes.plan)
+    g.add_node("explore", nodes.explore)
+    g.add_node("gather", nodes.gather)
+    g.add_node("build", nodes.build)
+    g.add_node("verify", nodes.verify)
+    g.add_node("review", nodes.review)
+    g.add_node("report", nodes.report)
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", fan_out, ["explore", "gather"])
+    g.add_edge("explore", "gather")
+    g.add_edge("gather", "build")
+    g.add_edge("build", "verify")
+    g.add_conditional_edges("verify", after_verify)
+    g.add_conditional_edges("review", after_review)
+    g.add_edge("report", END)
+    return g

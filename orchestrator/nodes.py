@@ -1,0 +1,226 @@
+"""The graph's nodes: plan, explore, gather, build, verify, review, report.
+
+Each node is ``async def node(state, runtime) -> partial update``: it reads the state, does its
+work through what ``runtime.context`` provides, and never mutates the state it was given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from .digest import build_digest
+from .errors import OrchestrateError
+from .runtime import RunContext
+from .session import Session
+from .state import (
+    BuildReport,
+    CheckResult,
+    ExplorerResult,
+    Findings,
+    Plan,
+    Review,
+    Role,
+    RunState,
+    VerifyResult,
+)
+from .tools.base import Tool, Toolbox
+from .tools.edit import edit_tools
+from .tools.search import explorer_tools
+from .tools.shell import CommandPolicy, run_command, scrubbed_env, shell_tool
+from .verify import GitCommitSource, verify_findings
+
+
+def policy_of(ctx: RunContext) -> CommandPolicy:
+    settings = ctx.roles.policy
+    if settings.deny is None:
+        return CommandPolicy(allow=list(settings.allow))
+    return CommandPolicy(allow=list(settings.allow), deny=list(settings.deny))
+
+
+def _toolbox(ctx: RunContext, role: Role) -> Toolbox:
+    wanted = set(ctx.agents[role].tools)
+    available: list[Tool] = list(explorer_tools(ctx.worktree, git_root=ctx.worktree))
+    if role == "builder":
+        available += edit_tools(ctx.worktree)
+        available.append(
+            shell_tool(
+                ctx.worktree,
+                policy=policy_of(ctx),
+                timeout=ctx.roles.run.command_timeout_s,
+                output_cap=30_000,
+                env=scrubbed_env(ctx.env),
+            )
+        )
+    return Toolbox.of(t for t in available if t.name in wanted)
+
+
+async def _session(ctx: RunContext, role: Role, task: str, hint: str | int | None = None):
+    agent = ctx.agents[role]
+    spec = ctx.roles.roles[role]
+    session = Session(
+        session_id=ctx.session_id(role, hint),
+        agent=agent,
+        client=ctx.pool.for_role(role),
+        toolbox=_toolbox(ctx, role),
+        telemetry=ctx.telemetry,
+        max_turns=agent.max_turns or spec.max_turns,
+    )
+    return await session.run(task)
+
+
+async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    task = ctx.agents["planner"].render_task(task=state.task)
+    outcome = await _session(ctx, "planner", task, hint=1)
+    result: Plan = outcome.payload  # type: ignore[assignment]
+    return {"plan": result}
+
+
+async def explore(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """One explorer: answer one question, then keep only the claims that verify."""
+    ctx = runtime.context
+    question, index = payload["question"], payload["index"]
+    task = ctx.agents["explorer"].render_task(question=question, task=payload["task"])
+    try:
+        outcome = await _session(ctx, "explorer", task, hint=index + 1)
+    except (OrchestrateError, asyncio.TimeoutError, OSError) as exc:
+        result = ExplorerResult(question=question, index=index, error=str(exc))
+    else:
+        findings: Findings = outcome.payload  # type: ignore[assignment]
+        source = GitCommitSource(ctx.repo, ctx.base_commit)
+        checked = await asyncio.to_thread(
+            verify_findings, source, findings, tool_calls=outcome.tool_calls
+        )
+        result = ExplorerResult(
+            question=question,
+            index=index,
+            claims=checked.claims,
+            answer=findings.answer if checked.claims or not findings.claims else findings.answer,
+            submitted=checked.submitted,
+            verified=checked.verified,
+            dropped=checked.dropped,
+            tool_calls=outcome.tool_calls,
+            drop_reasons=checked.reasons[:20],
+        )
+    ctx.telemetry.emit(
+        "explorer_finished", role="explorer", session=f"explorer-{index + 1}",
+        question=question, submitted=result.submitted, verified=result.verified,
+        dropped=result.dropped, error=result.error,
+    )
+    return {"explorers": [result]}
+
+
+async def gather(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    settings = runtime.context.roles.run
+    digest = build_digest(
+        state.explorers,
+        per_explorer_tokens=settings.digest_tokens_per_explorer,
+        total_tokens=settings.digest_tokens_total,
+    )
+    return {"digest": digest}
+
+
+def _plan_text(plan: Plan | None) -> str:
+    if plan is None:
+        return "(no plan)"
+    steps = "\n".join(f"{i}. {s}" for i, s in enumerate(plan.steps, 1))
+    accept = "\n".join(f"  $ {c}" for c in plan.acceptance) or "  (none)"
+    return f"Goal: {plan.goal}\n{steps}\nAcceptance commands:\n{accept}"
+
+
+def acceptance_commands(ctx: RunContext, state: RunState) -> list[str]:
+    configured = list(ctx.roles.verify.commands)
+    return configured or (list(state.plan.acceptance) if state.plan else [])
+
+
+async def build(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    feedback = f"Feedback from the last attempt:\n{state.feedback}\n" if state.feedback else ""
+    task = ctx.agents["builder"].render_task(
+        task=state.task,
+        plan=_plan_text(state.plan) + _commands_note(acceptance_commands(ctx, state)),
+        digest=state.digest or "(none)",
+        feedback=feedback,
+    )
+    outcome = await _session(ctx, "builder", task, hint=state.attempts + 1)
+    report: BuildReport = outcome.payload  # type: ignore[assignment]
+    return {"build": report, "attempts": state.attempts + 1}
+
+
+def _commands_note(commands: list[str]) -> str:
+    if not commands:
+        return ""
+    return "\nThese acceptance commands decide whether the task is done:\n" + "\n".join(
+        f"  $ {c}" for c in commands
+    )
+
+
+async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Run the acceptance commands in the worktree; failures become the builder's feedback."""
+    ctx = runtime.context
+    checks: list[CheckResult] = []
+    for command in acceptance_commands(ctx, state):
+        with ctx.telemetry.busy("tool"):
+            res = await run_command(
+                command,
+                cwd=ctx.worktree,
+                timeout=ctx.roles.run.command_timeout_s,
+                env=scrubbed_env(ctx.env),
+                policy=policy_of(ctx),
+            )
+        checks.append(
+            CheckResult(command=command, exit_code=res.exit_code, output=res.output[-8000:],
+                        duration_s=res.duration_s)
+        )
+    result = VerifyResult(passed=all(c.exit_code == 0 for c in checks), checks=checks)
+    ctx.telemetry.emit(
+        "test_result", role="verify", passed=result.passed, attempt=state.attempts,
+        commands=[c.command for c in checks], exit_codes=[c.exit_code for c in checks],
+    )
+    feedback = "" if result.passed else "The acceptance commands failed:\n" + result.failure_text()
+    return {"verify": result, "feedback": feedback}
+
+
+async def review(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    ctx = runtime.context
+    diff = await asyncio.to_thread(ctx.workspace.patch) if ctx.workspace else ""  # type: ignore[attr-defined]
+    verdict = "passed" if state.verify and state.verify.passed else "not passed"
+    task = ctx.agents["reviewer"].render_task(
+        task=state.task, verify=verdict, digest=state.digest or "(none)",
+        diff=diff[:40_000] or "(empty diff)",
+    )
+    outcome = await _session(ctx, "reviewer", task, hint=state.reviews + 1)
+    result: Review = outcome.payload  # type: ignore[assignment]
+    ctx.telemetry.emit("review", role="reviewer", verdict=result.verdict, comments=result.comments)
+    feedback = ""
+    if result.verdict == "request_changes":
+        feedback = "The reviewer requested changes:\n" + "\n".join(f"- {c}" for c in result.comments)
+    return {"review": result, "reviews": state.reviews + 1, "feedback": feedback}
+
+
+async def report(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """Commit the work on the run branch and decide the outcome."""
+    ctx = runtime.context
+    passed = bool(state.verify and state.verify.passed)
+    ws = ctx.workspace
+    if ws is not None:
+        first_line = " ".join(state.task.split())[:72]
+        await asyncio.to_thread(ws.commit, f"orchestrate: {first_line}\n\n{state.task}\n\nRun: {ctx.run_id}")  # type: ignore[attr-defined]
+        await asyncio.to_thread(ws.write_patch)  # type: ignore[attr-defined]
+    if passed and not state.verify.checks:  # type: ignore[union-attr]
+        return {"status": "succeeded", "reason": "no acceptance commands: the change is unverified"}
+    if passed:
+        return {"status": "succeeded", "reason": "acceptance commands passed"}
+    if state.verify is None:
+        return {"status": "failed", "reason": "no acceptance result"}
+    failing = [c.command for c in state.verify.checks if c.exit_code]
+    return {
+        "status": "failed",
+        "reason": f"acceptance still failing after {state.attempts} attempt(s): "
+        + "; ".join(failing),
+    }
+
+

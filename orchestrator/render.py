@@ -1,0 +1,194 @@
+"""What people see: live progress per agent session, the run summary and the role map, via rich.
+
+Kept apart from the CLI's parsing so that the API never prints and the pictures can change
+without touching the commands.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from .api import RunResult
+from .config import RoleMap
+from .telemetry import Event
+
+
+@dataclass
+class _Row:
+    role: str
+    model: str = ""
+    tier: str = ""
+    effort: str = ""
+    state: str = "starting"
+    calls: int = 0
+    tokens: int = 0
+    tps: float | None = None
+    context: float = 0.0
+    started: float = 0.0
+
+
+class Progress:
+    """A live table of agent sessions (role, model, tier, tokens/s, context gauge) on stderr."""
+
+    def __init__(self, console: Console, *, enabled: bool = True) -> None:
+        self.console = console
+        self.enabled = enabled
+        self.rows: dict[str, _Row] = {}
+        self.notes: list[str] = []
+        self._live: Live | None = None
+        self._interactive = console.is_terminal
+
+    def __enter__(self) -> Progress:
+        if self.enabled and self._interactive:
+            self._live = Live(self._render(), console=self.console, refresh_per_second=8,
+                              transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+            self._live.__exit__(*exc)
+            self._live = None
+
+    def on_event(self, event: Event) -> None:
+        if not self.enabled:
+            return
+        line = self._apply(event)
+        if self._live is not None:
+            self._live.update(self._render())
+        elif line:
+            self.console.print(line, highlight=False)
+
+    def _apply(self, e: Event) -> str | None:
+        d = e.data
+        sid = e.session or e.role or "-"
+        if e.kind == "role_started":
+            self.rows[sid] = _Row(role=str(e.role), model=str(d.get("model")), tier=str(d.get("tier")),
+                                  effort=str(d.get("effort") or "-"), state="thinking",
+                                  started=time.monotonic())
+            return f"▶ {sid:<14} {d.get('model')} · tier {d.get('tier')} · effort {d.get('effort') or '-'}"
+        row = self.rows.get(sid)
+        if e.kind == "call_finished" and row is not None:
+            row.calls += 1
+            row.tokens += int(d.get("output_tokens") or 0)
+            row.tps = d.get("tokens_per_s") or row.tps
+            row.model = str(d.get("served_model") or row.model)
+        elif e.kind == "progress" and row is not None:
+            if "context" in d:
+                row.context = float(d["context"])
+            else:
+                row.state = "streaming"
+        elif e.kind == "tool_called" and row is not None:
+            row.state = f"tool {d.get('tool')}"
+        elif e.kind == "role_finished" and row is not None:
+            row.state = "done"
+            return f"✔ {sid:<14} {row.calls} calls · {row.tokens} tokens out"
+        elif e.kind == "explorer_finished":
+            if row is not None:
+                row.state = "failed" if d.get("error") else "done"
+            if d.get("error"):
+                return f"✘ {sid:<14} failed: {d.get('error')}"
+            return f"  {sid:<14} claims verified {d.get('verified')}/{d.get('submitted')}"
+        elif e.kind == "test_result":
+            status = "pass" if d.get("passed") else "FAIL"
+            self.notes.append(f"acceptance (attempt {d.get('attempt')}): {status}")
+            return f"● acceptance attempt {d.get('attempt')}: {status}"
+        elif e.kind == "warning":
+            self.notes.append(f"warning: {d.get('message')}")
+            return f"! {d.get('message')}"
+        elif e.kind == "fork":
+            return f"⑂ {sid} forked: {d.get('reason')}"
+        return None
+
+    def _render(self) -> Group:
+        table = Table(title="agents", expand=False, show_edge=False, pad_edge=False)
+        for col in ("session", "model", "tier", "effort", "state", "calls", "tok out", "tok/s", "context"):
+            table.add_column(col, justify="right" if col in {"calls", "tok out", "tok/s"} else "left")
+        for sid, r in self.rows.items():
+            table.add_row(sid, r.model, r.tier, r.effort, r.state, str(r.calls), str(r.tokens),
+                          f"{r.tps:.0f}" if r.tps else "-", _gauge(r.context))
+        notes = Text("\n".join(self.notes[-4:]))
+        return Group(table, notes)
+
+
+def _gauge(fraction: float, width: int = 10) -> str:
+    filled = min(width, round(fraction * width))
+    return "█" * filled + "░" * (width - filled) + f" {fraction:4.0%}"
+
+
+def print_run_summary(console: Console, result: RunResult, *, simulated: bool = False) -> None:
+    ok = result.status == "succeeded"
+    console.print(
+        f"[bold {'green' if ok else 'red'}]{'✔ task done' if ok else '✘ task not achieved'}[/]: "
+        f"{result.reason}", highlight=False,
+    )
+    if simulated:
+        console.print("(models simulated by the local simulator)")
+    console.print(f"run       {result.run_id}")
+    console.print(f"branch    {result.branch}" + (f" @ {result.commit[:10]}" if result.commit else " (no commit)"))
+    if result.dirty:
+        console.print("checkout  had uncommitted changes: "
+                      + ("included (first commit on the branch)" if result.included_dirty
+                         else "NOT included (use --include-dirty)"))
+    console.print(f"artefacts {result.run_dir}")
+    if result.diff_stat.strip():
+        console.print(result.diff_stat.rstrip(), highlight=False)
+    if result.tests is not None:
+        for check in result.tests.checks:
+            mark = "pass" if check.exit_code == 0 else f"FAIL (exit {check.exit_code})"
+            console.print(f"test      {check.command}: {mark}", highlight=False)
+    console.print(_role_table(result))
+    if result.explorers:
+        console.print(_explorer_table(result))
+    split = result.time_split
+    if split:
+        console.print(
+            f"time      {split['wall_s']:.1f}s wall = model {split['model_s']:.1f}s + tools "
+            f"{split['tool_s']:.1f}s + orchestration {split['orchestration_s']:.2f}s · "
+            f"cost ${result.cost_usd:.4f}"
+        )
+    for w in result.warnings:
+        console.print(f"[yellow]warning[/] {w}", highlight=False)
+
+
+def _role_table(result: RunResult) -> Table:
+    t = Table(title="per role", show_edge=False)
+    for col in ("role", "model", "tier", "calls", "prompt", "cached", "output", "tok/s", "cost $"):
+        t.add_column(col, justify="left" if col in {"role", "model", "tier"} else "right")
+    for role, row in result.per_role.items():
+        tps = row.get("tokens_per_s")
+        t.add_row(role, ", ".join(row["models"]), ", ".join(map(str, row["tiers"])), str(row["calls"]),
+                  str(row["prompt_tokens"]), str(row["cached_tokens"]), str(row["output_tokens"]),
+                  f"{tps:.0f}" if tps else "-", f"{row['cost_usd']:.4f}")
+    return t
+
+
+def _explorer_table(result: RunResult) -> Table:
+    t = Table(title="explorers (claims submitted / verified / dropped)", show_edge=False)
+    for col in ("#", "question", "sub", "ok", "drop", "note"):
+        t.add_column(col)
+    for r in result.explorers:
+        t.add_row(str(r.index + 1), r.question[:60], str(r.submitted), str(r.verified),
+                  str(r.dropped), r.error or (r.drop_reasons[0] if r.drop_reasons else ""))
+    return t
+
+
+def print_roles(console: Console, roles: RoleMap) -> None:
+    t = Table(title="role map" + (f" (team {roles.team})" if roles.team else ""), show_edge=False)
+    for col in ("role", "model", "id", "provider", "tier", "service_tier", "effort", "parallel", "fallback"):
+        t.add_column(col)
+    for role, spec in roles.roles.items():
+        model = roles.models[spec.model]
+        provider = roles.providers[model.provider]
+        t.add_row(role, spec.model, model.id, model.provider, spec.tier,
+                  str(provider.tiers.get(spec.tier)), spec.effort or "-", str(spec.parallel),
+                  " → ".join(spec.fallback) or "-")
+    console.print(t)

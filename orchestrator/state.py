@@ -1,0 +1,188 @@
+"""Values that cross modules: what agents submit, what the graph carries, what a run reports.
+
+Everything here is a frozen pydantic model so that it checkpoints, serialises to ``--json`` and
+cannot be mutated behind a node's back.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["planner", "explorer", "builder", "reviewer", "summarizer"]
+ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer", "summarizer")
+
+
+class Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+# --- what agents submit -------------------------------------------------------------------------
+
+
+class Plan(Frozen):
+    """The planner's breakdown of a task."""
+
+    goal: str = Field(description="One sentence: what done looks like.")
+    steps: list[str] = Field(description="Ordered steps for the builder.")
+    questions: list[str] = Field(
+        default_factory=list,
+        description="Independent questions for read-only explorers to answer from the code.",
+    )
+    files_to_touch: list[str] = Field(default_factory=list, description="Paths likely to change.")
+    acceptance: list[str] = Field(
+        default_factory=list,
+        description="Shell commands that must exit 0 when the task is done (e.g. the test command).",
+    )
+
+
+class Citation(Frozen):
+    """A verbatim quote from ``path`` lines ``start_line``..``end_line`` (1-based, inclusive)."""
+
+    path: str = Field(description="Repository-relative path of the file.")
+    start_line: int = Field(description="First cited line, 1-based.")
+    end_line: int = Field(description="Last cited line, inclusive.")
+    quote: str = Field(description="Text copied verbatim from those lines.")
+
+
+class Claim(Frozen):
+    """One statement about the code, backed by citations."""
+
+    text: str = Field(description="The finding, in one or two sentences.")
+    citations: list[Citation] = Field(description="Where in the code this is shown.")
+
+
+class Findings(Frozen):
+    """What an explorer submits."""
+
+    answer: str = Field(description="Short answer to the question.")
+    claims: list[Claim] = Field(default_factory=list, description="Claims with citations.")
+
+
+class BuildReport(Frozen):
+    """What the builder submits when it believes the change is done."""
+
+    summary: str = Field(description="What was changed and why.")
+    files_changed: list[str] = Field(default_factory=list)
+
+
+class Review(Frozen):
+    """What the reviewer submits."""
+
+    verdict: Literal["approve", "request_changes"]
+    comments: list[str] = Field(default_factory=list, description="Concrete, actionable points.")
+
+
+# --- what the run records -----------------------------------------------------------------------
+
+
+class CallRecord(Frozen):
+    """One model call: who asked for what, who served it, what it cost."""
+
+    role: str
+    session: str
+    requested_model: str
+    served_model: str | None = None
+    requested_tier: str | None = None
+    served_tier: str | None = None
+    effort: str | None = None
+    fallback_step: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    ttft_s: float | None = None
+    duration_s: float = 0.0
+    tokens_per_s: float | None = None
+    cost_usd: float = 0.0
+    error: str | None = None
+
+
+class ExplorerResult(Frozen):
+    """One explorer's outcome after verification."""
+
+    question: str
+    index: int
+    claims: list[Claim] = Field(default_factory=list)  # verified claims only
+    answer: str = ""
+    submitted: int = 0
+    verified: int = 0
+    dropped: int = 0
+    tool_calls: int = 0
+    error: str | None = None
+    drop_reasons: list[str] = Field(default_factory=list)
+
+
+class CheckResult(Frozen):
+    """One acceptance command's result."""
+
+    command: str
+    exit_code: int
+    output: str
+    duration_s: float
+
+
+class VerifyResult(Frozen):
+    passed: bool
+    checks: list[CheckResult] = Field(default_factory=list)
+
+    def failure_text(self, limit: int = 6000) -> str:
+        parts = [
+            f"$ {c.command}\n(exit {c.exit_code})\n{c.output}" for c in self.checks if c.exit_code
+        ]
+        text = "\n\n".join(parts)
+        return text if len(text) <= limit else "...(trimmed)...\n" + text[-limit:]
+
+
+class RunState(BaseModel):
+    """The graph's state. Lists with a reducer are appended to by parallel branches."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    plan: Plan | None = None
+    explorers: Annotated[list[ExplorerResult], operator.add] = Field(default_factory=list)
+    digest: str = ""
+    build: BuildReport | None = None
+    attempts: int = 0
+    verify: VerifyResult | None = None
+    feedback: str = ""
+    review: Review | None = None
+    reviews: int = 0
+    status: Literal["running", "succeeded", "failed"] = "running"
+    reason: str = ""
+    max_attempts: int = 3
+    max_reviews: int = 1
+    failures: Annotated[list[str], operator.add] = Field(default_factory=list)
+
+
+class Handoff(Frozen):
+    """What the summarizer writes when a session forks."""
+
+    goal: str
+    facts: list[str] = Field(default_factory=list, description="Established facts with evidence.")
+    files: list[str] = Field(default_factory=list, description="Files read or changed.")
+    remaining: list[str] = Field(default_factory=list, description="What is left to do.")
+    next_step: str = ""
+
+    def render(self) -> str:
+        lines = [f"Goal: {self.goal}", "Established so far:"]
+        lines += [f"- {f}" for f in self.facts] or ["- (nothing yet)"]
+        if self.files:
+            lines.append("Files: " + ", ".join(self.files))
+        lines.append("Left to do:")
+        lines += [f"- {r}" for r in self.remaining] or ["- (see goal)"]
+        if self.next_step:
+            lines.append(f"Next step: {self.next_step}")
+        return "\n".join(lines)
+
+
+SUBMIT_MODELS: dict[str, type[Frozen]] = {
+    "Plan": Plan,
+    "Findings": Findings,
+    "BuildReport": BuildReport,
+    "Review": Review,
+    "Handoff": Handoff,
+}

@@ -1,0 +1,98 @@
+"""The tool contract shared by every agent: a name, a pydantic argument model, a function.
+
+A tool function takes the validated argument model and returns text for the model. It raises
+``ToolError`` (or ``PolicyViolation``) for anything the model should read and correct; any other
+exception is a bug and propagates. Sync functions run in a worker thread so that parallel
+explorers never block the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import PolicyViolation, ToolError
+
+ToolFn = Callable[[Any], str] | Callable[[Any], Awaitable[str]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One capability offered to a model."""
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    fn: ToolFn
+    read_only: bool = True
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI function-tool declaration."""
+        params = self.args.model_json_schema()
+        params.pop("title", None)
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": params},
+        }
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What one tool call produced: text for the model and whether it was an error."""
+
+    name: str
+    text: str
+    ok: bool = True
+    policy_violation: bool = False
+
+
+@dataclass
+class Toolbox:
+    """The tools of one session, looked up by name."""
+
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, tools: Iterable[Tool]) -> Toolbox:
+        return cls({t.name: t for t in tools})
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [t.schema() for t in self.tools.values()]
+
+    def names(self) -> list[str]:
+        return sorted(self.tools)
+
+    async def call(self, name: str, arguments: str | dict[str, Any]) -> ToolOutcome:
+        tool = self.tools.get(name)
+        if tool is None:
+            valid = ", ".join(self.names())
+            return ToolOutcome(name, f"error: unknown tool {name!r}; valid tools: {valid}", ok=False)
+        try:
+            raw = json.loads(arguments or "{}") if isinstance(arguments, str) else arguments
+            args = tool.args.model_validate(raw)
+        except (json.JSONDecodeError, ValidationError) as exc:
+            return ToolOutcome(name, f"error: invalid arguments for {name}: {_brief(exc)}", ok=False)
+        try:
+            if inspect.iscoroutinefunction(tool.fn):
+                text = await tool.fn(args)
+            else:
+                text = await asyncio.to_thread(tool.fn, args)
+        except PolicyViolation as exc:
+            return ToolOutcome(name, f"refused: {exc}", ok=False, policy_violation=True)
+        except ToolError as exc:
+            return ToolOutcome(name, f"error: {exc}", ok=False)
+        return ToolOutcome(name, text)
+
+
+def _brief(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors()
+        )
+    return str(exc)

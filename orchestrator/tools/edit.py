@@ -1,0 +1,271 @@
+"""The builder's file-editing tools: write a file, replace exact text, apply a unified diff.
+
+Every path goes through ``Jail.resolve(..., write=True)`` before anything is written, so edits stay
+inside the workspace root and never reach ``.git``. Failures the model can fix (text not found,
+ambiguous match, a patch that does not apply) raise ``ToolError`` with a hint; escapes raise
+``PolicyViolation``. Each tool answers with a one-line confirmation.
+"""
+
+from __future__ import annotations
+
+import codecs
+import difflib
+import os
+import re
+import subprocess
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from ..errors import PolicyViolation, ToolError
+from .base import Tool
+from .jail import Jail
+
+_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX")
+_FENCE = re.compile(r"^```[\w-]*\n(.*?)\n?```\s*$", re.S)
+_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_SYMLINK_MODE = re.compile(r"^(?:new file mode|new mode) 120000\s*$", re.M)
+
+
+class WriteFileArgs(BaseModel):
+    path: str = Field(description="Repository-relative path of the file to create or overwrite.")
+    content: str = Field(description="The complete new content of the file.")
+
+
+class ReplaceArgs(BaseModel):
+    path: str = Field(description="Repository-relative path of an existing file.")
+    old: str = Field(description="Exact text to find, including whitespace and indentation.")
+    new: str = Field(description="Text to put in its place.")
+    replace_all: bool = Field(False, description="Replace every occurrence instead of one.")
+
+
+class ApplyPatchArgs(BaseModel):
+    patch: str = Field(description="A unified diff (as from `git diff`), paths relative to the root.")
+
+
+def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000) -> list[Tool]:
+    """The write tools for a session whose workspace is ``root``."""
+    jail = Jail(root)
+
+    def write_file(args: WriteFileArgs) -> str:
+        target = jail.resolve(args.path, write=True)
+        size = len(args.content.encode("utf-8"))
+        if size > max_file_bytes:
+            raise ToolError(
+                f"content is {size} bytes; the limit is {max_file_bytes} bytes per file"
+            )
+        if target.is_dir():
+            raise ToolError(f"{args.path} is a directory")
+        existed = target.exists()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target, "w", encoding="utf-8", newline="") as fh:
+            fh.write(args.content)
+        verb = "overwrote" if existed else "wrote"
+        return f"{verb} {jail.relative(target)} ({_line_count(args.content)} lines)"
+
+    def replace(args: ReplaceArgs) -> str:
+        target = jail.resolve(args.path, write=True)
+        rel = jail.relative(target)
+        text = _read_text(target, rel, max_file_bytes)
+        if not args.old:
+            raise ToolError("`old` is empty; give the exact text to replace")
+        count = text.count(args.old)
+        if count == 0:
+            raise ToolError(_not_found(text, args.old, rel))
+        if count > 1 and not args.replace_all:
+            lines = _match_lines(text, args.old)
+            raise ToolError(
+                f"`old` appears {count} times in {rel} (lines {', '.join(map(str, lines))}); "
+                "include more surrounding context so it matches once, or pass replace_all=true"
+            )
+        updated = text.replace(args.old, args.new) if args.replace_all else text.replace(
+            args.old, args.new, 1
+        )
+        if len(updated.encode("utf-8")) > max_file_bytes:
+            raise ToolError(f"the result would exceed the {max_file_bytes}-byte file limit")
+        with open(target, "w", encoding="utf-8", newline="") as fh:
+            fh.write(updated)
+        done = count if args.replace_all else 1
+        return f"replaced {done} occurrence{'s' if done != 1 else ''} in {rel}"
+
+    def apply_patch(args: ApplyPatchArgs) -> str:
+        patch = _unfence(args.patch)
+        if not patch.strip():
+            raise ToolError("the patch is empty")
+        if _SYMLINK_MODE.search(patch):
+            raise PolicyViolation("patches may not create symlinks")
+        errors: list[str] = []
+        for strip in (1, 0):
+            try:
+                paths = _patch_paths(jail.root, patch, strip)
+            except ToolError as exc:
+                errors.append(str(exc))
+                continue
+            targets = [jail.resolve(p, write=True) for p in paths]
+            check = _git_apply(jail.root, patch, strip, "--check")
+            if check.returncode != 0:
+                errors.append(_trim(check.stderr))
+                continue
+            done = _git_apply(jail.root, patch, strip)
+            if done.returncode != 0:
+                raise ToolError(f"patch did not apply: {_trim(done.stderr)}")
+            names = sorted({jail.relative(t) for t in targets})
+            shown = ", ".join(names[:5]) + (f", +{len(names) - 5} more" if len(names) > 5 else "")
+            return f"applied patch to {len(names)} file{'s' if len(names) != 1 else ''}: {shown}"
+        raise ToolError(
+            f"patch does not apply: {errors[0]}. Re-read the file(s) and resend a unified diff "
+            "whose context lines match exactly, or use `replace` for small edits"
+        )
+
+    return [
+        Tool(
+            "write_file",
+            "Create or overwrite a file with the given content (parent folders are created).",
+            WriteFileArgs, write_file, read_only=False,
+        ),
+        Tool(
+            "replace",
+            "Replace an exact piece of text in a file. `old` must match exactly once unless "
+            "replace_all is true; include enough context lines to make it unique.",
+            ReplaceArgs, replace, read_only=False,
+        ),
+        Tool(
+            "apply_patch",
+            "Apply a unified diff (git diff format, a/ and b/ prefixes) to the workspace.",
+            ApplyPatchArgs, apply_patch, read_only=False,
+        ),
+    ]
+
+
+def _line_count(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def _read_text(target: Path, rel: str, limit: int) -> str:
+    if not target.is_file():
+        raise ToolError(f"no such file: {rel} (use write_file to create a new file)")
+    if target.stat().st_size > limit:
+        raise ToolError(f"{rel} is larger than the {limit}-byte limit; edit it with apply_patch")
+    try:
+        with open(target, encoding="utf-8", newline="") as fh:
+            return fh.read()
+    except UnicodeDecodeError:
+        raise ToolError(f"{rel} is not UTF-8 text; it cannot be edited with replace") from None
+
+
+def _match_lines(text: str, old: str) -> list[int]:
+    lines, start = [], 0
+    while (at := text.find(old, start)) != -1 and len(lines) < 10:
+        lines.append(text.count("\n", 0, at) + 1)
+        start = at + 1
+    return lines
+
+
+def _not_found(text: str, old: str, rel: str) -> str:
+    lines = text.splitlines()
+    stripped = [line.strip() for line in lines]
+    wanted = [line.strip() for line in old.splitlines()]
+    n = len(wanted)
+    for i in range(len(lines) - n + 1):
+        if stripped[i : i + n] == wanted:
+            return (
+                f"`old` text not found in {rel}, but it matches lines {i + 1}-{i + n} when "
+                "whitespace is ignored; copy the exact indentation and spacing from the file"
+            )
+    probe = next((w for w in wanted if w), old.strip())
+    close = set(difflib.get_close_matches(probe, stripped, n=3, cutoff=0.5))
+    shown = [f"  {i + 1}: {lines[i]}" for i, s in enumerate(stripped) if s in close][:3]
+    hint = ("closest lines:\n" + "\n".join(shown)) if shown else "no similar line found"
+    return f"`old` text not found in {rel}; {hint}\nRe-read the file and copy the text exactly."
+
+
+def _unfence(patch: str) -> str:
+    match = _FENCE.match(patch.strip())
+    body = match.group(1) if match else patch
+    return body if body.endswith("\n") else body + "\n"
+
+
+def _patch_paths(root: Path, patch: str, strip: int) -> list[str]:
+    """Every file path the patch reads or writes, ``strip`` leading components removed.
+
+    The union of git's own reading (``--numstat``) and the headers, so a rename's source and
+    anything git might parse differently from us are both checked against the jail.
+    """
+    numstat = _git_apply(root, patch, strip, "--numstat", "-z")
+    if numstat.returncode != 0:
+        raise ToolError(_trim(numstat.stderr))
+    tokens = numstat.stdout.decode("utf-8", "surrogateescape").split("\0")
+    paths = [t.split("\t", 2)[2] if t.count("\t") >= 2 else t for t in tokens]
+    for name, prefixed in _header_paths(patch):
+        parts = name.split("/")
+        if prefixed and strip:
+            if len(parts) <= strip:
+                continue
+            parts = parts[strip:]
+        paths.append("/".join(parts))
+    return list(dict.fromkeys(p for p in paths if p and p != "/dev/null"))
+
+
+def _header_paths(patch: str) -> list[tuple[str, bool]]:
+    """(path, carries an a/ b/ prefix) for each file header, skipping hunk bodies by count."""
+    found: list[tuple[str, bool]] = []
+    old_left = new_left = 0
+    for line in patch.splitlines():
+        if old_left > 0 or new_left > 0:
+            tag = line[:1]
+            if tag in (" ", ""):
+                old_left, new_left = old_left - 1, new_left - 1
+                continue
+            if tag in ("-", "+", "\\"):
+                old_left -= tag == "-"
+                new_left -= tag == "+"
+                continue
+            old_left = new_left = 0
+        if hunk := _HUNK.match(line):
+            old_left = int(hunk.group(1) or 1)
+            new_left = int(hunk.group(2) or 1)
+        elif line.startswith(("--- ", "+++ ")):
+            found.append((_unquote(line[4:].split("\t")[0].rstrip()), True))
+        elif line.startswith(("rename from ", "rename to ", "copy from ", "copy to ")):
+            found.append((_unquote(line.split(" ", 2)[2].rstrip()), False))
+        elif line.startswith("diff --git "):
+            found.extend((_unquote(t), True) for t in _git_header_paths(line[11:]))
+    return found
+
+
+def _git_header_paths(rest: str) -> list[str]:
+    if rest.startswith('"'):
+        return [m.group(0) for m in re.finditer(r'"(?:[^"\\]|\\.)*"|\S+', rest)]
+    half = (len(rest) - 1) // 2
+    first, second = rest[:half], rest[half + 1 :]
+    # "a/x b/x": both halves name the same file after their one-letter prefix.
+    if rest[half : half + 1] == " " and first[2:] == second[2:]:
+        return [first, second]
+    return []
+
+
+def _unquote(token: str) -> str:
+    if len(token) >= 2 and token[0] == '"' and token[-1] == '"':
+        raw = codecs.escape_decode(token[1:-1].encode("utf-8"))[0]
+        return raw.decode("utf-8", "surrogateescape")
+    return token
+
+
+def _git_apply(root: Path, patch: str, strip: int, *flags: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
+    env.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0")
+    argv = ["git", "apply", "--recount", "--whitespace=nowarn", f"-p{strip}", *flags, "-"]
+    return subprocess.run(
+        argv, cwd=root, env=env, input=patch.encode("utf-8"), capture_output=True,
+        timeout=60,
+    )
+
+
+def _trim(stderr: bytes, max_lines: int = 6) -> str:
+    lines = [
+        line.removeprefix("error: ").strip()
+        for line in stderr.decode("utf-8", "replace").splitlines()
+        if line.strip()
+    ]
+    text = "; ".join(lines[:max_lines]) + (" ..." if len(lines) > max_lines else "")
+    return text or "git apply failed without a message"

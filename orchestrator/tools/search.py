@@ -1,0 +1,521 @@
+"""The explorer's read-only tools: ripgrep search, numbered file reads and file listing.
+
+Everything is sized for large repositories: ripgrep respects ``.gitignore`` and skips hidden,
+binary and oversized files, output is read incrementally and the process is killed once enough
+matches are in, and every result is capped with a hint on how to narrow the query. Every path a
+model names goes through ``Jail``. ``explorer_tools`` wraps the functions as ``Tool`` objects.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import IO
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import ConfigError, ToolError
+from . import gitread
+from .base import Tool
+from .jail import Jail
+
+LINE_CUT = 300  # search shows at most this many characters of a matching line
+READ_LINE_CUT = 2000  # read shows at most this many characters of one line
+NARROW_HINT = "narrow the query: add a glob (e.g. '*.py'), a path, or a more specific pattern"
+_TYPE_NAME = "orchestrateglob"
+
+
+@lru_cache(maxsize=1)
+def rg_binary() -> str:
+    """The ripgrep executable: on PATH, else next to this interpreter (the venv need not be active)."""
+    found = shutil.which("rg") or os.path.join(sysconfig.get_path("scripts"), "rg")
+    if not (os.path.isfile(found) and os.access(found, os.X_OK)):
+        raise ConfigError(
+            "ripgrep (rg) was not found on PATH or next to the Python interpreter; "
+            "install it with 'pip install ripgrep' or put rg on PATH"
+        )
+    return found
+
+
+def decode_lines(data: bytes) -> list[str]:
+    """File bytes as lines numbered the way ripgrep and ``read`` number them (split on ``\\n``)."""
+    lines = data.split(b"\n")
+    if lines[-1] == b"":
+        lines.pop()
+    return [_decode_line(raw) for raw in lines]
+
+
+def _decode_line(raw: bytes) -> str:
+    raw = raw[:-1] if raw.endswith(b"\n") else raw
+    raw = raw[:-1] if raw.endswith(b"\r") else raw
+    return raw.decode("utf-8", "replace")
+
+
+# --- search ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Match:
+    """One line of a search result; ``context`` lines surround a match but do not match."""
+
+    path: str
+    line: int
+    text: str
+    column: int = 0
+    context: bool = False
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """Matches in ripgrep order; ``truncated`` when more exist than were collected."""
+
+    matches: list[Match]
+    truncated: bool = False
+    files_searched: int = 0
+    errors: list[str] = field(default_factory=list)
+    max_bytes: int = 20_000
+
+    def format_for_model(self, max_bytes: int | None = None) -> str:
+        budget = self.max_bytes if max_bytes is None else max_bytes
+        hits = [m for m in self.matches if not m.context]
+        if not hits:
+            return _no_matches(self)
+        files = len({m.path for m in hits})
+        more = " (truncated)" if self.truncated else ""
+        head = f"{len(hits)} matches in {files} files{more}:"
+        body, cut = _render(self.matches, budget - len(head) - 200)
+        tail = []
+        if self.truncated or cut:
+            tail.append(f"(results truncated; {NARROW_HINT})")
+        tail += [f"warning: {e}" for e in self.errors[:5]]
+        return "\n".join([head, *body, *tail])
+
+
+def search(
+    root: Path,
+    pattern: str,
+    *,
+    path: str | None = None,
+    glob: str | None = None,
+    fixed_strings: bool = False,
+    ignore_case: bool = False,
+    context: int = 0,
+    max_matches: int = 100,
+    max_bytes: int = 20_000,
+    max_filesize: str = "1M",
+    timeout: float = 30,
+) -> SearchResult:
+    """Search file contents under ``root`` (optionally within ``path``) with ripgrep."""
+    if not pattern:
+        raise ToolError("pattern is empty; give the text or regex to search for")
+    jail = Jail(root)
+    target = _target(jail, path)
+    cmd = [rg_binary(), "--json", "--no-config", "--max-filesize", max_filesize]
+    cmd += ["--max-count", str(max_matches + 1)]
+    cmd += ["--fixed-strings"] if fixed_strings else []
+    cmd += ["--ignore-case"] if ignore_case else []
+    cmd += ["--context", str(context)] if context > 0 else []
+    with _glob_scope(glob, target) as (glob_args, keep):
+        collector = _Collector(keep, max_matches, max_bytes, context)
+        cmd += [*glob_args, "-e", pattern, "--", target]
+        rc, stderr, timed_out = _stream(cmd, jail.root, collector, timeout)
+    errors = _error_lines(stderr)
+    if rc == 2 and not collector.summary_seen and not collector.matches and not timed_out:
+        raise ToolError(_explain_failure(errors))
+    if timed_out:
+        errors.insert(0, f"search timed out after {timeout:g}s; results are partial")
+    return SearchResult(
+        matches=collector.matches,
+        truncated=collector.truncated or timed_out,
+        files_searched=collector.files_searched,
+        errors=errors,
+        max_bytes=max_bytes,
+    )
+
+
+class _Collector:
+    """Turns ripgrep ``--json`` lines into ``Match``es; ``feed`` returns False when full."""
+
+    def __init__(self, keep: Callable[[str], bool], max_matches: int, max_bytes: int, ctx: int):
+        self.keep, self.max_matches, self.max_bytes, self.ctx = keep, max_matches, max_bytes, ctx
+        self.matches: list[Match] = []
+        self.count = self.used = 0
+        self.truncated = self.summary_seen = False
+        self.files: set[str] = set()
+        self.searched: int | None = None
+
+    @property
+    def files_searched(self) -> int:
+        return max(self.searched or 0, len(self.files))
+
+    def feed(self, raw: bytes) -> bool:
+        event = json.loads(raw)
+        kind, data = event.get("type"), event.get("data", {})
+        if kind == "summary":
+            self.summary_seen = True
+            self.searched = data.get("stats", {}).get("searches")
+            return True
+        if kind not in ("match", "context"):
+            return True
+        path = _repo_path(_text(data["path"]))
+        if not self.keep(path):
+            return True
+        if kind == "context":
+            return self._add_context(path, data)
+        if self.count >= self.max_matches or self.used >= self.max_bytes:
+            self.truncated = True
+            return False
+        self._add(path, data, context=False)
+        self.count += 1
+        self.files.add(path)
+        return True
+
+    def _add_context(self, path: str, data: dict) -> bool:
+        if self.count >= self.max_matches:
+            last = self.matches[-1]  # once full, keep only the trailing context of the last hit
+            if last.path != path or data["line_number"] > last.line + self.ctx:
+                return True
+        self._add(path, data, context=True)
+        return True
+
+    def _add(self, path: str, data: dict, *, context: bool) -> None:
+        text = _decode_line(_raw(data["lines"]))
+        column = 0
+        if len(text) > LINE_CUT and data.get("submatches"):
+            column = _char_offset(data["lines"], data["submatches"][0]["start"])
+        self.matches.append(Match(path, data["line_number"], text, column, context))
+        self.used += len(path) + min(len(text), LINE_CUT) + 12
+
+
+def _stream(cmd: list[str], cwd: Path, collector: _Collector, timeout: float):
+    with tempfile.TemporaryFile() as err:  # a file, so a chatty stderr can never block rg
+        proc = subprocess.Popen(
+            cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err
+        )
+        fired = threading.Event()
+        timer = threading.Timer(timeout, lambda: (fired.set(), proc.kill()))
+        timer.start()
+        try:
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                if not collector.feed(raw):
+                    break
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                proc.kill()  # enough matches: stop rg walking the rest of a huge tree
+            proc.stdout.close()  # type: ignore[union-attr]
+            rc = proc.wait()
+        err.seek(0)
+        return rc, err.read().decode("utf-8", "replace"), fired.is_set()
+
+
+def _text(obj: dict) -> str:
+    return _raw(obj).decode("utf-8", "replace")
+
+
+def _raw(obj: dict) -> bytes:
+    if "text" in obj:
+        return obj["text"].encode("utf-8", "surrogatepass")
+    return base64.b64decode(obj.get("bytes", ""))
+
+
+def _char_offset(lines: dict, byte_offset: int) -> int:
+    return len(_raw(lines)[:byte_offset].decode("utf-8", "ignore"))
+
+
+def _repo_path(path: str) -> str:
+    path = path.replace(os.sep, "/")
+    return path[2:] if path.startswith("./") else path
+
+
+def _error_lines(stderr: str) -> list[str]:
+    lines = [ln.removeprefix("rg: ").rstrip() for ln in stderr.splitlines()]
+    return [ln for ln in lines if ln.strip()][:20]
+
+
+def _explain_failure(errors: list[str]) -> str:
+    message = "\n".join(errors[:8]) or "ripgrep failed without a message"
+    if "regex" in message or "look-around" in message or "not allowed" in message:
+        return (
+            f"invalid search pattern:\n{message}\nhint: use fixed_strings=true for literal text, "
+            "or escape regex metacharacters such as ( ) [ ] { } . * + ? | \\ "
+            "(look-around and backreferences are not supported)"
+        )
+    return f"search failed:\n{message}"
+
+
+def _no_matches(result: SearchResult) -> str:
+    text = (
+        "no matches (.gitignored, hidden, binary and very large files are not searched). "
+        "Try a shorter or case-insensitive pattern, or another path."
+    )
+    return "\n".join([text, *(f"warning: {e}" for e in result.errors[:5])])
+
+
+def _render(matches: list[Match], budget: int) -> tuple[list[str], bool]:
+    out: list[str] = []
+    used, last_path = 0, None
+    for m in matches:
+        line = f"{m.path}{'-' if m.context else ':'}{m.line}{'-' if m.context else ':'} "
+        line += _cut(m.text, m.column)
+        if last_path is not None and m.path != last_path:
+            line = "\n" + line  # a blank line between files
+        if used + len(line) + 1 > budget:
+            return out, True
+        out.append(line)
+        used, last_path = used + len(line) + 1, m.path
+    return out, False
+
+
+def _cut(text: str, column: int) -> str:
+    text = text.rstrip()
+    if len(text) <= LINE_CUT:
+        return text
+    start = max(0, min(column - LINE_CUT // 3, len(text) - LINE_CUT))
+    head = "…" if start else ""
+    tail = "…" if start + LINE_CUT < len(text) else ""
+    return f"{head}{text[start:start + LINE_CUT]}{tail} (line cut, {len(text)} chars)"
+
+
+# --- paths and globs ------------------------------------------------------------------------
+
+
+def _target(jail: Jail, path: str | None) -> str:
+    if path is None or path.strip() in ("", ".", "./"):
+        return "."
+    resolved = jail.resolve(path)
+    if not resolved.exists():
+        raise ToolError(f"no such file or directory: {path!r}; use list to see what exists")
+    return jail.relative(resolved)
+
+
+@contextmanager
+def _glob_scope(glob: str | None, target: str) -> Iterator[tuple[list[str], Callable[[str], bool]]]:
+    """ripgrep arguments and a path filter for ``glob`` that keep .gitignore and hidden rules.
+
+    ``rg --glob`` whitelists override .gitignore and the hidden-file rule, so a positive glob is
+    written as a lowest-precedence ignore file instead: ignore every file, then re-include the
+    glob. .gitignore still wins; hidden files the glob names are dropped here.
+    """
+
+    def visible(p: str) -> bool:
+        return p == target or not p.rsplit("/", 1)[-1].startswith(".")
+
+    g = (glob or "").strip()
+    if "\n" in g or "\r" in g:
+        raise ToolError("glob must be a single line, such as '*.py' or 'src/**/*.ts'")
+    if not g or g.startswith("!"):
+        yield (["--glob", g] if g else []), visible  # an exclusion can only hide more
+        return
+    with tempfile.TemporaryDirectory(prefix="orchestrate-glob-") as tmp:
+        ignore = Path(tmp) / "glob.ignore"
+        ignore.write_text(f"*\n!*/\n.*\n!{g}\n", encoding="utf-8")
+        yield ["--ignore-file", str(ignore)], visible
+
+
+# --- read and list --------------------------------------------------------------------------
+
+
+def read(
+    root: Path,
+    path: str,
+    start: int = 1,
+    end: int | None = None,
+    max_bytes: int = 20_000,
+    max_lines: int = 400,
+) -> str:
+    """Lines ``start``..``end`` of a text file, numbered ``  12| text``, capped."""
+    jail = Jail(root)
+    file = jail.resolve(path)
+    rel = jail.relative(file)
+    if not file.exists():
+        raise ToolError(f"no such file: {rel}; use list or search to find the right path")
+    if file.is_dir():
+        raise ToolError(f"{rel} is a directory; use list with path={rel!r}")
+    if start < 1:
+        raise ToolError("start_line must be 1 or more")
+    if end is not None and end < start:
+        raise ToolError(f"end_line {end} is before start_line {start}")
+    with open(file, "rb") as f:
+        if b"\0" in f.read(8192):
+            raise ToolError(f"{rel} is a binary file; read works on text files only")
+        f.seek(0)
+        shown, total, resume = _numbered(f, start, end, max_bytes, max_lines)
+    if total == 0:
+        return f"{rel}: empty file (0 lines)"
+    if start > total:
+        raise ToolError(f"start_line {start} is past the end of {rel}, which has {total} lines")
+    last = start + len(shown) - 1
+    parts = [f"{rel} (lines {start}-{last} of {total}):", *shown]
+    if resume is not None:
+        parts.append(f"(truncated: file has {total} lines; read from line {resume} to continue)")
+    return "\n".join(parts)
+
+
+def _numbered(f: IO[bytes], start: int, end: int | None, max_bytes: int, max_lines: int):
+    shown: list[str] = []
+    used, n, resume = 0, 0, None
+    raw = b""
+    for n, raw in enumerate(f, 1):
+        if n < start:
+            continue
+        if end is not None and n > end:
+            break
+        text = _decode_line(raw)
+        if len(text) > READ_LINE_CUT:
+            text = f"{text[:READ_LINE_CUT]}… (line cut, {len(text)} chars)"
+        line = f"{n:>4}| {text}"
+        if len(shown) >= max_lines or used + len(line) + 1 > max_bytes:
+            resume = n
+            break
+        shown.append(line)
+        used += len(line) + 1
+    return shown, _count_rest(f, n, raw), resume
+
+
+def _count_rest(f: IO[bytes], n: int, last_raw: bytes) -> int:
+    """Total line count given that line ``n`` (``last_raw``) was the last one consumed."""
+    if n and not last_raw.endswith(b"\n"):
+        return n
+    newlines, tail = 0, b""
+    for chunk in iter(lambda: f.read(1 << 20), b""):
+        newlines += chunk.count(b"\n")
+        tail = chunk
+    return n + newlines + (1 if tail and not tail.endswith(b"\n") else 0)
+
+
+def list_files(
+    root: Path,
+    glob: str | None = None,
+    path: str | None = None,
+    max_entries: int = 500,
+    timeout: float = 30,
+) -> str:
+    """Files under ``root`` (or ``path``) that ripgrep would search, sorted and capped."""
+    jail = Jail(root)
+    target = _target(jail, path)
+    with _glob_scope(glob, target) as (glob_args, keep):
+        cmd = [rg_binary(), "--files", "--no-config", *glob_args, "--", target]
+        try:
+            proc = subprocess.run(
+                cmd, cwd=jail.root, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout
+            )
+        except subprocess.TimeoutExpired:
+            raise ToolError(f"listing timed out after {timeout:g}s; {NARROW_HINT}") from None
+    names = proc.stdout.decode("utf-8", "replace").splitlines()
+    files = sorted(p for p in map(_repo_path, names) if p and keep(p))
+    if proc.returncode == 2 and not files:
+        raise ToolError("list failed:\n" + "\n".join(_error_lines(proc.stderr.decode())[:8]))
+    if not files:
+        return "no files match (.gitignored and hidden files are not listed)"
+    shown = files[:max_entries]
+    parts = [f"{len(files)} files:", *shown]
+    if len(files) > len(shown):
+        parts.append(f"... and {len(files) - len(shown)} more; narrow with a glob or path")
+    return "\n".join(parts)
+
+
+# --- tools ----------------------------------------------------------------------------------
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SearchArgs(_Args):
+    pattern: str = Field(min_length=1, description="Rust regex, or literal text with fixed_strings.")
+    path: str | None = Field(None, description="Directory or file to search in (repo-relative).")
+    glob: str | None = Field(None, description="File glob such as '*.py' or 'src/**/*.ts'.")
+    fixed_strings: bool = Field(False, description="Treat pattern as literal text.")
+    ignore_case: bool = False
+    context: int = Field(0, ge=0, le=10, description="Lines of context around each match.")
+
+
+class ReadArgs(_Args):
+    path: str = Field(description="Repo-relative file path.")
+    start_line: int = Field(1, ge=1)
+    end_line: int | None = Field(None, ge=1)
+
+
+class ListArgs(_Args):
+    glob: str | None = Field(None, description="File glob such as '*.md' or 'docs/**'.")
+    path: str | None = Field(None, description="Directory to list (repo-relative).")
+
+
+class GitLogArgs(_Args):
+    path: str | None = Field(None, description="Only commits touching this path.")
+    max_count: int = Field(20, ge=1, le=200)
+
+
+class GitBlameArgs(_Args):
+    path: str
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+
+
+def explorer_tools(root: Path, *, git_root: Path | None = None) -> list[Tool]:
+    """The read-only tools an explorer gets for the tree at ``root``."""
+    tools = [
+        Tool("search", _SEARCH_DOC, SearchArgs, lambda a: _search_tool(root, a)),
+        Tool("read", _READ_DOC, ReadArgs, lambda a: read(root, a.path, a.start_line, a.end_line)),
+        Tool("list", _LIST_DOC, ListArgs, lambda a: list_files(root, a.glob, a.path)),
+    ]
+    if git_root is not None:
+        tools += [
+            Tool(
+                "git_log",
+                _LOG_DOC,
+                GitLogArgs,
+                lambda a: gitread.git_log(git_root, a.path, a.max_count),
+            ),
+            Tool(
+                "git_blame",
+                _BLAME_DOC,
+                GitBlameArgs,
+                lambda a: gitread.git_blame(git_root, a.path, a.start_line, a.end_line),
+            ),
+        ]
+    return tools
+
+
+def _search_tool(root: Path, a: SearchArgs) -> str:
+    found = search(
+        root,
+        a.pattern,
+        path=a.path,
+        glob=a.glob,
+        fixed_strings=a.fixed_strings,
+        ignore_case=a.ignore_case,
+        context=a.context,
+    )
+    return found.format_for_model()
+
+
+_SEARCH_DOC = (
+    "Search file contents with ripgrep (Rust regex; set fixed_strings=true for literal text). "
+    "Returns up to 100 'path:line: text' lines (context lines as 'path-line- text'). Skips "
+    ".gitignored, hidden, binary and large files. Narrow with glob or path. Before citing, "
+    "read the lines to quote them exactly."
+)
+_READ_DOC = (
+    "Read a text file as numbered lines '  12| text', up to 400 lines per call; page with "
+    "start_line/end_line. Cite quotes copied verbatim from these lines, without the number prefix."
+)
+_LIST_DOC = (
+    "List files (sorted; .gitignored and hidden files omitted). Filter with glob "
+    "(e.g. '*.py', 'src/**/*.ts') or path (a directory)."
+)
+_LOG_DOC = "Recent commits, one per line: short sha, date, author, subject; optionally for a path."
+_BLAME_DOC = "Last change of each line in start_line..end_line of path: 'line| sha author: text'."

@@ -1,0 +1,289 @@
+"""The policed command tool: run a shell command in the workspace with limits and no network.
+
+``run_command`` starts ``bash -c`` in its own session with stdin closed, a scrubbed environment
+(no API keys or tokens) and, unless network is requested, inside a fresh network namespace
+(``unshare -rn`` or ``bwrap``). Output is read incrementally and only a head and a tail are kept,
+so memory stays bounded; on timeout the whole process group is terminated, then killed.
+``CommandPolicy`` refuses commands matching deny patterns (push, remote, curl, ssh, sudo, ...)
+before anything runs. The deny list is a tripwire for honest mistakes; the namespace is the wall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import functools
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..errors import PolicyViolation, ToolError
+from .base import Tool
+
+
+def _program(name: str) -> str:
+    # A command word: not part of a longer name (libcurl, curl-config) nor a directory (curl/).
+    return rf"(?<![\w.-]){name}(?![\w./-])"
+
+
+_GIT = r"(?<![\w.-])git(?:\s+(?:-[cC]\s+\S+|--?[\w-]+(?:=\S+)?))*\s+"
+# Friendly rule names for the default patterns, used in refusal messages.
+_DEFAULT_RULES: dict[str, str] = {
+    _GIT + r"push\b": "git push",
+    _GIT + r"remote\b": "git remote",
+    **{_program(p): p for p in (
+        "curl", "wget", "ssh", "scp", "sftp", "rsync", "nc", "ncat", "netcat", "socat", "telnet",
+        "ftp", "sudo", "su", "doas", "pkexec",
+    )},
+}
+DEFAULT_DENY: tuple[str, ...] = tuple(_DEFAULT_RULES)
+
+_SECRET_PATTERNS = (
+    "*_API_KEY", "*API_KEY*", "*_TOKEN", "*_TOKEN_*", "*_SECRET*", "*SECRET_KEY*", "*PASSWORD*",
+    "*PASSWD*", "*_CREDENTIALS", "*_PRIVATE_KEY*", "*_ACCESS_KEY*", "AWS_*", "AZURE_*",
+    "GOOGLE_APPLICATION_CREDENTIALS", "GH_*", "GITHUB_TOKEN", "OPENAI_*", "ANTHROPIC_*",
+    "SSH_AUTH_SOCK",
+)
+# Would point the command's git at another repository than the workspace.
+_GIT_LOCATION_VARS = {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"}
+_KILL_GRACE_S = 1.0
+_CHUNK = 65536
+
+
+class CommandPolicy(BaseModel):
+    """Regexes matched against the command text; an ``allow`` match overrides every deny."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    allow: list[str] = Field(default_factory=list)
+    deny: list[str] = Field(default_factory=lambda: list(DEFAULT_DENY))
+
+    @field_validator("allow", "deny")
+    @classmethod
+    def _compiles(cls, patterns: list[str]) -> list[str]:
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"invalid regex {pattern!r}: {exc}") from None
+        return patterns
+
+    def check(self, command: str) -> None:
+        """Raise ``PolicyViolation`` naming the deny rule the command matches, if any."""
+        if any(re.search(p, command, re.M) for p in self.allow):
+            return
+        for pattern in self.deny:
+            if re.search(pattern, command, re.M):
+                raise PolicyViolation(
+                    f"command matches deny rule {_DEFAULT_RULES.get(pattern, pattern)!r}: network access, pushing, "
+                    "changing remotes and privilege escalation are not allowed in this workspace"
+                )
+
+
+def scrubbed_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` without credentials, plus settings that keep commands non-interactive."""
+    kept = {
+        k: v for k, v in env.items()
+        if k not in _GIT_LOCATION_VARS
+        and not any(fnmatch.fnmatchcase(k.upper(), p) for p in _SECRET_PATTERNS)
+    }
+    kept.update(GIT_TERMINAL_PROMPT="0", PYTHONDONTWRITEBYTECODE="1")
+    return kept
+
+
+@functools.cache
+def isolation() -> str:
+    """The network isolation this machine offers: ``"unshare"``, ``"bwrap"`` or ``"none"``."""
+    probes = {
+        "unshare": ["unshare", "-rn", "true"],
+        "bwrap": ["bwrap", "--dev-bind", "/", "/", "--unshare-net", "true"],
+    }
+    for name, argv in probes.items():
+        if shutil.which(argv[0]) is None:
+            continue
+        try:
+            ok = subprocess.run(argv, capture_output=True, timeout=5).returncode == 0
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        if ok:
+            return name
+    return "none"
+
+
+def _wrap(command: str, method: str) -> list[str]:
+    if method == "unshare":
+        # A new namespace has loopback down; bring it up so a project's own localhost tests work
+        # (it is a private loopback: the host's 127.0.0.1 stays unreachable).
+        boot = 'ip link set lo up >/dev/null 2>&1; exec bash -c "$1"'
+        return ["unshare", "-rn", "bash", "-c", boot, "bash", command]
+    if method == "bwrap":
+        return ["bwrap", "--dev-bind", "/", "/", "--unshare-net", "--", "bash", "-c", command]
+    return ["bash", "-c", command]
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a command did; ``output`` is stdout and stderr interleaved, capped head and tail."""
+
+    command: str
+    exit_code: int
+    output: str
+    output_bytes: int
+    truncated: bool
+    timed_out: bool
+    duration_s: float
+    isolation: str
+
+
+class _Capture:
+    """Keeps the first and last bytes of a stream, counting what falls in between."""
+
+    def __init__(self, cap: int) -> None:
+        self.head_cap = cap // 2
+        self.tail_cap = cap - self.head_cap
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_cap - len(self.head)
+        if room > 0:
+            self.head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk:
+            self.tail += chunk
+            if len(self.tail) > self.tail_cap:
+                del self.tail[: len(self.tail) - self.tail_cap]
+
+    def text(self) -> tuple[str, bool]:
+        omitted = self.total - len(self.head) - len(self.tail)
+        if omitted <= 0:
+            return (self.head + self.tail).decode("utf-8", "replace"), False
+        head = self.head.decode("utf-8", "replace")
+        tail = self.tail.decode("utf-8", "replace")
+        return f"{head}\n... {omitted} bytes omitted ...\n{tail}", True
+
+
+async def run_command(
+    command: str,
+    *,
+    cwd: Path,
+    timeout: float = 120,
+    output_cap: int = 30_000,
+    env: Mapping[str, str] | None = None,
+    network: bool = False,
+    policy: CommandPolicy | None = None,
+) -> CommandResult:
+    """Run ``bash -c command`` under the policy (default: ``CommandPolicy()``) and limits."""
+    (policy or CommandPolicy()).check(command)
+    if not Path(cwd).is_dir():
+        raise ToolError(f"working directory does not exist: {cwd}")
+    method = "none" if network else await asyncio.to_thread(isolation)
+    started = time.monotonic()
+    proc = await asyncio.create_subprocess_exec(
+        *_wrap(command, method), cwd=cwd, env=scrubbed_env(os.environ if env is None else env),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    capture = _Capture(output_cap)
+    reader = asyncio.create_task(_pump(proc.stdout, capture))
+    timed_out = False
+    try:
+        await asyncio.wait_for(proc.wait(), timeout)
+    except TimeoutError:
+        timed_out = True
+        await _terminate_group(proc)
+    finally:
+        if proc.returncode is None:  # cancelled: never leave the command behind
+            _signal_group(proc.pid, signal.SIGKILL)
+    try:
+        # Background children may still hold the pipe; give them a moment, then end them.
+        await asyncio.wait_for(asyncio.shield(reader), 0.5)
+    except TimeoutError:
+        pass
+    _signal_group(proc.pid, signal.SIGKILL)
+    try:
+        await asyncio.wait_for(reader, 2)
+    except TimeoutError:
+        pass  # something escaped the group (setsid) and holds the pipe; stop reading it
+    output, truncated = capture.text()
+    return CommandResult(
+        command=command,
+        exit_code=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
+        output=output,
+        output_bytes=capture.total,
+        truncated=truncated,
+        timed_out=timed_out,
+        duration_s=round(time.monotonic() - started, 3),
+        isolation=method,
+    )
+
+
+async def _pump(stream: asyncio.StreamReader | None, capture: _Capture) -> None:
+    if stream is None:
+        return
+    while chunk := await stream.read(_CHUNK):
+        capture.feed(chunk)
+
+
+async def _terminate_group(proc: asyncio.subprocess.Process) -> None:
+    _signal_group(proc.pid, signal.SIGTERM)
+    try:
+        await asyncio.wait_for(proc.wait(), _KILL_GRACE_S)
+    except TimeoutError:
+        pass
+    _signal_group(proc.pid, signal.SIGKILL)
+    await proc.wait()
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class RunArgs(BaseModel):
+    command: str = Field(description="A bash command, run from the workspace root.")
+    timeout_s: float | None = Field(None, gt=0, description="Seconds before the command is killed.")
+
+
+def shell_tool(
+    root: Path,
+    *,
+    policy: CommandPolicy,
+    timeout: float,
+    output_cap: int,
+    env: Mapping[str, str],
+    network: bool = False,
+) -> Tool:
+    """The ``run`` tool: a policed command in ``root``; timeouts are capped at ``timeout``."""
+
+    async def run(args: RunArgs) -> str:
+        limit = min(args.timeout_s or timeout, timeout)
+        result = await run_command(
+            args.command, cwd=root, timeout=limit, output_cap=output_cap, env=env,
+            network=network, policy=policy,
+        )
+        lines = [f"exit code {result.exit_code}"]
+        if result.timed_out:
+            lines.append(f"timed out after {limit:g}s")
+        if result.output:
+            lines.append(result.output.rstrip("\n"))
+        return "\n".join(lines)
+
+    return Tool(
+        "run",
+        f"Run a bash command in the workspace root (timeout {timeout:g}s, no network, stdin "
+        "closed). Returns the exit code and combined output; long output keeps head and tail.",
+        RunArgs, run, read_only=False,
+    )

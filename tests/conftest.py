@@ -1,0 +1,81 @@
+"""Shared fixtures: one simulator per test module, sample repositories, checkout snapshots."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orchestrator.config import RoleMap, load_roles
+from orchestrator.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
+from orchestrator.sim import Scenario, SimServer
+
+SIM_ENV = {"ORCHESTRATE_SIM_KEY": "simulated-key"}
+
+
+@pytest.fixture(scope="module")
+def sim():
+    with SimServer(demo_scenario()) as server:
+        yield server
+
+
+@pytest.fixture
+def fresh_sim(sim):
+    """The module's simulator, reset to the demo scenario with no recorded requests."""
+    sim.set_scenario(demo_scenario())
+    sim.state.clear()
+    return sim
+
+
+@pytest.fixture
+def sample_repo(tmp_path: Path) -> Path:
+    return make_sample_repo(tmp_path / "repo")
+
+
+def sim_roles(sim: SimServer, *sets: str) -> RoleMap:
+    text = scenario_path("demo-roles.toml").read_text(encoding="utf-8")
+    return load_roles(base_text=text, sets=[*demo_roles_sets(sim.base_url), *sets])
+
+
+def run_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    return {**env, **SIM_ENV, **extra}
+
+
+def snapshot(repo: Path) -> dict[str, object]:
+    """Everything of the user's checkout a run must not change."""
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                              check=True).stdout
+
+    files = {}
+    for path in sorted(repo.rglob("*")):
+        rel = path.relative_to(repo).as_posix()
+        if rel.startswith((".git/", "workspaces/", ".orchestrate/")) or not path.is_file():
+            continue
+        files[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return {
+        "files": files,
+        "status": git("status", "--porcelain"),
+        "branch": git("rev-parse", "--abbrev-ref", "HEAD"),
+        "head": git("rev-parse", "HEAD"),
+        "index": git("ls-files", "-s"),
+        "stash": git("stash", "list"),
+    }
+
+
+def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+        timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "orchestrator", *args], capture_output=True,
+                          text=True, env=env or run_env(), cwd=cwd, timeout=timeout)
+
+
+def scenario_with(**models) -> Scenario:
+    """The demo scenario with some models' behaviour replaced."""
+    base = demo_scenario()
+    return base.model_copy(update={"models": {**base.models, **models}})
