@@ -17,10 +17,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .config import RoleMap, load_roles
+from .config import RoleMap, load_roles, merge_layers, parse_set, validate
 from .definitions import load_agents
 from .errors import UsageError
-from .graph import build_graph
+from .graph import build_explore_graph, build_graph
 from .models.client import ClientPool
 from .runtime import RunContext
 from .state import ExplorerResult, Role, RunState, VerifyResult
@@ -206,3 +206,84 @@ def _report_json(result: RunResult, telemetry: Telemetry) -> str:
 def run(task: str, **kwargs: Any) -> RunResult:
     """Synchronous twin of :func:`arun`."""
     return asyncio.run(arun(task, **kwargs))
+
+
+class ExploreResult(BaseModel):
+    """The verified answer to a question about a repository."""
+
+    model_config = ConfigDict(frozen=True)
+
+    question: str
+    repo: str
+    sub_questions: list[str]
+    explorers: list[ExplorerResult]
+    digest: str
+    per_role: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    time_split: dict[str, float] = Field(default_factory=dict)
+    cost_usd: float = 0.0
+
+    @property
+    def failures(self) -> list[ExplorerResult]:
+        return [e for e in self.explorers if e.error]
+
+
+async def aexplore(
+    question: str,
+    *,
+    repo: str | os.PathLike[str] | None = None,
+    roles: RoleMap | None = None,
+    role_files: Sequence[str | os.PathLike[str]] = (),
+    sets: Sequence[str] = (),
+    team: str | None = None,
+    env: Mapping[str, str] | None = None,
+    listeners: Sequence[Listener] = (),
+    parallel: int | None = None,
+) -> ExploreResult:
+    """Split ``question`` and answer it with the explorer swarm; writes nothing anywhere."""
+    if not question.strip():
+        raise UsageError("the question is empty")
+    top = repo_root(repo)
+    env = dict(os.environ if env is None else env)
+    role_map = resolve_roles(top, roles, role_files, sets, team)
+    if parallel:
+        role_map = resolve_overrides(role_map, [f"explorer.parallel={parallel}"])
+    pool = ClientPool(role_map, env)
+    pool.check_credentials(("planner", "explorer"))
+    telemetry = Telemetry(new_run_id(), listeners=tuple(listeners), env=env)
+    ctx = RunContext(
+        run_id=telemetry.run_id, roles=role_map, agents=load_agents(top), pool=pool,
+        telemetry=telemetry, repo=top, worktree=top, run_dir=top, base_commit="HEAD", env=env,
+    )
+    try:
+        app = build_explore_graph().compile()
+        out = await app.ainvoke(
+            RunState(task=question, mode="explore"),
+            {"max_concurrency": role_map.roles["explorer"].parallel, "recursion_limit": 50},
+            context=ctx,
+        )
+        final = RunState.model_validate(out)
+    finally:
+        telemetry.close()
+        await pool.aclose()
+    return ExploreResult(
+        question=question,
+        repo=str(top),
+        sub_questions=list(final.plan.questions) if final.plan else [],
+        explorers=sorted(final.explorers, key=lambda r: r.index),
+        digest=final.digest,
+        per_role=telemetry.per_role(),
+        time_split=telemetry.time_split(),
+        cost_usd=sum(c.cost_usd for c in telemetry.calls),
+    )
+
+
+def resolve_overrides(roles: RoleMap, sets: Sequence[str]) -> RoleMap:
+    """Apply ``--set`` style overrides to an already resolved role map."""
+    data = roles.model_dump(mode="json")
+    merged, sources = merge_layers([("role map", data), *[(f"--set {s}", parse_set(s)) for s in sets]])
+    return validate(merged, sources)
+
+
+def explore(question: str, **kwargs: Any) -> ExploreResult:
+    """Synchronous twin of :func:`aexplore`."""
+    return asyncio.run(aexplore(question, **kwargs))

@@ -19,7 +19,7 @@ from rich.console import Console
 from . import api
 from .config import load_roles
 from .errors import OrchestrateError, UsageError
-from .render import Progress, print_roles, print_run_summary
+from .render import Progress, print_explore, print_roles, print_run_summary
 
 app = typer.Typer(
     add_completion=False,
@@ -107,6 +107,33 @@ def demo(
     if not as_json:
         err.print(f"sample repository: {repo}")
     _emit_result(result, as_json, simulated=True)
+
+
+@app.command()
+def explore(
+    question: Annotated[str, typer.Argument(help="A question about the code.")],
+    repo: RepoOpt = None,
+    parallel: Annotated[Optional[int], typer.Option(help="Explorers at once (1-32).")] = None,
+    roles: RolesOpt = [],  # noqa: B006
+    set_: SetOpt = [],  # noqa: B006
+    team: TeamOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Answer QUESTION with the explorer swarm; every citation is checked. Writes nothing."""
+    progress = Progress(err, enabled=not as_json)
+
+    def go():
+        with progress:
+            return asyncio.run(api.aexplore(question, repo=repo, role_files=roles, sets=set_,
+                                            team=team, parallel=parallel,
+                                            listeners=[progress.on_event]))
+
+    result = _guarded(go)
+    if as_json:
+        out.print_json(result.model_dump_json())
+    else:
+        print_explore(out, result)
+    raise typer.Exit(0 if any(e.claims for e in result.explorers) else 1)
 
 
 @app.command("roles")

@@ -8,7 +8,8 @@ loudly on a missing one, so a prompt never goes out half-rendered.
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from .config import packaged_file
 from .errors import ConfigError
 from .state import ROLES, SUBMIT_MODELS, Role
 
-_FIELDS = {"name", "role", "description", "tools", "submit", "task", "max_turns"}
+_FIELDS = {"name", "role", "description", "tools", "submit", "task", "templates", "max_turns"}
 
 
 @dataclass(frozen=True)
@@ -35,14 +36,17 @@ class AgentDef:
     task_template: str
     source: str
     max_turns: int | None = None
+    templates: Mapping[str, str] = field(default_factory=dict)
 
-    def render_task(self, **values: Any) -> str:
+    def render_task(self, template: str = "task", **values: Any) -> str:
+        """Fill the named template (``task`` or one of ``templates``); a missing value fails."""
+        text = self.task_template if template == "task" else self.templates.get(template)
+        if text is None:
+            raise ConfigError(f"{self.source}: no template {template!r} in the front matter")
         try:
-            return string.Template(self.task_template).substitute(
-                {k: str(v) for k, v in values.items()}
-            )
+            return string.Template(text).substitute({k: str(v) for k, v in values.items()})
         except KeyError as exc:
-            raise ConfigError(f"{self.source}: task template needs ${exc.args[0]}") from None
+            raise ConfigError(f"{self.source}: template {template} needs ${exc.args[0]}") from None
 
 
 def parse_agent(text: str, source: str) -> AgentDef:
@@ -77,6 +81,7 @@ def parse_agent(text: str, source: str) -> AgentDef:
         task_template=str(meta.get("task", "$task")),
         source=source,
         max_turns=meta.get("max_turns"),
+        templates={str(k): str(v) for k, v in (meta.get("templates") or {}).items()},
     )
 
 

@@ -31,6 +31,13 @@ def _key(claim: Claim) -> tuple:
     return cites or (" ".join(claim.text.lower().split()),)
 
 
+def _trusted(result: ExplorerResult) -> bool:
+    """An answer counts only if the explorer looked and, when it made claims, one held."""
+    if result.error or result.tool_calls == 0:
+        return False
+    return bool(result.claims) or (result.submitted == 0 and bool(result.answer.strip()))
+
+
 def build_digest(
     results: Sequence[ExplorerResult],
     *,
@@ -43,7 +50,7 @@ def build_digest(
     sections: list[str] = []
     used = 0
     for result in sorted(results, key=lambda r: r.index):
-        if result.error or not (result.claims or result.answer):
+        if not _trusted(result):
             continue
         head = f"Q{result.index + 1}: {result.question}\nA: {result.answer.strip()}"
         budget = min(per_explorer_tokens, total_tokens - used)

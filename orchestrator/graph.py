@@ -64,3 +64,16 @@ def build_graph() -> StateGraph:
     g.add_conditional_edges("review", after_review)
     g.add_edge("report", END)
     return g
+
+
+def build_explore_graph() -> StateGraph:
+    """The question split and the swarm only: plan -> explore x N -> gather."""
+    g = StateGraph(RunState, context_schema=RunContext)
+    g.add_node("plan", nodes.plan)
+    g.add_node("explore", nodes.explore)
+    g.add_node("gather", nodes.gather)
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", fan_out, ["explore", "gather"])
+    g.add_edge("explore", "gather")
+    g.add_edge("gather", END)
+    return g

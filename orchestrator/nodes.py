@@ -30,7 +30,7 @@ from .tools.base import Tool, Toolbox
 from .tools.edit import edit_tools
 from .tools.search import explorer_tools
 from .tools.shell import CommandPolicy, run_command, scrubbed_env, shell_tool
-from .verify import GitCommitSource, verify_findings
+from .verify import DirSource, GitCommitSource, Verified, verify_findings
 
 
 def policy_of(ctx: RunContext) -> CommandPolicy:
@@ -73,7 +73,11 @@ async def _session(ctx: RunContext, role: Role, task: str, hint: str | int | Non
 
 async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    task = ctx.agents["planner"].render_task(task=state.task)
+    planner = ctx.agents["planner"]
+    if state.mode == "explore":
+        task = planner.render_task("explore", question=state.task)
+    else:
+        task = planner.render_task(task=state.task)
     outcome = await _session(ctx, "planner", task, hint=1)
     result: Plan = outcome.payload  # type: ignore[assignment]
     return {"plan": result}
@@ -90,15 +94,12 @@ async def explore(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict
         result = ExplorerResult(question=question, index=index, error=str(exc))
     else:
         findings: Findings = outcome.payload  # type: ignore[assignment]
-        source = GitCommitSource(ctx.repo, ctx.base_commit)
-        checked = await asyncio.to_thread(
-            verify_findings, source, findings, tool_calls=outcome.tool_calls
-        )
+        checked = await asyncio.to_thread(_verify, ctx, findings, outcome.tool_calls)
         result = ExplorerResult(
             question=question,
             index=index,
             claims=checked.claims,
-            answer=findings.answer if checked.claims or not findings.claims else findings.answer,
+            answer=findings.answer,
             submitted=checked.submitted,
             verified=checked.verified,
             dropped=checked.dropped,
@@ -111,6 +112,14 @@ async def explore(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict
         dropped=result.dropped, error=result.error,
     )
     return {"explorers": [result]}
+
+
+def _verify(ctx: RunContext, findings: Findings, tool_calls: int) -> Verified:
+    """Check citations against the run's commit, or the working tree for `explore`."""
+    if ctx.workspace is None:
+        return verify_findings(DirSource(ctx.worktree), findings, tool_calls=tool_calls)
+    with GitCommitSource(ctx.repo, ctx.base_commit) as source:
+        return verify_findings(source, findings, tool_calls=tool_calls)
 
 
 async def gather(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:

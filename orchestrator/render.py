@@ -12,10 +12,11 @@ from typing import Any
 
 from rich.console import Console, Group
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .api import RunResult
+from .api import ExploreResult, RunResult
 from .config import RoleMap
 from .telemetry import Event
 
@@ -65,7 +66,7 @@ class Progress:
         if self._live is not None:
             self._live.update(self._render())
         elif line:
-            self.console.print(line, highlight=False)
+            self.console.print(line, highlight=False, markup=False)
 
     def _apply(self, e: Event) -> str | None:
         d = e.data
@@ -128,7 +129,7 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
     ok = result.status == "succeeded"
     console.print(
         f"[bold {'green' if ok else 'red'}]{'✔ task done' if ok else '✘ task not achieved'}[/]: "
-        f"{result.reason}", highlight=False,
+        f"{escape(result.reason)}", highlight=False,
     )
     if simulated:
         console.print("(models simulated by the local simulator)")
@@ -140,11 +141,11 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
                          else "NOT included (use --include-dirty)"))
     console.print(f"artefacts {result.run_dir}")
     if result.diff_stat.strip():
-        console.print(result.diff_stat.rstrip(), highlight=False)
+        console.print(result.diff_stat.rstrip(), highlight=False, markup=False)
     if result.tests is not None:
         for check in result.tests.checks:
             mark = "pass" if check.exit_code == 0 else f"FAIL (exit {check.exit_code})"
-            console.print(f"test      {check.command}: {mark}", highlight=False)
+            console.print(f"test      {check.command}: {mark}", highlight=False, markup=False)
     console.print(_role_table(result))
     if result.explorers:
         console.print(_explorer_table(result))
@@ -156,7 +157,7 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
             f"cost ${result.cost_usd:.4f}"
         )
     for w in result.warnings:
-        console.print(f"[yellow]warning[/] {w}", highlight=False)
+        console.print(f"[yellow]warning[/] {escape(w)}", highlight=False)
 
 
 def _role_table(result: RunResult) -> Table:
@@ -176,8 +177,9 @@ def _explorer_table(result: RunResult) -> Table:
     for col in ("#", "question", "sub", "ok", "drop", "note"):
         t.add_column(col)
     for r in result.explorers:
-        t.add_row(str(r.index + 1), r.question[:60], str(r.submitted), str(r.verified),
-                  str(r.dropped), r.error or (r.drop_reasons[0] if r.drop_reasons else ""))
+        note = r.error or (r.drop_reasons[0] if r.drop_reasons else "")
+        t.add_row(str(r.index + 1), escape(r.question[:60]), str(r.submitted), str(r.verified),
+                  str(r.dropped), escape(note))
     return t
 
 
@@ -192,3 +194,27 @@ def print_roles(console: Console, roles: RoleMap) -> None:
                   str(provider.tiers.get(spec.tier)), spec.effort or "-", str(spec.parallel),
                   " → ".join(spec.fallback) or "-")
     console.print(t)
+
+
+def print_explore(console: Console, result: ExploreResult) -> None:
+    console.print(f"[bold]{escape(result.question)}[/]", highlight=False)
+    for r in result.explorers:
+        console.print(f"\n[bold]Q{r.index + 1}[/] {escape(r.question)}", highlight=False)
+        if r.error:
+            console.print(f"  [red]explorer failed:[/] {escape(r.error)}", highlight=False)
+            continue
+        console.print(f"  {escape(r.answer.strip()) or '(no answer)'}", highlight=False)
+        for claim in r.claims:
+            refs = ", ".join(f"{c.path}:{c.start_line}-{c.end_line}" for c in claim.citations)
+            console.print(f"  • {escape(claim.text)} [dim]\\[{escape(refs)}][/]", highlight=False)
+            quote = claim.citations[0].quote.strip().splitlines()
+            for line in quote[:4]:
+                console.print(f"      [dim]│ {escape(line)}[/]", highlight=False)
+        console.print(f"  [dim]claims: {r.submitted} submitted, {r.verified} verified, "
+                      f"{r.dropped} dropped[/]", highlight=False)
+        for reason in r.drop_reasons[:3]:
+            console.print(f"  [dim]dropped: {escape(reason)}[/]", highlight=False)
+    verified = sum(r.verified for r in result.explorers)
+    console.print(f"\n{len(result.explorers)} explorers · {verified} verified claims · "
+                  f"{len(result.failures)} failed · {result.time_split.get('wall_s', 0):.1f}s · "
+                  f"${result.cost_usd:.4f}")

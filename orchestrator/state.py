@@ -142,6 +142,7 @@ class RunState(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     task: str
+    mode: Literal["run", "explore"] = "run"
     plan: Plan | None = None
     explorers: Annotated[list[ExplorerResult], operator.add] = Field(default_factory=list)
     digest: str = ""

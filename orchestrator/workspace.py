@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,7 +114,7 @@ class Workspace:
         return self._diff("--stat").decode("utf-8", "replace")
 
     def patch(self) -> str:
-        """A binary-safe unified diff of all work against ``base_commit``; applies with git apply."""
+        """A binary-safe unified diff of all work against ``base_commit``, for ``git apply``."""
         return self._diff("--binary", "--full-index").decode("utf-8", "surrogateescape")
 
     def changed_files(self) -> list[str]:
@@ -128,9 +129,11 @@ class Workspace:
         return path
 
     def remove(self, keep_branch: bool = True) -> None:
-        """Delete the worktree (even if dirty) and prune; artefacts and, by default, the branch stay."""
+        """Delete the worktree (even if dirty); the artefacts and, by default, the branch stay."""
         if (self.worktree / ".git").exists():
-            result = _git(self.repo, "worktree", "remove", "--force", str(self.worktree), check=False)
+            result = _git(
+                self.repo, "worktree", "remove", "--force", str(self.worktree), check=False
+            )
             if result.returncode != 0 and self.worktree.exists():
                 shutil.rmtree(self.worktree)
         elif self.worktree.exists():
@@ -283,7 +286,7 @@ def _add_worktree(top: Path, worktree: Path, branch: str, base: str) -> None:
     _retry_on_lock(attempt)
 
 
-def _retry_on_lock(action, attempts: int = 20) -> None:
+def _retry_on_lock(action: Callable[[], object], attempts: int = 20) -> None:
     for i in range(attempts):
         try:
             action()

@@ -94,9 +94,11 @@ async def test_writes_outside_the_jail_are_refused(
         ("apply_patch", {"patch": _patch("../../outside/etc/passwd", "root:x:0:0", "owned")}),
         ("apply_patch", {"patch": _patch("escape/passwd", "root:x:0:0", "owned")}),
         ("apply_patch", {"patch": _patch(".git/hooks/pre-commit", "", "echo owned", create=True)}),
+        ("apply_patch", {"patch": "diff --git a/x b/y\nsimilarity index 100%\n"
+                         "rename from ../../outside/etc/passwd\nrename to y\n"}),
     ]:
         out = await tools.call(name, args)
-        assert not out.ok, (name, args, out)
+        assert out.policy_violation, (name, args, out)
     assert tree_hash(sentinel) == before_outside
     assert tree_hash(repo / ".git") == before_git
 
@@ -152,13 +154,21 @@ async def test_apply_patch_good_and_bad(tools: Toolbox, repo: Path) -> None:
     assert not out.ok and out.text.startswith("error: patch does not apply:")
     assert "app.py" in out.text
 
-    # -p0 paths, wrong hunk counts, fenced, a new file, no trailing newline
-    loose = "```diff\n--- app.py\n+++ app.py\n@@ -1,9 +1,9 @@\n one\n-TWO\n+2\n three\n" \
-        "--- /dev/null\n+++ new/file.txt\n@@ -0,0 +1 @@\n+hello\n```"
+    # -p0 paths, wrong hunk counts, fenced, no trailing newline
+    loose = "```diff\n--- app.py\n+++ app.py\n@@ -1,9 +1,9 @@\n one\n-TWO\n+2\n three\n```"
     out = await tools.call("apply_patch", {"patch": loose})
     assert out.ok, out.text
     assert (repo / "app.py").read_text() == "one\n2\nthree\n"
+
+    two = (
+        "diff --git a/app.py b/app.py\n--- a/app.py\n+++ b/app.py\n@@ -3 +3 @@\n-three\n+3\n"
+        "diff --git a/new/file.txt b/new/file.txt\nnew file mode 100644\n--- /dev/null\n"
+        "+++ b/new/file.txt\n@@ -0,0 +1 @@\n+hello\n"
+    )
+    out = await tools.call("apply_patch", {"patch": two})
+    assert out.text == "applied patch to 2 files: app.py, new/file.txt"
     assert (repo / "new" / "file.txt").read_text() == "hello\n"
+    assert (repo / "app.py").read_text() == "one\n2\n3\n"
 
     # A removed SQL comment looks like a file header; it must not confuse the path check.
     (repo / "q.sql").write_text("-- comment\nselect 1;\n")
@@ -166,7 +176,10 @@ async def test_apply_patch_good_and_bad(tools: Toolbox, repo: Path) -> None:
     out = await tools.call("apply_patch", {"patch": sql})
     assert out.ok, out.text
 
-    link = "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+/etc\n"
+    link = (
+        "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n"
+        "@@ -0,0 +1 @@\n+/etc\n"
+    )
     out = await tools.call("apply_patch", {"patch": link})
     assert out.policy_violation and not (repo / "l").exists()
 
@@ -283,8 +296,8 @@ async def test_network_is_unreachable_inside(tmp_path: Path) -> None:
         server.listen()
         port = server.getsockname()[1]
         probe = (
-            f"{sys.executable} -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)"
-            "; print('CONNECTED')\""
+            f"{sys.executable} -c \"import socket; "
+            f"socket.create_connection(('127.0.0.1', {port}), 2); print('CONNECTED')\""
         )
         inside = await run_command(probe, cwd=tmp_path, timeout=20)
         assert inside.isolation == isolation()

@@ -200,9 +200,14 @@ def test_concurrent_creates_both_succeed(repo: Path) -> None:
 
 
 def test_concurrent_creates_in_separate_processes(repo: Path) -> None:
-    code = "import sys; from orchestrator.workspace import Workspace; Workspace.create(sys.argv[1], sys.argv[2])"
+    code = (
+        "import sys; from orchestrator.workspace import Workspace; "
+        "Workspace.create(sys.argv[1], sys.argv[2])"
+    )
     procs = [
-        subprocess.Popen([sys.executable, "-c", code, str(repo), f"proc{i}"], stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(repo), f"proc{i}"], stderr=subprocess.PIPE
+        )
         for i in range(3)
     ]
     errors = [p.communicate()[1] for p in procs]

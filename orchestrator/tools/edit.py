@@ -40,7 +40,7 @@ class ReplaceArgs(BaseModel):
 
 
 class ApplyPatchArgs(BaseModel):
-    patch: str = Field(description="A unified diff (as from `git diff`), paths relative to the root.")
+    patch: str = Field(description="A unified diff (as `git diff` prints), repo-relative paths.")
 
 
 def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000) -> list[Tool]:
@@ -162,17 +162,17 @@ def _match_lines(text: str, old: str) -> list[int]:
 
 
 def _not_found(text: str, old: str, rel: str) -> str:
+    pattern = r"\s*".join(re.escape(token) for token in old.split())
+    loose = re.search(pattern, text) if pattern else None
+    if loose:
+        line = text.count("\n", 0, loose.start()) + 1
+        return (
+            f"`old` text not found in {rel}, but it matches near line {line} when whitespace is "
+            "ignored; copy the exact indentation and spacing from the file"
+        )
     lines = text.splitlines()
     stripped = [line.strip() for line in lines]
-    wanted = [line.strip() for line in old.splitlines()]
-    n = len(wanted)
-    for i in range(len(lines) - n + 1):
-        if stripped[i : i + n] == wanted:
-            return (
-                f"`old` text not found in {rel}, but it matches lines {i + 1}-{i + n} when "
-                "whitespace is ignored; copy the exact indentation and spacing from the file"
-            )
-    probe = next((w for w in wanted if w), old.strip())
+    probe = next((w.strip() for w in old.splitlines() if w.strip()), old.strip())
     close = set(difflib.get_close_matches(probe, stripped, n=3, cutoff=0.5))
     shown = [f"  {i + 1}: {lines[i]}" for i, s in enumerate(stripped) if s in close][:3]
     hint = ("closest lines:\n" + "\n".join(shown)) if shown else "no similar line found"
@@ -197,6 +197,8 @@ def _patch_paths(root: Path, patch: str, strip: int) -> list[str]:
     tokens = numstat.stdout.decode("utf-8", "surrogateescape").split("\0")
     paths = [t.split("\t", 2)[2] if t.count("\t") >= 2 else t for t in tokens]
     for name, prefixed in _header_paths(patch):
+        if name == "/dev/null":
+            continue
         parts = name.split("/")
         if prefixed and strip:
             if len(parts) <= strip:

@@ -11,11 +11,40 @@ import re
 import subprocess
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from ..errors import ConfigError, ToolError
+from .base import Tool
 from .jail import Jail
 
 MAX_BLAME_LINES = 400
 _HEADER = re.compile(r"^([0-9a-f]{40,64}) \d+ (\d+)")
+
+
+class GitLogArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str | None = Field(None, description="Only commits touching this path.")
+    max_count: int = Field(20, ge=1, le=200)
+
+
+class GitBlameArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(description="Repo-relative file path.")
+    start_line: int = Field(ge=1)
+    end_line: int = Field(ge=1)
+
+
+def git_tools(root: Path) -> list[Tool]:
+    """``git_log`` and ``git_blame`` as read-only tools on the repository at ``root``."""
+    return [
+        Tool("git_log", _LOG_DOC, GitLogArgs, lambda a: git_log(root, a.path, a.max_count)),
+        Tool(
+            "git_blame",
+            _BLAME_DOC,
+            GitBlameArgs,
+            lambda a: git_blame(root, a.path, a.start_line, a.end_line),
+        ),
+    ]
 
 
 def git_log(root: Path, path: str | None = None, max_count: int = 20) -> str:
@@ -84,3 +113,7 @@ def _git(root: Path, *args: str, timeout: float = 20) -> str:
         message = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
         raise ToolError(f"git {args[0]} failed: " + " ".join(message))
     return proc.stdout.decode("utf-8", "replace")
+
+
+_LOG_DOC = "Recent commits, one per line: short sha, date, author, subject; optionally for a path."
+_BLAME_DOC = "Last change of each line in start_line..end_line of path: 'line| sha author: text'."

@@ -46,7 +46,7 @@ class Jail:
         return resolved
 
     def relative(self, p: Path | str) -> str:
-        """``p`` (absolute, under the root) as a posix repo-relative string; ``"."`` for the root."""
+        """``p`` (under the root) as a posix repo-relative string; ``"."`` for the root itself."""
         rel = os.path.relpath(os.path.realpath(p), self.root)
         if rel == os.pardir or rel.startswith(os.pardir + os.sep):
             raise self._outside(str(p))

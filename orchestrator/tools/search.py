@@ -33,12 +33,11 @@ from .jail import Jail
 LINE_CUT = 300  # search shows at most this many characters of a matching line
 READ_LINE_CUT = 2000  # read shows at most this many characters of one line
 NARROW_HINT = "narrow the query: add a glob (e.g. '*.py'), a path, or a more specific pattern"
-_TYPE_NAME = "orchestrateglob"
 
 
 @lru_cache(maxsize=1)
 def rg_binary() -> str:
-    """The ripgrep executable: on PATH, else next to this interpreter (the venv need not be active)."""
+    """The ripgrep executable: on PATH, else beside this interpreter (venv need not be active)."""
     found = shutil.which("rg") or os.path.join(sysconfig.get_path("scripts"), "rg")
     if not (os.path.isfile(found) and os.access(found, os.X_OK)):
         raise ConfigError(
@@ -89,17 +88,14 @@ class SearchResult:
     def format_for_model(self, max_bytes: int | None = None) -> str:
         budget = self.max_bytes if max_bytes is None else max_bytes
         hits = [m for m in self.matches if not m.context]
+        warnings = [f"warning: {e}" for e in self.errors[:5]]
         if not hits:
-            return _no_matches(self)
+            return "\n".join([_NO_MATCHES, *warnings])
         files = len({m.path for m in hits})
-        more = " (truncated)" if self.truncated else ""
-        head = f"{len(hits)} matches in {files} files{more}:"
+        head = f"{len(hits)} matches in {files} files{' (truncated)' if self.truncated else ''}:"
         body, cut = _render(self.matches, budget - len(head) - 200)
-        tail = []
-        if self.truncated or cut:
-            tail.append(f"(results truncated; {NARROW_HINT})")
-        tail += [f"warning: {e}" for e in self.errors[:5]]
-        return "\n".join([head, *body, *tail])
+        more = [f"(results truncated; {NARROW_HINT})"] if self.truncated or cut else []
+        return "\n".join([head, *body, *more, *warnings])
 
 
 def search(
@@ -138,7 +134,7 @@ def search(
     return SearchResult(
         matches=collector.matches,
         truncated=collector.truncated or timed_out,
-        files_searched=collector.files_searched,
+        files_searched=max(collector.searched, len(collector.files)),
         errors=errors,
         max_bytes=max_bytes,
     )
@@ -150,25 +146,20 @@ class _Collector:
     def __init__(self, keep: Callable[[str], bool], max_matches: int, max_bytes: int, ctx: int):
         self.keep, self.max_matches, self.max_bytes, self.ctx = keep, max_matches, max_bytes, ctx
         self.matches: list[Match] = []
-        self.count = self.used = 0
+        self.count = self.used = self.searched = 0
         self.truncated = self.summary_seen = False
         self.files: set[str] = set()
-        self.searched: int | None = None
-
-    @property
-    def files_searched(self) -> int:
-        return max(self.searched or 0, len(self.files))
 
     def feed(self, raw: bytes) -> bool:
         event = json.loads(raw)
         kind, data = event.get("type"), event.get("data", {})
-        if kind == "summary":
+        if kind == "summary":  # only a finished rg prints it; a failed one (bad regex) does not
             self.summary_seen = True
-            self.searched = data.get("stats", {}).get("searches")
+            self.searched = data.get("stats", {}).get("searches", 0)
             return True
         if kind not in ("match", "context"):
             return True
-        path = _repo_path(_text(data["path"]))
+        path = _repo_path(_raw(data["path"]).decode("utf-8", "replace"))
         if not self.keep(path):
             return True
         if kind == "context":
@@ -190,10 +181,10 @@ class _Collector:
         return True
 
     def _add(self, path: str, data: dict, *, context: bool) -> None:
-        text = _decode_line(_raw(data["lines"]))
-        column = 0
-        if len(text) > LINE_CUT and data.get("submatches"):
-            column = _char_offset(data["lines"], data["submatches"][0]["start"])
+        raw = _raw(data["lines"])
+        text, column = _decode_line(raw), 0
+        if len(text) > LINE_CUT and data.get("submatches"):  # to cut the line around the hit
+            column = len(raw[: data["submatches"][0]["start"]].decode("utf-8", "ignore"))
         self.matches.append(Match(path, data["line_number"], text, column, context))
         self.used += len(path) + min(len(text), LINE_CUT) + 12
 
@@ -204,7 +195,12 @@ def _stream(cmd: list[str], cwd: Path, collector: _Collector, timeout: float):
             cmd, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err
         )
         fired = threading.Event()
-        timer = threading.Timer(timeout, lambda: (fired.set(), proc.kill()))
+
+        def expire() -> None:
+            fired.set()
+            proc.kill()
+
+        timer = threading.Timer(timeout, expire)
         timer.start()
         try:
             assert proc.stdout is not None
@@ -221,18 +217,11 @@ def _stream(cmd: list[str], cwd: Path, collector: _Collector, timeout: float):
         return rc, err.read().decode("utf-8", "replace"), fired.is_set()
 
 
-def _text(obj: dict) -> str:
-    return _raw(obj).decode("utf-8", "replace")
-
-
 def _raw(obj: dict) -> bytes:
+    """ripgrep sends valid UTF-8 as ``text`` and anything else base64-encoded as ``bytes``."""
     if "text" in obj:
         return obj["text"].encode("utf-8", "surrogatepass")
     return base64.b64decode(obj.get("bytes", ""))
-
-
-def _char_offset(lines: dict, byte_offset: int) -> int:
-    return len(_raw(lines)[:byte_offset].decode("utf-8", "ignore"))
 
 
 def _repo_path(path: str) -> str:
@@ -248,34 +237,36 @@ def _error_lines(stderr: str) -> list[str]:
 def _explain_failure(errors: list[str]) -> str:
     message = "\n".join(errors[:8]) or "ripgrep failed without a message"
     if "regex" in message or "look-around" in message or "not allowed" in message:
-        return (
-            f"invalid search pattern:\n{message}\nhint: use fixed_strings=true for literal text, "
-            "or escape regex metacharacters such as ( ) [ ] { } . * + ? | \\ "
-            "(look-around and backreferences are not supported)"
-        )
+        return f"invalid search pattern:\n{message}\n{_REGEX_HINT}"
     return f"search failed:\n{message}"
 
 
-def _no_matches(result: SearchResult) -> str:
-    text = (
-        "no matches (.gitignored, hidden, binary and very large files are not searched). "
-        "Try a shorter or case-insensitive pattern, or another path."
-    )
-    return "\n".join([text, *(f"warning: {e}" for e in result.errors[:5])])
+_REGEX_HINT = (
+    "hint: use fixed_strings=true for literal text, or escape regex metacharacters such as "
+    "( ) [ ] { } . * + ? | \\ (look-around and backreferences are not supported)"
+)
+_NO_MATCHES = (
+    "no matches (.gitignored, hidden, binary and very large files are not searched). "
+    "Try a shorter or case-insensitive pattern, or another path."
+)
 
 
 def _render(matches: list[Match], budget: int) -> tuple[list[str], bool]:
+    """``path:line: text`` lines (context ``path-line- text``), files split by a blank line."""
     out: list[str] = []
-    used, last_path = 0, None
+    used, prev = 0, None
+    with_context = any(m.context for m in matches)
     for m in matches:
-        line = f"{m.path}{'-' if m.context else ':'}{m.line}{'-' if m.context else ':'} "
-        line += _cut(m.text, m.column)
-        if last_path is not None and m.path != last_path:
-            line = "\n" + line  # a blank line between files
+        sep = "-" if m.context else ":"
+        line = f"{m.path}{sep}{m.line}{sep} {_cut(m.text, m.column)}"
+        if prev is not None and m.path != prev.path:
+            line = "\n" + line
+        elif prev is not None and with_context and m.line > prev.line + 1:
+            line = "--\n" + line  # a gap between context hunks of one file
         if used + len(line) + 1 > budget:
             return out, True
         out.append(line)
-        used, last_path = used + len(line) + 1, m.path
+        used, prev = used + len(line) + 1, m
     return out, False
 
 
@@ -319,6 +310,7 @@ def _glob_scope(glob: str | None, target: str) -> Iterator[tuple[list[str], Call
     if not g or g.startswith("!"):
         yield (["--glob", g] if g else []), visible  # an exclusion can only hide more
         return
+    g = g + "**" if g.endswith("/") else g  # "src/" means everything under src
     with tempfile.TemporaryDirectory(prefix="orchestrate-glob-") as tmp:
         ignore = Path(tmp) / "glob.ignore"
         ignore.write_text(f"*\n!*/\n.*\n!{g}\n", encoding="utf-8")
@@ -409,9 +401,7 @@ def list_files(
     with _glob_scope(glob, target) as (glob_args, keep):
         cmd = [rg_binary(), "--files", "--no-config", *glob_args, "--", target]
         try:
-            proc = subprocess.run(
-                cmd, cwd=jail.root, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout
-            )
+            proc = subprocess.run(cmd, cwd=jail.root, capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             raise ToolError(f"listing timed out after {timeout:g}s; {NARROW_HINT}") from None
     names = proc.stdout.decode("utf-8", "replace").splitlines()
@@ -435,7 +425,7 @@ class _Args(BaseModel):
 
 
 class SearchArgs(_Args):
-    pattern: str = Field(min_length=1, description="Rust regex, or literal text with fixed_strings.")
+    pattern: str = Field(min_length=1, description="Rust regex (or literal with fixed_strings).")
     path: str | None = Field(None, description="Directory or file to search in (repo-relative).")
     glob: str | None = Field(None, description="File glob such as '*.py' or 'src/**/*.ts'.")
     fixed_strings: bool = Field(False, description="Treat pattern as literal text.")
@@ -454,53 +444,19 @@ class ListArgs(_Args):
     path: str | None = Field(None, description="Directory to list (repo-relative).")
 
 
-class GitLogArgs(_Args):
-    path: str | None = Field(None, description="Only commits touching this path.")
-    max_count: int = Field(20, ge=1, le=200)
-
-
-class GitBlameArgs(_Args):
-    path: str
-    start_line: int = Field(ge=1)
-    end_line: int = Field(ge=1)
-
-
 def explorer_tools(root: Path, *, git_root: Path | None = None) -> list[Tool]:
-    """The read-only tools an explorer gets for the tree at ``root``."""
+    """The read-only tools an explorer gets for the tree at ``root`` (plus git history)."""
     tools = [
         Tool("search", _SEARCH_DOC, SearchArgs, lambda a: _search_tool(root, a)),
         Tool("read", _READ_DOC, ReadArgs, lambda a: read(root, a.path, a.start_line, a.end_line)),
         Tool("list", _LIST_DOC, ListArgs, lambda a: list_files(root, a.glob, a.path)),
     ]
-    if git_root is not None:
-        tools += [
-            Tool(
-                "git_log",
-                _LOG_DOC,
-                GitLogArgs,
-                lambda a: gitread.git_log(git_root, a.path, a.max_count),
-            ),
-            Tool(
-                "git_blame",
-                _BLAME_DOC,
-                GitBlameArgs,
-                lambda a: gitread.git_blame(git_root, a.path, a.start_line, a.end_line),
-            ),
-        ]
-    return tools
+    return tools + (gitread.git_tools(git_root) if git_root is not None else [])
 
 
 def _search_tool(root: Path, a: SearchArgs) -> str:
-    found = search(
-        root,
-        a.pattern,
-        path=a.path,
-        glob=a.glob,
-        fixed_strings=a.fixed_strings,
-        ignore_case=a.ignore_case,
-        context=a.context,
-    )
-    return found.format_for_model()
+    options = a.model_dump(exclude={"pattern"})
+    return search(root, a.pattern, **options).format_for_model()
 
 
 _SEARCH_DOC = (
@@ -517,5 +473,3 @@ _LIST_DOC = (
     "List files (sorted; .gitignored and hidden files omitted). Filter with glob "
     "(e.g. '*.py', 'src/**/*.ts') or path (a directory)."
 )
-_LOG_DOC = "Recent commits, one per line: short sha, date, author, subject; optionally for a path."
-_BLAME_DOC = "Last change of each line in start_line..end_line of path: 'line| sha author: text'."

@@ -82,9 +82,10 @@ class CommandPolicy(BaseModel):
             return
         for pattern in self.deny:
             if re.search(pattern, command, re.M):
+                rule = _DEFAULT_RULES.get(pattern, pattern)
                 raise PolicyViolation(
-                    f"command matches deny rule {_DEFAULT_RULES.get(pattern, pattern)!r}: network access, pushing, "
-                    "changing remotes and privilege escalation are not allowed in this workspace"
+                    f"command matches deny rule {rule!r}: network access, pushing, changing "
+                    "remotes and privilege escalation are not allowed in this workspace"
                 )
 
 
@@ -198,10 +199,9 @@ async def run_command(
     reader = asyncio.create_task(_pump(proc.stdout, capture))
     timed_out = False
     try:
-        await asyncio.wait_for(proc.wait(), timeout)
-    except TimeoutError:
-        timed_out = True
-        await _terminate_group(proc)
+        if not await _exited(proc, timeout):
+            timed_out = True
+            await _terminate_group(proc)
     finally:
         if proc.returncode is None:  # cancelled: never leave the command behind
             _signal_group(proc.pid, signal.SIGKILL)
@@ -235,14 +235,27 @@ async def _pump(stream: asyncio.StreamReader | None, capture: _Capture) -> None:
         capture.feed(chunk)
 
 
+async def _exited(proc: asyncio.subprocess.Process, timeout: float) -> bool:
+    """Whether the process exited within ``timeout``.
+
+    Polls ``returncode`` because ``Process.wait()`` (3.11) also waits for the pipes to close,
+    which a background child holding stdout would delay until the timeout.
+    """
+    deadline = time.monotonic() + timeout
+    delay = 0.005
+    while proc.returncode is None:
+        if time.monotonic() >= deadline:
+            return False
+        await asyncio.sleep(min(delay, max(deadline - time.monotonic(), 0)))
+        delay = min(delay * 2, 0.1)
+    return True
+
+
 async def _terminate_group(proc: asyncio.subprocess.Process) -> None:
     _signal_group(proc.pid, signal.SIGTERM)
-    try:
-        await asyncio.wait_for(proc.wait(), _KILL_GRACE_S)
-    except TimeoutError:
-        pass
-    _signal_group(proc.pid, signal.SIGKILL)
-    await proc.wait()
+    if not await _exited(proc, _KILL_GRACE_S):
+        _signal_group(proc.pid, signal.SIGKILL)
+        await _exited(proc, 5)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

@@ -1,0 +1,96 @@
+"""The explorer swarm end to end: fan-out, failure isolation, verification, the CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from conftest import cli, run_env, scenario_with, sim_roles
+
+from orchestrator import api
+from orchestrator.demo import scenario_path
+from orchestrator.sim import (
+    BEHAVIORS,
+    ChatRequestView,
+    FaultSpec,
+    ModelBehavior,
+    Reply,
+    ToolCallSpec,
+    register_behavior,
+)
+
+
+def _planner(questions: list[str]) -> ModelBehavior:
+    plan = {"goal": "answer", "steps": [], "questions": questions, "acceptance": []}
+    return ModelBehavior(script=[Reply(tool_calls=[ToolCallSpec(name="submit", arguments=plan)])])
+
+
+@register_behavior("explorer-cite-unless-doomed")
+def _cite_unless_doomed(req: ChatRequestView) -> Reply:
+    if "doomed" in json.dumps(req.messages[1]):
+        return Reply(error=FaultSpec(status=500, type="server_error", message="simulated outage"))
+    return BEHAVIORS["explorer-cite"](req)
+
+
+async def test_twenty_explorers_one_failing_still_give_a_digest(fresh_sim, sample_repo):
+    words = ["median", "mean", "ordered", "sorted", "values", "StatsTest", "unittest", "assertEqual",
+             "len", "sum", "mid", "return", "import", "class", "def", "sample", "statistics",
+             "Middle", "Arithmetic"]
+    questions = [f"Where is `{w}` used?" for w in words] + ["Where is the `doomed` thing?"]
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": _planner(questions),
+        "sim-explorer": ModelBehavior(delay_s=0.2, behavior="explorer-cite-unless-doomed"),
+    }))
+    roles = sim_roles(fresh_sim)
+    result = await api.aexplore("Where is everything?", repo=sample_repo, roles=roles,
+                                env=run_env(), parallel=20)
+    assert len(result.explorers) == 20
+    failed = result.failures
+    assert len(failed) == 1 and "doomed" in failed[0].question
+    assert "simulated outage" in failed[0].error or "InternalServerError" in failed[0].error
+    assert sum(e.verified for e in result.explorers) >= 15
+    assert "median" in result.digest and "doomed" not in result.digest
+    assert fresh_sim.state.max_in_flight["sim-explorer"] >= 10
+
+
+async def test_explorer_without_tool_calls_contributes_nothing(fresh_sim, sample_repo):
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": _planner(["Where is `median`?", "What is the entry point?"]),
+        "sim-explorer": ModelBehavior(behavior="explorer-no-tools"),
+    }))
+    result = await api.aexplore("q", repo=sample_repo, roles=sim_roles(fresh_sim), env=run_env())
+    for e in result.explorers:
+        assert e.tool_calls == 0 and e.verified == 0 and e.dropped == 1 and not e.claims
+        assert "no tool call" in e.drop_reasons[0]
+    assert result.digest == "(no verified findings)"
+
+
+async def test_fabricated_citations_are_dropped_real_ones_kept(fresh_sim, sample_repo):
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": _planner(["Where is `def median`?"]),
+        "sim-explorer": ModelBehavior(behavior="explorer-fabricate"),
+    }))
+    result = await api.aexplore("q", repo=sample_repo, roles=sim_roles(fresh_sim), env=run_env())
+    (e,) = result.explorers
+    assert (e.submitted, e.verified, e.dropped) == (2, 1, 1)
+    assert [c.path for c in e.claims[0].citations] == ["stats.py"]
+    assert any("imaginary" in r for r in e.drop_reasons)
+    assert "imaginary" not in result.digest
+
+
+def test_cli_explore_prints_citations_and_leaves_repo_clean(sim, sample_repo):
+    sim.set_scenario(scenario_with(**{"sim-planner": _planner(["Where is `def median` defined?"])}))
+    before = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=sample_repo,
+                            capture_output=True, text=True).stdout
+    args = ["explore", "Where is median defined?", "--repo", str(sample_repo),
+            "--roles", str(scenario_path("demo-roles.toml")),
+            "--set", f'providers.sim.base_url="{sim.base_url}"', "--parallel", "4"]
+    proc = cli(*args)
+    assert proc.returncode == 0, proc.stderr
+    assert "stats.py:" in proc.stdout and "1 verified" in proc.stdout
+    after = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=sample_repo,
+                           capture_output=True, text=True).stdout
+    assert after == before == ""
+    assert not (sample_repo / "workspaces").exists() and not (sample_repo / ".orchestrate").exists()
+    data = json.loads(cli(*args, "--json").stdout)
+    assert data["explorers"][0]["claims"][0]["citations"][0]["path"] == "stats.py"
