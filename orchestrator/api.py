@@ -24,8 +24,10 @@ from .graph import build_explore_graph, build_graph
 from .models.client import ClientPool
 from .runtime import RunContext
 from .state import ExplorerResult, Role, RunState, VerifyResult
+from .runs import run_lock
 from .store import sqlite_checkpointer
 from .telemetry import Listener, Telemetry
+from .tools.shell import isolation
 from .workspace import Workspace, new_run_id
 
 RUN_ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer")
@@ -57,6 +59,7 @@ class RunResult(BaseModel):
     run_dir: str = ""
     included_dirty: bool = False
     dirty: bool = False
+    isolation: str = "none"
 
     @property
     def exit_code(self) -> int:
@@ -114,6 +117,20 @@ async def arun(
     pool.check_credentials(RUN_ROLES)
     run_id = new_run_id()
     ws = await asyncio.to_thread(Workspace.create, top, run_id, include_dirty=include_dirty)
+    with run_lock(ws.run_dir):
+        return await _run_in(ws, task, role_map, agents, pool, env, listeners)
+
+
+async def _run_in(
+    ws: Workspace,
+    task: str,
+    role_map: RoleMap,
+    agents: dict,
+    pool: ClientPool,
+    env: dict[str, str],
+    listeners: Sequence[Listener],
+) -> RunResult:
+    top, run_id = ws.repo, ws.run_id
     telemetry = Telemetry(
         run_id, log_path=ws.run_dir / "events.jsonl", listeners=tuple(listeners), env=env
     )
@@ -191,6 +208,7 @@ def _result(ctx: RunContext, ws: Workspace, final: RunState) -> RunResult:
         run_dir=str(ws.run_dir),
         included_dirty=ws.included_dirty,
         dirty=ws.dirty,
+        isolation=isolation(),
     )
 
 

@@ -19,7 +19,7 @@ from rich.console import Console
 from . import api
 from .config import load_roles
 from .errors import OrchestrateError, UsageError
-from .render import Progress, print_explore, print_roles, print_run_summary
+from .render import Progress, print_explore, print_roles, print_run_summary, print_runs
 
 app = typer.Typer(
     add_completion=False,
@@ -163,6 +163,46 @@ def _maybe_repo() -> Path | None:
         return api.repo_root(None)
     except OrchestrateError:
         return None
+
+
+@app.command()
+def runs(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
+    """List the runs in the repository (id, state, branch, task, cost)."""
+    from .runs import list_runs
+
+    found = _guarded(lambda: list_runs(api.repo_root(repo)))
+    if as_json:
+        out.print_json(data=[vars(r) for r in found])
+        return
+    print_runs(out, found)
+
+
+@app.command()
+def clean(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
+    """Remove the worktrees of finished runs; branches and artefacts stay."""
+    from .runs import clean as clean_runs
+
+    removed = _guarded(lambda: clean_runs(api.repo_root(repo)))
+    if as_json:
+        out.print_json(data={"removed": removed})
+    else:
+        out.print(f"removed {len(removed)} worktree(s)" + (": " + ", ".join(removed) if removed else ""))
+
+
+@app.command("apply")
+def apply_cmd(
+    run_id: Annotated[str, typer.Argument(help="The run whose branch to merge.")],
+    repo: RepoOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Merge a run's branch into your current branch (refuses on a dirty checkout or conflicts)."""
+    from .runs import apply as apply_run
+
+    sha = _guarded(lambda: apply_run(api.repo_root(repo), run_id))
+    if as_json:
+        out.print_json(data={"run_id": run_id, "merge_commit": sha})
+    else:
+        out.print(f"merged orchestrate/{run_id} into your branch: {sha[:10]}")
 
 
 @app.command()

@@ -93,8 +93,10 @@ class VerifySettings(_Strict):
 
 
 class PolicySettings(_Strict):
-    allow: tuple[str, ...] = ()
-    deny: tuple[str, ...] | None = Field(None, description="None keeps the built-in deny list.")
+    """Command policy for the builder: regexes matched against each command it runs."""
+
+    allow: tuple[str, ...] = Field((), description="Patterns that are always allowed.")
+    deny: tuple[str, ...] = Field((), description="Patterns refused on top of the built-in list.")
 
 
 class RoleMap(_Strict):

@@ -11,6 +11,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
+from . import failures
 from .digest import build_digest
 from .errors import OrchestrateError
 from .runtime import RunContext
@@ -29,15 +30,14 @@ from .state import (
 from .tools.base import Tool, Toolbox
 from .tools.edit import edit_tools
 from .tools.search import explorer_tools
-from .tools.shell import CommandPolicy, run_command, scrubbed_env, shell_tool
+from .tools.shell import DEFAULT_DENY, CommandPolicy, run_command, scrubbed_env, shell_tool
 from .verify import DirSource, GitCommitSource, Verified, verify_findings
 
 
 def policy_of(ctx: RunContext) -> CommandPolicy:
+    """The built-in deny list plus the role map's own; ``allow`` patterns win over both."""
     settings = ctx.roles.policy
-    if settings.deny is None:
-        return CommandPolicy(allow=list(settings.allow))
-    return CommandPolicy(allow=list(settings.allow), deny=list(settings.deny))
+    return CommandPolicy(allow=list(settings.allow), deny=[*DEFAULT_DENY, *settings.deny])
 
 
 def _toolbox(ctx: RunContext, role: Role) -> Toolbox:
@@ -185,12 +185,18 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
                         duration_s=res.duration_s)
         )
     result = VerifyResult(passed=all(c.exit_code == 0 for c in checks), checks=checks)
+    failed = [c for c in checks if c.exit_code]
     ctx.telemetry.emit(
         "test_result", role="verify", passed=result.passed, attempt=state.attempts,
         commands=[c.command for c in checks], exit_codes=[c.exit_code for c in checks],
     )
-    feedback = "" if result.passed else "The acceptance commands failed:\n" + result.failure_text()
-    return {"verify": result, "feedback": feedback}
+    if result.passed:
+        return {"verify": result, "feedback": ""}
+    feedback = "The acceptance commands failed:\n" + "\n\n".join(
+        f"$ {c.command}  (exit {c.exit_code})\n{failures.trim(c.output)}" for c in failed
+    )
+    sig = " || ".join(failures.signature(c.command, c.exit_code, c.output) for c in failed)
+    return {"verify": result, "feedback": feedback, "failures": [sig]}
 
 
 async def review(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -225,11 +231,15 @@ async def report(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         return {"status": "succeeded", "reason": "acceptance commands passed"}
     if state.verify is None:
         return {"status": "failed", "reason": "no acceptance result"}
-    failing = [c.command for c in state.verify.checks if c.exit_code]
-    return {
-        "status": "failed",
-        "reason": f"acceptance still failing after {state.attempts} attempt(s): "
-        + "; ".join(failing),
-    }
+    failing = [c for c in state.verify.checks if c.exit_code]
+    tests = [t for c in failing for t in failures.failing_tests(c.output)][:5]
+    repeated = len(state.failures) >= 2 and state.failures[-1] == state.failures[-2]
+    reason = (
+        f"acceptance still failing after {state.attempts} attempt(s)"
+        + (" (the same failure repeated, so the loop stopped early)" if repeated else "")
+        + ": " + "; ".join(f"{c.command} exited {c.exit_code}" for c in failing)
+        + (f"; failing tests: {', '.join(tests)}" if tests else "")
+    )
+    return {"status": "failed", "reason": reason}
 
 

@@ -140,6 +140,9 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
                       + ("included (first commit on the branch)" if result.included_dirty
                          else "NOT included (use --include-dirty)"))
     console.print(f"artefacts {result.run_dir}")
+    console.print(f"sandbox   commands ran with network isolation: {result.isolation}"
+                  + (f" · {result.policy_violations} policy violation(s) refused"
+                     if result.policy_violations else ""))
     if result.diff_stat.strip():
         console.print(result.diff_stat.rstrip(), highlight=False, markup=False)
     if result.tests is not None:
@@ -218,3 +221,13 @@ def print_explore(console: Console, result: ExploreResult) -> None:
     console.print(f"\n{len(result.explorers)} explorers · {verified} verified claims · "
                   f"{len(result.failures)} failed · {result.time_split.get('wall_s', 0):.1f}s · "
                   f"${result.cost_usd:.4f}")
+
+
+def print_runs(console: Console, runs: list) -> None:
+    t = Table(title="runs", show_edge=False)
+    for col in ("run", "state", "branch", "worktree", "cost $", "task"):
+        t.add_column(col)
+    for r in runs:
+        t.add_row(r.run_id, r.state, r.branch, "yes" if r.has_worktree else "-",
+                  f"{r.cost_usd:.4f}", escape(r.task[:60]))
+    console.print(t)

@@ -128,13 +128,6 @@ class VerifyResult(Frozen):
     passed: bool
     checks: list[CheckResult] = Field(default_factory=list)
 
-    def failure_text(self, limit: int = 6000) -> str:
-        parts = [
-            f"$ {c.command}\n(exit {c.exit_code})\n{c.output}" for c in self.checks if c.exit_code
-        ]
-        text = "\n\n".join(parts)
-        return text if len(text) <= limit else "...(trimmed)...\n" + text[-limit:]
-
 
 class RunState(BaseModel):
     """The graph's state. Lists with a reducer are appended to by parallel branches."""
