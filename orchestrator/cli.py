@@ -231,5 +231,7 @@ def main() -> None:
     except OrchestrateError as exc:  # raised outside a command body
         err.print(f"error: {exc}")
         sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        sys.exit(130)
 
 

@@ -1,0 +1,185 @@
+"""Explorer swarm benchmarks, printed side by side in one run.
+
+1. search tool vs raw ``rg --json`` on a large real source tree (Django's sdist from PyPI,
+   unpacked and committed to a git repo at bench time): same queries, same matches; the median
+   time per query and the ratio (target <= 1.25).
+2. fan-out: 20 explorers with a simulated reply delay d vs one explorer alone (target <= 1.3x).
+3. citation verification throughput (target >= 5,000 citations/s).
+
+    python bench/explorers.py [--delay 0.5] [--repeats 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+from orchestrator import api
+from orchestrator.config import load_roles
+from orchestrator.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
+from orchestrator.sim import ModelBehavior, Reply, SimServer, ToolCallSpec
+from orchestrator.state import Citation, Claim, Findings
+from orchestrator.tools.search import rg_binary, search
+from orchestrator.verify import DirSource, GitCommitSource, verify_findings
+
+CACHE = Path(__file__).parent / ".cache"
+SDIST = ("Django", "5.1.4")
+QUERIES = [
+    "def get_queryset", r"class \w+Admin\(", "TODO", "select_related", "import warnings",
+    "raise ImproperlyConfigured", r"def __init__\(self, \*args", "DEFAULT_AUTO_FIELD",
+    "lru_cache", "-> None:",
+]
+
+
+def source_tree() -> Path:
+    name, version = SDIST
+    root = CACHE / f"{name}-{version}"
+    if (root / ".git").exists():
+        return root
+    CACHE.mkdir(parents=True, exist_ok=True)
+    archive = CACHE / f"{name}-{version}.tar.gz"
+    if not archive.exists():
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:",
+                        f"{name}=={version}", "-d", str(CACHE)], check=True, capture_output=True)
+    with tarfile.open(archive) as tar:
+        tar.extractall(CACHE, filter="data")
+    git = ["git", "-c", "user.name=b", "-c", "user.email=b@x"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "sdist"]):
+        subprocess.run([*git, *args], cwd=root, check=True, capture_output=True)
+    return root
+
+
+def _raw(root: Path, pattern: str) -> tuple[float, set[tuple[str, int]]]:
+    start = time.perf_counter()
+    proc = subprocess.run([rg_binary(), "--json", "-e", pattern, "--", "."], cwd=root,
+                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    took = time.perf_counter() - start
+    hits = set()
+    for line in proc.stdout.splitlines():
+        msg = json.loads(line)
+        if msg["type"] == "match":
+            path = msg["data"]["path"]["text"].removeprefix("./")
+            hits.add((path, msg["data"]["line_number"]))
+    return took, hits
+
+
+def _ours(root: Path, pattern: str) -> tuple[float, set[tuple[str, int]]]:
+    start = time.perf_counter()
+    result = search(root, pattern, max_matches=1_000_000, max_bytes=1 << 30, max_filesize="100M")
+    took = time.perf_counter() - start
+    return took, {(m.path, m.line) for m in result.matches if not m.context}
+
+
+def bench_search(repeats: int) -> list[tuple[str, int, float, float, float]]:
+    root = source_tree()
+    for pattern in QUERIES:  # warm the page cache and rg's first start before timing anything
+        _raw(root, pattern), _ours(root, pattern)
+    rows = []
+    for pattern in QUERIES:
+        raw_t, ours_t = [], []
+        for _ in range(repeats):
+            t, raw_hits = _raw(root, pattern)
+            raw_t.append(t)
+            t, our_hits = _ours(root, pattern)
+            ours_t.append(t)
+        assert raw_hits == our_hits, f"{pattern}: results differ"
+        r, o = statistics.median(raw_t), statistics.median(ours_t)
+        rows.append((pattern, len(raw_hits), r, o, o / r))
+    return rows
+
+
+async def _explore_time(n: int, delay: float) -> float:
+    def plan(questions: list[str]) -> ModelBehavior:
+        p = {"goal": "g", "steps": [], "questions": questions, "acceptance": []}
+        return ModelBehavior(script=[Reply(tool_calls=[ToolCallSpec(name="submit", arguments=p)])])
+
+    words = ["median", "mean", "ordered", "sorted", "values", "len", "sum", "mid", "return",
+             "import", "class", "def", "unittest", "assertEqual", "StatsTest", "sample", "Middle",
+             "Arithmetic", "statistics", "tiny"]
+    scenario = demo_scenario()
+    scenario = scenario.model_copy(update={"models": {
+        **scenario.models,
+        "sim-planner": plan([f"Where is `{w}`?" for w in words[:n]]),
+        "sim-explorer": ModelBehavior(delay_s=delay, behavior="explorer-cite"),
+    }})
+    events = []
+    with tempfile.TemporaryDirectory() as tmp, SimServer(scenario) as sim:
+        repo = make_sample_repo(Path(tmp) / "r")
+        roles = load_roles(base_text=scenario_path("demo-roles.toml").read_text(),
+                           sets=[*demo_roles_sets(sim.base_url), f"explorer.parallel={max(n, 1)}"])
+        result = await api.aexplore("q", repo=repo, roles=roles, listeners=[events.append],
+                                    env={"ORCHESTRATE_SIM_KEY": "k"})
+    assert len(result.explorers) == n and not result.failures
+    starts = [e.t for e in events if e.kind == "role_started" and e.role == "explorer"]
+    ends = [e.t for e in events if e.kind == "explorer_finished"]
+    return max(ends) - min(starts)
+
+
+def bench_fanout(delay: float) -> tuple[float, float]:
+    single = asyncio.run(_explore_time(1, delay))
+    swarm = asyncio.run(_explore_time(20, delay))
+    return single, swarm
+
+
+def bench_verify() -> tuple[int, float, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for f in range(200):
+            lines = [f"    value_{f}_{i} = compute({i}, {f})  # line {i + 1}" for i in range(500)]
+            (root / f"mod_{f}.py").write_text("\n".join(lines) + "\n")
+        git = ["git", "-c", "user.name=b", "-c", "user.email=b@x"]
+        for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"]):
+            subprocess.run([*git, *args], cwd=root, check=True, capture_output=True)
+        claims = []
+        for k in range(20_000):
+            f, i = k % 200, (k * 7) % 500
+            quote = f"value_{f}_{i} = compute({i}, {f})" if k % 4 else "not in the file"
+            claims.append(Claim(text="c", citations=[
+                Citation(path=f"mod_{f}.py", start_line=i + 1, end_line=i + 2, quote=quote)]))
+        findings = Findings(answer="a", claims=claims)
+        start = time.perf_counter()
+        checked = verify_findings(DirSource(root), findings, tool_calls=1)
+        dir_rate = len(claims) / (time.perf_counter() - start)
+        start = time.perf_counter()
+        with GitCommitSource(root, "HEAD") as src:
+            verify_findings(src, findings, tool_calls=1)
+        git_rate = len(claims) / (time.perf_counter() - start)
+        # a quarter quote text that is absent; lines 500-501 run past the end of the file
+        expected = sum(1 for k in range(20_000) if k % 4 and (k * 7) % 500 != 499)
+        assert checked.verified == expected, (checked.verified, checked.reasons[:3])
+    return len(claims), dir_rate, git_rate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--delay", type=float, default=0.5)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    rows = bench_search(args.repeats)
+    single, swarm = bench_fanout(args.delay)
+    n, dir_rate, git_rate = bench_verify()
+
+    print(f"1. search tool vs raw `rg --json` on {SDIST[0]} {SDIST[1]} "
+          f"(median of {args.repeats}; same matches asserted)")
+    print(f"   {'query':<30} {'matches':>8} {'rg ms':>8} {'tool ms':>8} {'ratio':>6}")
+    for pattern, hits, raw, ours, ratio in rows:
+        print(f"   {pattern:<30} {hits:>8} {raw * 1000:8.1f} {ours * 1000:8.1f} {ratio:6.2f}")
+    ratios = [r[-1] for r in rows]
+    print(f"   median ratio {statistics.median(ratios):.2f}, max {max(ratios):.2f} (target <= 1.25)")
+    print(f"2. fan-out, reply delay {args.delay}s, 3 replies per explorer")
+    print(f"   1 explorer {single:.2f}s | 20 explorers {swarm:.2f}s | ratio {swarm / single:.2f} "
+          f"(target <= 1.3; sequential would be 20)")
+    print(f"3. citation verification, {n:,} citations")
+    print(f"   working tree {dir_rate:,.0f}/s | git commit {git_rate:,.0f}/s (target >= 5,000/s)")
+
+
+if __name__ == "__main__":
+    main()
