@@ -1,97 +1,87 @@
-"""The library API: ``run`` / ``arun`` return a typed ``RunResult``; no printing, no exits.
+"""The library API: run, resume, explore, stream. Typed results; no printing, no exits.
 
 The CLI is a thin shell over these functions, and CI bots call them directly. Dependencies are
-parameters (repository, role map, environment, event listeners), so a test hands in the
-simulator's URL and a temporary repository instead of patching anything.
+parameters (repository, role map, environment, event listeners, an approver), so a test hands
+in the simulator's URL and a temporary repository instead of patching anything.
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from langgraph.types import Command
 
 from .config import RoleMap, load_roles, merge_layers, parse_set, validate
 from .definitions import load_agents
 from .errors import UsageError
 from .graph import build_explore_graph, build_graph
+from .journal import CallJournal, JournaledPool
 from .models.client import ClientPool
-from .runtime import RunContext
-from .state import ExplorerResult, Role, RunState, VerifyResult
+from .results import ExploreResult, RunResult
 from .runs import run_lock
+from .runtime import RunContext
+from .state import Plan, Role, RunState
 from .store import sqlite_checkpointer
-from .telemetry import Listener, Telemetry
+from .telemetry import Event, Listener, Telemetry
 from .tools.shell import isolation
 from .workspace import Workspace, new_run_id
 
 RUN_ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer")
+Approver = Callable[[Plan], bool | Awaitable[bool]]
+RUN_FILE = "run.json"
 
-
-class RunResult(BaseModel):
-    """What a finished run produced, for people (the CLI's summary) and bots (``--json``)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    run_id: str
-    task: str
-    status: Literal["succeeded", "failed"]
-    reason: str
-    repo: str
-    branch: str
-    commit: str | None
-    base_commit: str
-    diff_stat: str
-    tests: VerifyResult | None
-    attempts: int
-    review: dict[str, Any] | None
-    explorers: list[ExplorerResult] = Field(default_factory=list)
-    per_role: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    time_split: dict[str, float] = Field(default_factory=dict)
-    cost_usd: float = 0.0
-    policy_violations: int = 0
-    warnings: list[str] = Field(default_factory=list)
-    run_dir: str = ""
-    included_dirty: bool = False
-    dirty: bool = False
-    isolation: str = "none"
-
-    @property
-    def exit_code(self) -> int:
-        return 0 if self.status == "succeeded" else 1
+__all__ = [
+    "ExploreResult", "RunHandle", "RunResult", "aexplore", "aresume", "arun", "explore",
+    "repo_root", "resume", "run", "start",
+]
 
 
 def repo_root(path: str | os.PathLike[str] | None) -> Path:
     """The top level of the git repository at or above ``path``; a clear error otherwise."""
-    start = Path(path or ".").resolve()
-    if not start.exists():
-        raise UsageError(f"repository path does not exist: {start}")
+    start_at = Path(path or ".").resolve()
+    if not start_at.exists():
+        raise UsageError(f"repository path does not exist: {start_at}")
     proc = subprocess.run(
-        ["git", "-C", str(start), "rev-parse", "--show-toplevel"],
+        ["git", "-C", str(start_at), "rev-parse", "--show-toplevel"],
         capture_output=True, text=True, check=False,
     )
     if proc.returncode != 0:
         raise UsageError(
-            f"not a git repository: {start} (run inside a repository or pass --repo PATH)"
+            f"not a git repository: {start_at} (run inside a repository or pass --repo PATH)"
         )
     return Path(proc.stdout.strip())
 
 
 def resolve_roles(
-    repo: Path,
+    repo: Path | None,
     roles: RoleMap | None,
-    role_files: Sequence[str | os.PathLike[str]],
-    sets: Sequence[str],
-    team: str | None,
+    role_files: Sequence[str | os.PathLike[str]] = (),
+    sets: Sequence[str] = (),
+    team: str | None = None,
 ) -> RoleMap:
+    """The role map of a run: the one given, or the layers merged (see config.load_roles)."""
     if roles is not None:
-        return roles
+        return resolve_overrides(roles, sets) if sets else roles
     return load_roles(repo=repo, files=[Path(f) for f in role_files], sets=sets, team=team)
+
+
+def resolve_overrides(roles: RoleMap, sets: Sequence[str]) -> RoleMap:
+    """Apply ``--set`` style overrides to an already resolved role map."""
+    data = roles.model_dump(mode="json")
+    layers = [("role map", data), *[(f"--set {s}", parse_set(s)) for s in sets]]
+    merged, sources = merge_layers(layers)
+    return validate(merged, sources)
+
+
+# --- run and resume ------------------------------------------------------------------------------
 
 
 async def arun(
@@ -105,73 +95,137 @@ async def arun(
     env: Mapping[str, str] | None = None,
     listeners: Sequence[Listener] = (),
     include_dirty: bool = False,
+    approve_plan: bool = False,
+    approver: Approver | None = None,
 ) -> RunResult:
-    """Plan, explore, build, verify and review ``task`` in a worktree of ``repo``."""
+    """Plan, explore, build, verify and review ``task`` in a worktree of ``repo``.
+
+    With ``approve_plan`` the run pauses after planning: ``approver(plan)`` decides, or, with
+    no approver, the result has status ``awaiting_approval`` and ``aresume`` continues it.
+    """
     if not task.strip():
         raise UsageError("the task is empty: say what should be done, e.g. 'fix the failing test'")
     top = repo_root(repo)
     env = dict(os.environ if env is None else env)
     role_map = resolve_roles(top, roles, role_files, sets, team)
-    agents = load_agents(top)
     pool = ClientPool(role_map, env)
     pool.check_credentials(RUN_ROLES)
-    run_id = new_run_id()
-    ws = await asyncio.to_thread(Workspace.create, top, run_id, include_dirty=include_dirty)
-    with run_lock(ws.run_dir):
-        return await _run_in(ws, task, role_map, agents, pool, env, listeners)
+    ws = await asyncio.to_thread(Workspace.create, top, new_run_id(), include_dirty=include_dirty)
+    (ws.run_dir / RUN_FILE).write_text(json.dumps({
+        "task": task, "created": time.time(), "approve_plan": approve_plan,
+        "roles": role_map.model_dump(mode="json"),
+    }, indent=2), encoding="utf-8")
+    initial = RunState(task=task, max_attempts=role_map.run.max_attempts,
+                       max_reviews=role_map.run.max_reviews, approve_plan=approve_plan)
+    return await _drive(ws, role_map, pool, env, listeners, initial, approver, resumed=False)
 
 
-async def _run_in(
+async def aresume(
+    run_id: str,
+    *,
+    repo: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    listeners: Sequence[Listener] = (),
+    approve: bool | None = None,
+    approver: Approver | None = None,
+) -> RunResult:
+    """Continue a run stopped by a crash, ``kill -9``, Ctrl-C, a budget or a plan approval.
+
+    Finished nodes and finished explorers do not run again, and model calls that completed
+    before the stop are answered from the run's journal instead of being paid for again.
+    """
+    top = repo_root(repo)
+    ws = await asyncio.to_thread(Workspace.open, top, run_id)
+    try:
+        saved = json.loads((ws.run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise UsageError(f"run {run_id} has no run.json; it cannot be resumed") from None
+    role_map = RoleMap.model_validate_json(json.dumps(saved["roles"]))
+    env = dict(os.environ if env is None else env)
+    pool = ClientPool(role_map, env)
+    pool.check_credentials(RUN_ROLES)
+    if approve is not None:
+        approver = lambda _plan: approve  # noqa: E731
+    return await _drive(ws, role_map, pool, env, listeners, None, approver, resumed=True)
+
+
+async def _drive(
     ws: Workspace,
-    task: str,
     role_map: RoleMap,
-    agents: dict,
     pool: ClientPool,
     env: dict[str, str],
     listeners: Sequence[Listener],
+    initial: RunState | None,
+    approver: Approver | None,
+    *,
+    resumed: bool,
 ) -> RunResult:
-    top, run_id = ws.repo, ws.run_id
-    telemetry = Telemetry(
-        run_id, log_path=ws.run_dir / "events.jsonl", listeners=tuple(listeners), env=env
-    )
-    ctx = RunContext(
-        run_id=run_id, roles=role_map, agents=agents, pool=pool, telemetry=telemetry, repo=top,
-        worktree=ws.worktree, run_dir=ws.run_dir, base_commit=ws.start_commit or ws.base_commit,
-        env=env, workspace=ws,
-    )
-    telemetry.emit(
-        "run_started", task=task, repo=str(top), branch=ws.branch, base_commit=ws.base_commit,
-        dirty=ws.dirty, included_dirty=ws.included_dirty,
-    )
-    try:
-        final = await _invoke(ctx, RunState(
-            task=task,
-            max_attempts=role_map.run.max_attempts,
-            max_reviews=role_map.run.max_reviews,
-        ))
-        result = await asyncio.to_thread(_result, ctx, ws, final)
-        (ws.run_dir / "report.json").write_text(_report_json(result, telemetry), encoding="utf-8")
-        telemetry.emit("run_finished", status=result.status, reason=result.reason)
-        return result
-    finally:
-        telemetry.close()
-        await pool.aclose()
+    with run_lock(ws.run_dir):
+        telemetry = Telemetry(ws.run_id, log_path=ws.run_dir / "events.jsonl",
+                              listeners=tuple(listeners), env=env)
+        if resumed:
+            telemetry.load_history(ws.run_dir / "events.jsonl")
+        journal = CallJournal(ws.run_dir / "journal.sqlite")
+        ctx = RunContext(
+            run_id=ws.run_id, roles=role_map, agents=load_agents(ws.repo),
+            pool=JournaledPool(pool, journal), telemetry=telemetry, repo=ws.repo,
+            worktree=ws.worktree, run_dir=ws.run_dir,
+            base_commit=ws.start_commit or ws.base_commit, env=env, workspace=ws,
+        )
+        telemetry.emit("run_resumed" if resumed else "run_started", repo=str(ws.repo),
+                       branch=ws.branch, base_commit=ws.base_commit, dirty=ws.dirty,
+                       included_dirty=ws.included_dirty)
+        try:
+            final, pending = await _invoke(ctx, initial, approver)
+            result = await asyncio.to_thread(_result, ctx, ws, final, pending, journal.replayed)
+            (ws.run_dir / "report.json").write_text(_report_json(result, telemetry), "utf-8")
+            telemetry.emit("run_finished", status=result.status, reason=result.reason)
+            return result
+        finally:
+            journal.close()
+            telemetry.close()
+            await pool.aclose()
 
 
-async def _invoke(ctx: RunContext, initial: RunState) -> RunState:
+async def _invoke(
+    ctx: RunContext, initial: RunState | None, approver: Approver | None
+) -> tuple[RunState, bool]:
+    """Run the graph to its end or to a pause; True in the result means a plan awaits approval."""
+    config = {
+        "configurable": {"thread_id": ctx.run_id},
+        "max_concurrency": max(2, ctx.roles.roles["explorer"].parallel),
+        "recursion_limit": 200,
+    }
     async with sqlite_checkpointer(ctx.repo) as saver:
         app = build_graph().compile(checkpointer=saver)
-        out = await app.ainvoke(
-            initial,
-            {
-                "configurable": {"thread_id": ctx.run_id},
-                "max_concurrency": max(2, ctx.roles.roles["explorer"].parallel),
-                "recursion_limit": 200,
-            },
-            context=ctx,
-            durability="sync",
-        )
-    return RunState.model_validate(out)
+        payload: Any = initial
+        if initial is None:
+            snapshot = await app.aget_state(config)
+            if not snapshot.values:
+                raise UsageError(f"run {ctx.run_id} has no checkpoint to resume from")
+            if snapshot.interrupts:
+                payload = await _decide(approver, snapshot.values)
+                if payload is None:
+                    return RunState.model_validate(snapshot.values), True
+        while True:
+            out = await app.ainvoke(payload, config, context=ctx, durability="sync")
+            if "__interrupt__" not in out:
+                return RunState.model_validate(out), False
+            payload = await _decide(approver, out)
+            if payload is None:
+                values = {k: v for k, v in out.items() if k != "__interrupt__"}
+                return RunState.model_validate(values), True
+
+
+async def _decide(approver: Approver | None, values: Mapping[str, Any]) -> Command | None:
+    if approver is None:
+        return None
+    plan = RunState.model_validate(
+        {k: v for k, v in values.items() if k != "__interrupt__"}).plan
+    decision = approver(plan)  # type: ignore[arg-type]
+    if inspect.isawaitable(decision):
+        decision = await decision
+    return Command(resume=bool(decision))
 
 
 def _head_of(ws: Workspace) -> str | None:
@@ -183,32 +237,29 @@ def _head_of(ws: Workspace) -> str | None:
     return sha if sha and sha != ws.base_commit else None
 
 
-def _result(ctx: RunContext, ws: Workspace, final: RunState) -> RunResult:
+def _result(
+    ctx: RunContext, ws: Workspace, final: RunState, pending: bool, replayed: int
+) -> RunResult:
     t = ctx.telemetry
-    warnings = [str(e.data.get("message")) for e in t.events if e.kind == "warning"]
+    if pending:
+        status, reason = "awaiting_approval", f"the plan awaits approval: orchestrate resume {ws.run_id} --approve (or --reject)"
+    elif final.status == "running":
+        status, reason = "stopped", final.reason or "the run stopped before its end"
+    else:
+        status, reason = final.status, final.reason
     return RunResult(
-        run_id=ctx.run_id,
-        task=final.task,
-        status="succeeded" if final.status == "succeeded" else "failed",
-        reason=final.reason,
-        repo=str(ctx.repo),
-        branch=ws.branch,
-        commit=_head_of(ws),
-        base_commit=ws.base_commit,
-        diff_stat=ws.diff_stat(),
-        tests=final.verify,
-        attempts=final.attempts,
+        run_id=ctx.run_id, task=final.task, status=status, reason=reason, repo=str(ctx.repo),
+        branch=ws.branch, commit=_head_of(ws), base_commit=ws.base_commit,
+        diff_stat=ws.diff_stat(), tests=final.verify, attempts=final.attempts, plan=final.plan,
         review=final.review.model_dump() if final.review else None,
         explorers=sorted(final.explorers, key=lambda r: r.index),
-        per_role=t.per_role(),
-        time_split=t.time_split(),
+        per_role=t.per_role(), time_split=t.time_split(),
         cost_usd=sum(c.cost_usd for c in t.calls),
         policy_violations=t.counters.get("policy_violations", 0),
-        warnings=warnings,
-        run_dir=str(ws.run_dir),
-        included_dirty=ws.included_dirty,
-        dirty=ws.dirty,
-        isolation=isolation(),
+        warnings=[str(e.data.get("message")) for e in t.events if e.kind == "warning"],
+        forks=[dict(e.data, session=e.session, role=e.role) for e in t.events if e.kind == "fork"],
+        run_dir=str(ws.run_dir), included_dirty=ws.included_dirty, dirty=ws.dirty,
+        isolation=isolation(), resumed=replayed,
     )
 
 
@@ -216,8 +267,7 @@ def _report_json(result: RunResult, telemetry: Telemetry) -> str:
     report = result.model_dump(mode="json")
     report["calls"] = [c.model_dump(mode="json") for c in telemetry.calls]
     turns = max(1, len(telemetry.calls))
-    split = result.time_split
-    report["overhead_per_turn_ms"] = 1000 * split.get("orchestration_s", 0.0) / turns
+    report["overhead_per_turn_ms"] = 1000 * result.time_split.get("orchestration_s", 0.0) / turns
     return json.dumps(report, indent=2)
 
 
@@ -226,23 +276,44 @@ def run(task: str, **kwargs: Any) -> RunResult:
     return asyncio.run(arun(task, **kwargs))
 
 
-class ExploreResult(BaseModel):
-    """The verified answer to a question about a repository."""
+def resume(run_id: str, **kwargs: Any) -> RunResult:
+    """Synchronous twin of :func:`aresume`."""
+    return asyncio.run(aresume(run_id, **kwargs))
 
-    model_config = ConfigDict(frozen=True)
 
-    question: str
-    repo: str
-    sub_questions: list[str]
-    explorers: list[ExplorerResult]
-    digest: str
-    per_role: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    time_split: dict[str, float] = Field(default_factory=dict)
-    cost_usd: float = 0.0
+# --- streaming -----------------------------------------------------------------------------------
 
-    @property
-    def failures(self) -> list[ExplorerResult]:
-        return [e for e in self.explorers if e.error]
+
+class RunHandle:
+    """A run in progress: ``async for event in handle.events()``, then ``await handle.result()``."""
+
+    def __init__(self, task: str, **kwargs: Any) -> None:
+        self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        listeners = [*kwargs.pop("listeners", ()), self._queue.put_nowait]
+        self._task = asyncio.ensure_future(self._run(task, listeners=listeners, **kwargs))
+
+    async def _run(self, task: str, **kwargs: Any) -> RunResult:
+        try:
+            return await arun(task, **kwargs)
+        finally:
+            self._queue.put_nowait(None)
+
+    async def events(self) -> AsyncIterator[Event]:
+        """Every event of the run, in order, ending when the run ends (progress ticks skipped)."""
+        while (event := await self._queue.get()) is not None:
+            if event.kind != "progress":
+                yield event
+
+    async def result(self) -> RunResult:
+        return await self._task
+
+
+def start(task: str, **kwargs: Any) -> RunHandle:
+    """Start :func:`arun` in the background (inside a running event loop) and stream its events."""
+    return RunHandle(task, **kwargs)
+
+
+# --- explore -------------------------------------------------------------------------------------
 
 
 async def aexplore(
@@ -284,22 +355,12 @@ async def aexplore(
         telemetry.close()
         await pool.aclose()
     return ExploreResult(
-        question=question,
-        repo=str(top),
+        question=question, repo=str(top),
         sub_questions=list(final.plan.questions) if final.plan else [],
-        explorers=sorted(final.explorers, key=lambda r: r.index),
-        digest=final.digest,
-        per_role=telemetry.per_role(),
-        time_split=telemetry.time_split(),
+        explorers=sorted(final.explorers, key=lambda r: r.index), digest=final.digest,
+        per_role=telemetry.per_role(), time_split=telemetry.time_split(),
         cost_usd=sum(c.cost_usd for c in telemetry.calls),
     )
-
-
-def resolve_overrides(roles: RoleMap, sets: Sequence[str]) -> RoleMap:
-    """Apply ``--set`` style overrides to an already resolved role map."""
-    data = roles.model_dump(mode="json")
-    merged, sources = merge_layers([("role map", data), *[(f"--set {s}", parse_set(s)) for s in sets]])
-    return validate(merged, sources)
 
 
 def explore(question: str, **kwargs: Any) -> ExploreResult:

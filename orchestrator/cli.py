@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from dataclasses import asdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -19,7 +20,16 @@ from rich.console import Console
 from . import api
 from .config import load_roles
 from .errors import OrchestrateError, UsageError
-from .render import Progress, print_explore, print_roles, print_run_summary, print_runs
+from .render import (
+    Progress,
+    print_details,
+    print_explore,
+    print_plan,
+    print_roles,
+    print_run_summary,
+    print_runs,
+)
+from .results import RunResult
 
 app = typer.Typer(
     add_completion=False,
@@ -52,7 +62,7 @@ def _guarded(fn: Callable[[], Any]) -> Any:
         raise typer.Exit(130) from None
 
 
-def _emit_result(result: api.RunResult, as_json: bool, *, simulated: bool = False) -> None:
+def _emit_result(result: RunResult, as_json: bool, *, simulated: bool = False) -> None:
     if as_json:
         out.print_json(result.model_dump_json())
     else:
@@ -68,19 +78,70 @@ def run(
     set_: SetOpt = [],  # noqa: B006
     team: TeamOpt = None,
     include_dirty: Annotated[bool, typer.Option("--include-dirty", help="Start from the uncommitted changes too.")] = False,
+    approve_plan: Annotated[bool, typer.Option("--approve-plan", help="Pause after planning for your approval.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Plan, explore, build and review TASK in an isolated worktree of the repository."""
     progress = Progress(err, enabled=not as_json)
+    approver = _ask_approval(progress) if approve_plan and sys.stdin.isatty() and not as_json else None
 
-    def go() -> api.RunResult:
+    def go() -> RunResult:
         with progress:
             return asyncio.run(
                 api.arun(task, repo=repo, role_files=roles, sets=set_, team=team,
-                         listeners=[progress.on_event], include_dirty=include_dirty)
+                         listeners=[progress.on_event], include_dirty=include_dirty,
+                         approve_plan=approve_plan, approver=approver)
             )
 
     _emit_result(_guarded(go), as_json)
+
+
+def _ask_approval(progress: Progress):
+    def ask(plan) -> bool:
+        progress.pause()
+        print_plan(err, plan)
+        answer = typer.confirm("Approve this plan?", default=False, err=True)
+        progress.resume()
+        return answer
+
+    return ask
+
+
+@app.command()
+def resume(
+    run_id: Annotated[str, typer.Argument(help="The run to continue (see `orchestrate runs`).")],
+    repo: RepoOpt = None,
+    approve: Annotated[Optional[bool], typer.Option("--approve/--reject", help="Answer a pending plan approval.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Continue a run stopped by a crash, Ctrl-C, a budget or a pending plan approval."""
+    progress = Progress(err, enabled=not as_json)
+    approver = _ask_approval(progress) if approve is None and sys.stdin.isatty() and not as_json else None
+
+    def go() -> RunResult:
+        with progress:
+            return asyncio.run(api.aresume(run_id, repo=repo, approve=approve, approver=approver,
+                                           listeners=[progress.on_event]))
+
+    _emit_result(_guarded(go), as_json)
+
+
+@app.command()
+def show(
+    run_id: Annotated[str, typer.Argument(help="The run to show.")],
+    repo: RepoOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """The full record of a run: outcome, per role, per session (context peaks, forks), per call."""
+    from .runs import run_details
+
+    details = _guarded(lambda: run_details(api.repo_root(repo), run_id))
+    if as_json:
+        out.print_json(data={"run_id": details.run_id, "state": details.state,
+                             "report": details.report, "calls": details.calls,
+                             "sessions": [asdict(s) for s in details.sessions]})
+        return
+    print_details(out, details)
 
 
 @app.command()

@@ -1,4 +1,4 @@
-"""LangGraph wiring only: plan -> explore x N -> gather -> build <-> verify -> review -> report.
+"""LangGraph wiring only: plan -> approve -> explore x N -> gather -> build <-> verify -> review -> report.
 
 ``build_graph()`` returns the *uncompiled* graph so that embedders choose persistence;
 routing functions are small, pure and typed.
@@ -16,8 +16,10 @@ from .runtime import RunContext
 from .state import RunState
 
 
-def fan_out(state: RunState) -> list[Send] | Literal["gather"]:
+def fan_out(state: RunState) -> list[Send] | Literal["gather", "report"]:
     """One explorer per plan question; straight to gather when there is none."""
+    if state.plan_rejected:
+        return "report"
     questions = state.plan.questions if state.plan else []
     if not questions:
         return "gather"
@@ -49,6 +51,7 @@ def after_review(state: RunState) -> Literal["build", "report"]:
 def build_graph() -> StateGraph:
     g = StateGraph(RunState, context_schema=RunContext)
     g.add_node("plan", nodes.plan)
+    g.add_node("approve", nodes.approve)
     g.add_node("explore", nodes.explore)
     g.add_node("gather", nodes.gather)
     g.add_node("build", nodes.build)
@@ -56,7 +59,8 @@ def build_graph() -> StateGraph:
     g.add_node("review", nodes.review)
     g.add_node("report", nodes.report)
     g.add_edge(START, "plan")
-    g.add_conditional_edges("plan", fan_out, ["explore", "gather"])
+    g.add_edge("plan", "approve")
+    g.add_conditional_edges("approve", fan_out, ["explore", "gather", "report"])
     g.add_edge("explore", "gather")
     g.add_edge("gather", "build")
     g.add_edge("build", "verify")

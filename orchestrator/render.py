@@ -16,7 +16,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .api import ExploreResult, RunResult
+from .results import ExploreResult, RunResult
 from .config import RoleMap
 from .telemetry import Event
 
@@ -58,6 +58,15 @@ class Progress:
             self._live.update(self._render())
             self._live.__exit__(*exc)
             self._live = None
+
+    def pause(self) -> None:
+        """Stop redrawing (while the user answers a prompt)."""
+        if self._live is not None:
+            self._live.stop()
+
+    def resume(self) -> None:
+        if self._live is not None:
+            self._live.start()
 
     def on_event(self, event: Event) -> None:
         if not self.enabled:
@@ -127,10 +136,15 @@ def _gauge(fraction: float, width: int = 10) -> str:
 
 def print_run_summary(console: Console, result: RunResult, *, simulated: bool = False) -> None:
     ok = result.status == "succeeded"
-    console.print(
-        f"[bold {'green' if ok else 'red'}]{'✔ task done' if ok else '✘ task not achieved'}[/]: "
-        f"{escape(result.reason)}", highlight=False,
-    )
+    if result.status == "awaiting_approval":
+        if result.plan is not None:
+            print_plan(console, result.plan)
+        console.print(f"[bold yellow]⏸ paused[/]: {escape(result.reason)}", highlight=False)
+        return
+    label = {"succeeded": "✔ task done", "stopped": "■ run stopped"}.get(
+        result.status, "✘ task not achieved")
+    console.print(f"[bold {'green' if ok else 'red'}]{label}[/]: {escape(result.reason)}",
+                  highlight=False)
     if simulated:
         console.print("(models simulated by the local simulator)")
     console.print(f"run       {result.run_id}")
@@ -231,3 +245,45 @@ def print_runs(console: Console, runs: list) -> None:
         t.add_row(r.run_id, r.state, r.branch, "yes" if r.has_worktree else "-",
                   f"{r.cost_usd:.4f}", escape(r.task[:60]))
     console.print(t)
+
+
+def print_plan(console: Console, plan) -> None:
+    console.print(f"[bold]plan[/]: {escape(plan.goal)}", highlight=False)
+    for i, step in enumerate(plan.steps, 1):
+        console.print(f"  {i}. {escape(step)}", highlight=False)
+    for q in plan.questions:
+        console.print(f"  ? {escape(q)}", highlight=False)
+    for c in plan.acceptance:
+        console.print(f"  $ {escape(c)}", highlight=False)
+
+
+def print_details(console: Console, details) -> None:
+    report = details.report
+    console.print(f"run {details.run_id}: [bold]{details.state}[/]"
+                  + (f" — {escape(report.get('reason', ''))}" if report else ""), highlight=False)
+    if report:
+        console.print(f"task: {escape(report.get('task', ''))}", highlight=False)
+        console.print(f"branch {report.get('branch')} · cost ${report.get('cost_usd', 0):.4f} · "
+                      f"{len(details.calls)} calls", highlight=False)
+    t = Table(title="sessions", show_edge=False)
+    for col in ("session", "role", "model", "purpose", "peak context", "status", "forks"):
+        t.add_column(col)
+    for n in details.sessions:
+        forks = "; ".join(f"→ {f.child}: {f.reason} ({f.tokens_before}→{f.tokens_after} tok)"
+                          for f in n.forks)
+        indent = "  " * n.session.count(".")
+        t.add_row(indent + n.session, str(n.role or "-"), str(n.model or "-"), n.purpose,
+                  _gauge(n.peak_context), n.status, escape(forks) or "-")
+    console.print(t)
+    c = Table(title="calls", show_edge=False)
+    for col in ("session", "requested", "served", "tier", "prompt", "out", "ttft s", "s", "$"):
+        c.add_column(col)
+    for call in details.calls:
+        served = call.get("served_model") or "?"
+        tier = f"{call.get('requested_tier') or '-'}→{call.get('served_tier') or '?'}"
+        ttft = call.get("ttft_s")
+        c.add_row(str(call.get("session")), str(call.get("requested_model")), str(served), tier,
+                  str(call.get("prompt_tokens")), str(call.get("output_tokens")),
+                  f"{ttft:.2f}" if isinstance(ttft, float) else "-",
+                  f"{call.get('duration_s', 0):.2f}", f"{call.get('cost_usd', 0):.4f}")
+    console.print(c)

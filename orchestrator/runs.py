@@ -129,3 +129,32 @@ def apply(repo: Path, run_id: str) -> str:
             f"(merge it by hand: git merge {ws.branch})"
         )
     return _git(ws.repo, "rev-parse", "HEAD", check=True).stdout.strip()
+
+
+@dataclass(frozen=True)
+class RunDetails:
+    """Everything recorded about one run: its report (if it ended), sessions and calls."""
+
+    run_id: str
+    state: str
+    report: dict
+    sessions: list
+    calls: list[dict]
+    events: int
+
+
+def run_details(repo: Path, run_id: str) -> RunDetails:
+    from .context import session_tree
+
+    ws = Workspace.open(repo, run_id, reattach=False)
+    events = []
+    log = ws.run_dir / "events.jsonl"
+    for line in log.read_text(encoding="utf-8").splitlines() if log.exists() else ():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    report = _report(ws.run_dir)
+    state = "running" if is_running(ws.run_dir) else report.get("status", "stopped")
+    calls = [e for e in events if e.get("event") == "call_finished"]
+    return RunDetails(run_id, state, report, session_tree(events), calls, len(events))

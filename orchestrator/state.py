@@ -98,6 +98,7 @@ class CallRecord(Frozen):
     tokens_per_s: float | None = None
     cost_usd: float = 0.0
     error: str | None = None
+    replayed: bool = False  # answered from the run's journal on resume: not paid again
 
 
 class ExplorerResult(Frozen):
@@ -149,6 +150,8 @@ class RunState(BaseModel):
     reason: str = ""
     max_attempts: int = 3
     max_reviews: int = 1
+    approve_plan: bool = False
+    plan_rejected: bool = False
     failures: Annotated[list[str], operator.add] = Field(default_factory=list)
 
 

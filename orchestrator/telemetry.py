@@ -7,6 +7,7 @@ look like secrets from the environment are redacted before anything is written.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
@@ -21,9 +22,11 @@ from .state import CallRecord
 
 EventKind = Literal[
     "run_started",
+    "run_resumed",
     "role_started",
     "role_finished",
     "call_finished",
+    "call_replayed",
     "call_failed",
     "tool_called",
     "explorer_finished",
@@ -122,6 +125,9 @@ class Telemetry:
             listener(event)
 
     def call(self, record: CallRecord, busy: tuple[float, float]) -> None:
+        if record.replayed:  # already counted by the process that paid for it
+            self.emit("call_replayed", role=record.role, session=record.session)
+            return
         self.calls.append(record)
         self.intervals["model"].append(busy)
         data = record.model_dump(exclude={"role", "session"})
@@ -135,6 +141,25 @@ class Telemetry:
             yield
         finally:
             self.intervals[kind].append((start, time.monotonic()))
+
+    def load_history(self, path: Path) -> int:
+        """Take in the calls and counters an earlier process of this run recorded."""
+        if not path.exists():
+            return 0
+        fields = set(CallRecord.model_fields)
+        n = 0
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue  # a line cut short by a crash
+            if entry.get("event") == "call_finished":
+                self.calls.append(CallRecord.model_validate(
+                    {k: v for k, v in entry.items() if k in fields}))
+                n += 1
+            elif entry.get("event") == "warning" and "policy violation" in str(entry.get("message")):
+                self.counters["policy_violations"] += 1
+        return n
 
     def count(self, name: str, n: int = 1) -> None:
         self.counters[name] += n
