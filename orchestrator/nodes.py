@@ -10,6 +10,7 @@ import asyncio
 from typing import Any
 
 from langgraph.runtime import Runtime
+from langgraph.types import interrupt
 
 from . import failures
 from .digest import build_digest
@@ -81,6 +82,15 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     outcome = await _session(ctx, "planner", task, hint=1)
     result: Plan = outcome.payload  # type: ignore[assignment]
     return {"plan": result}
+
+
+async def approve(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+    """With ``--approve-plan``, pause for a human; resumed with ``True`` (go) or ``False``."""
+    if not state.approve_plan or state.plan is None:
+        return {}
+    decision = interrupt({"run_id": runtime.context.run_id, "plan": state.plan.model_dump()})
+    runtime.context.telemetry.emit("review", role="human", verdict="approve" if decision else "reject")
+    return {} if decision else {"plan_rejected": True}
 
 
 async def explore(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -219,6 +229,8 @@ async def review(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
 async def report(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Commit the work on the run branch and decide the outcome."""
     ctx = runtime.context
+    if state.plan_rejected:
+        return {"status": "failed", "reason": "the plan was rejected; nothing was changed"}
     passed = bool(state.verify and state.verify.passed)
     ws = ctx.workspace
     if ws is not None:
