@@ -180,7 +180,8 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
 def _role_table(result: RunResult) -> Table:
     t = Table(title="per role", show_edge=False)
     for col in ("role", "model", "tier", "calls", "prompt", "cached", "output", "tok/s", "cost $"):
-        t.add_column(col, justify="left" if col in {"role", "model", "tier"} else "right")
+        left = col in {"role", "model", "tier"}
+        t.add_column(col, justify="left" if left else "right", overflow="fold", no_wrap=not left)
     for role, row in result.per_role.items():
         tps = row.get("tokens_per_s")
         t.add_row(role, ", ".join(row["models"]), ", ".join(map(str, row["tiers"])), str(row["calls"]),
