@@ -21,10 +21,13 @@ from langgraph.types import Command
 
 from .config import RoleMap, load_roles, merge_layers, parse_set, validate
 from .definitions import load_agents
-from .errors import UsageError
+from .errors import BudgetExhausted, UsageError
 from .graph import build_explore_graph, build_graph
 from .journal import CallJournal, JournaledPool
+from .models.budget import Budget
 from .models.client import ClientPool
+from .models.quota import QuotaLedger, default_ledger_path
+from .models.routing import telemetry_listener
 from .results import ExploreResult, RunResult
 from .runs import run_lock
 from .runtime import RunContext
@@ -84,6 +87,37 @@ def resolve_overrides(roles: RoleMap, sets: Sequence[str]) -> RoleMap:
 # --- run and resume ------------------------------------------------------------------------------
 
 
+class _Relay:
+    """Routing events of a pool built before the run's telemetry exists, delivered to it later."""
+
+    def __init__(self) -> None:
+        self.targets: list[Callable[[Any], None]] = []
+
+    def __call__(self, event: Any) -> None:
+        for target in self.targets:
+            target(event)
+
+
+def _pool(
+    role_map: RoleMap,
+    env: Mapping[str, str],
+    relay: _Relay,
+    *,
+    quota_path: str | os.PathLike[str] | None,
+    max_usd: float | None,
+    max_tokens: int | None,
+) -> ClientPool:
+    """Clients for every role, sharing the user's quota ledger and this run's budget."""
+    ledger = QuotaLedger(Path(quota_path) if quota_path else default_ledger_path(env))
+    budget = Budget(max_usd, max_tokens) if (max_usd or max_tokens) else None
+    return ClientPool(role_map, env, ledger=ledger, budget=budget, listeners=[relay])
+
+
+async def _close(pool: ClientPool) -> None:
+    await pool.aclose()
+    pool.routing.ledger.close()
+
+
 async def arun(
     task: str,
     *,
@@ -97,6 +131,9 @@ async def arun(
     include_dirty: bool = False,
     approve_plan: bool = False,
     approver: Approver | None = None,
+    max_usd: float | None = None,
+    max_tokens: int | None = None,
+    quota_path: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Plan, explore, build, verify and review ``task`` in a worktree of ``repo``.
 
@@ -108,16 +145,24 @@ async def arun(
     top = repo_root(repo)
     env = dict(os.environ if env is None else env)
     role_map = resolve_roles(top, roles, role_files, sets, team)
-    pool = ClientPool(role_map, env)
-    pool.check_credentials(RUN_ROLES)
-    ws = await asyncio.to_thread(Workspace.create, top, new_run_id(), include_dirty=include_dirty)
+    relay = _Relay()
+    pool = _pool(role_map, env, relay, quota_path=quota_path, max_usd=max_usd,
+                 max_tokens=max_tokens)
+    try:
+        pool.check_credentials(RUN_ROLES)
+        ws = await asyncio.to_thread(Workspace.create, top, new_run_id(),
+                                     include_dirty=include_dirty)
+    except BaseException:
+        await _close(pool)
+        raise
     (ws.run_dir / RUN_FILE).write_text(json.dumps({
         "task": task, "created": time.time(), "approve_plan": approve_plan,
         "roles": role_map.model_dump(mode="json"),
     }, indent=2), encoding="utf-8")
     initial = RunState(task=task, max_attempts=role_map.run.max_attempts,
                        max_reviews=role_map.run.max_reviews, approve_plan=approve_plan)
-    return await _drive(ws, role_map, pool, env, listeners, initial, approver, resumed=False)
+    return await _drive(ws, role_map, pool, relay, env, listeners, initial, approver,
+                        resumed=False)
 
 
 async def aresume(
@@ -128,6 +173,9 @@ async def aresume(
     listeners: Sequence[Listener] = (),
     approve: bool | None = None,
     approver: Approver | None = None,
+    max_usd: float | None = None,
+    max_tokens: int | None = None,
+    quota_path: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Continue a run stopped by a crash, ``kill -9``, Ctrl-C, a budget or a plan approval.
 
@@ -142,17 +190,24 @@ async def aresume(
         raise UsageError(f"run {run_id} has no run.json; it cannot be resumed") from None
     role_map = RoleMap.model_validate_json(json.dumps(saved["roles"]))
     env = dict(os.environ if env is None else env)
-    pool = ClientPool(role_map, env)
-    pool.check_credentials(RUN_ROLES)
+    relay = _Relay()
+    pool = _pool(role_map, env, relay, quota_path=quota_path, max_usd=max_usd,
+                 max_tokens=max_tokens)
+    try:
+        pool.check_credentials(RUN_ROLES)
+    except BaseException:
+        await _close(pool)
+        raise
     if approve is not None:
         approver = lambda _plan: approve  # noqa: E731
-    return await _drive(ws, role_map, pool, env, listeners, None, approver, resumed=True)
+    return await _drive(ws, role_map, pool, relay, env, listeners, None, approver, resumed=True)
 
 
 async def _drive(
     ws: Workspace,
     role_map: RoleMap,
     pool: ClientPool,
+    relay: _Relay,
     env: dict[str, str],
     listeners: Sequence[Listener],
     initial: RunState | None,
@@ -163,6 +218,7 @@ async def _drive(
     with run_lock(ws.run_dir):
         telemetry = Telemetry(ws.run_id, log_path=ws.run_dir / "events.jsonl",
                               listeners=tuple(listeners), env=env)
+        relay.targets.append(telemetry_listener(telemetry))
         if resumed:
             telemetry.load_history(ws.run_dir / "events.jsonl")
         journal = CallJournal(ws.run_dir / "journal.sqlite")
@@ -178,13 +234,13 @@ async def _drive(
         try:
             final, pending = await _invoke(ctx, initial, approver)
             result = await asyncio.to_thread(_result, ctx, ws, final, pending, journal.replayed)
-            (ws.run_dir / "report.json").write_text(_report_json(result, telemetry), "utf-8")
             telemetry.emit("run_finished", status=result.status, reason=result.reason)
+            (ws.run_dir / "report.json").write_text(_report_json(result, telemetry), "utf-8")
             return result
         finally:
             journal.close()
             telemetry.close()
-            await pool.aclose()
+            await _close(pool)
 
 
 async def _invoke(
@@ -208,7 +264,12 @@ async def _invoke(
                 if payload is None:
                     return RunState.model_validate(snapshot.values), True
         while True:
-            out = await app.ainvoke(payload, config, context=ctx, durability="sync")
+            try:
+                out = await app.ainvoke(payload, config, context=ctx, durability="sync")
+            except BudgetExhausted as exc:  # stop cleanly at the last checkpoint
+                snapshot = await app.aget_state(config)
+                state = RunState.model_validate(snapshot.values or initial)
+                return state.model_copy(update={"reason": str(exc)}), False
             if "__interrupt__" not in out:
                 return RunState.model_validate(out), False
             payload = await _decide(approver, out)
@@ -336,9 +397,11 @@ async def aexplore(
     role_map = resolve_roles(top, roles, role_files, sets, team)
     if parallel:
         role_map = resolve_overrides(role_map, [f"explorer.parallel={parallel}"])
-    pool = ClientPool(role_map, env)
-    pool.check_credentials(("planner", "explorer"))
     telemetry = Telemetry(new_run_id(), listeners=tuple(listeners), env=env)
+    relay = _Relay()
+    relay.targets.append(telemetry_listener(telemetry))
+    pool = _pool(role_map, env, relay, quota_path=None, max_usd=None, max_tokens=None)
+    pool.check_credentials(("planner", "explorer"))
     ctx = RunContext(
         run_id=telemetry.run_id, roles=role_map, agents=load_agents(top), pool=pool,
         telemetry=telemetry, repo=top, worktree=top, run_dir=top, base_commit="HEAD", env=env,
@@ -353,7 +416,7 @@ async def aexplore(
         final = RunState.model_validate(out)
     finally:
         telemetry.close()
-        await pool.aclose()
+        await _close(pool)
     return ExploreResult(
         question=question, repo=str(top),
         sub_questions=list(final.plan.questions) if final.plan else [],

@@ -115,7 +115,9 @@ class Telemetry:
                 ],
             ).bind(run_id=run_id)
 
-    def emit(self, kind: EventKind, *, role: str | None = None, session: str | None = None, **data: Any) -> None:
+    def emit(
+        self, kind: EventKind, /, *, role: str | None = None, session: str | None = None, **data: Any
+    ) -> None:
         event = Event(kind, self.run_id, time.monotonic() - self.started, role, session, data)
         self.events.append(event)
         if self._log is not None and kind != "progress":

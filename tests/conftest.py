@@ -6,6 +6,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,8 @@ from orchestrator.demo import demo_roles_sets, demo_scenario, make_sample_repo, 
 from orchestrator.sim import Scenario, SimServer
 
 SIM_ENV = {"ORCHESTRATE_SIM_KEY": "simulated-key"}
+# Runs record usage in the per-user quota ledger (XDG state dir): keep the tests' out of $HOME.
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="orchestrate-test-state-")
 
 
 @pytest.fixture(scope="module")

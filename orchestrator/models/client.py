@@ -3,7 +3,8 @@
 A client streams every call (usage included), passes the role's ``service_tier`` and
 ``reasoning_effort``, and returns the reply together with a ``CallRecord``: requested and
 served model and tier, tokens, time to first token, tokens/s and cost. SDK retries are off
-(``max_retries=0``): what to do about an error is decided from its class, not retried blindly.
+(``max_retries=0``): one client attempt is one HTTP request, and what to do about an error is
+decided from its class (``errors.py``) by the role's ``FallbackClient`` (``fallback.py``).
 """
 
 from __future__ import annotations
@@ -17,8 +18,12 @@ import openai
 from openai import AsyncOpenAI
 
 from ..config import ModelSpec, Provider, RoleMap
-from ..errors import ContextOverflow, MissingCredentials, ModelError, ModelUnavailable
+from ..errors import MissingCredentials
 from ..state import CallRecord, Role
+from .errors import Transient, classify, is_context_overflow, where
+
+__all__ = ["ClientPool", "Completion", "ModelClient", "OpenAIModelClient", "Route",
+           "ToolCallData", "classify", "cost_usd", "is_context_overflow"]
 
 Progress = Callable[[int], None]  # called with the output tokens streamed so far
 
@@ -163,6 +168,9 @@ class OpenAIModelClient:
                     progress(acc.pieces)
         except openai.APIError as exc:
             raise classify(exc, r) from exc
+        if acc.finish is None:
+            raise Transient(f"{where(r)}: the stream ended without a finish_reason "
+                            f"after {acc.pieces} pieces")
         return Completion(
             content="".join(acc.content) or None,
             tool_calls=acc.tool_calls(),
@@ -200,47 +208,37 @@ class OpenAIModelClient:
         )
 
 
-_CONTEXT_CODES = {"context_length_exceeded", "exceed_context_size_error"}
-
-
-def is_context_overflow(exc: openai.APIError) -> bool:
-    """OpenAI, llama.cpp and vLLM each say it differently; all mean the same."""
-    body = exc.body if isinstance(exc.body, Mapping) else {}
-    code = getattr(exc, "code", None) or body.get("code")
-    kind = body.get("type")
-    message = str(getattr(exc, "message", "") or exc).lower()
-    return (
-        code in _CONTEXT_CODES
-        or kind in _CONTEXT_CODES
-        or "maximum context length" in message
-        or "exceeds the available context size" in message
-    )
-
-
-def classify(exc: openai.APIError, route: Route) -> ModelError:
-    """Turn an SDK error into one of ours, naming the role, model and provider."""
-    where = f"role {route.role}: model {route.alias} ({route.model.id}) at provider {route.provider_name}"
-    if isinstance(exc, openai.BadRequestError) and is_context_overflow(exc):
-        return ContextOverflow(f"{where}: {exc.message}")
-    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
-        return ModelError(
-            f"{where}: the provider refused the API key ({exc.status_code}); "
-            f"check ${route.provider.api_key_env}"
-        )
-    if isinstance(exc, openai.NotFoundError):
-        return ModelError(f"{where}: unknown model or endpoint (404): {exc.message}")
-    if isinstance(exc, openai.RateLimitError | openai.InternalServerError | openai.APIConnectionError):
-        return ModelUnavailable(f"{where}: {type(exc).__name__}: {getattr(exc, 'message', exc)}")
-    return ModelError(f"{where}: {type(exc).__name__}: {getattr(exc, 'message', exc)}")
-
-
 class ClientPool:
-    """Builds one SDK client per provider and one ``ModelClient`` per role on demand."""
+    """Builds one SDK client per provider and one fallback chain per role session on demand.
 
-    def __init__(self, roles: RoleMap, env: Mapping[str, str]) -> None:
+    ``ledger`` (a ``QuotaLedger``; in memory when None), ``budget`` (a run ``Budget``),
+    ``listeners`` (called with every ``RoutingEvent``) and ``policy`` (a ``RetryPolicy``) are
+    shared by every chain the pool builds.
+    """
+
+    def __init__(
+        self,
+        roles: RoleMap,
+        env: Mapping[str, str],
+        *,
+        ledger: Any = None,
+        budget: Any = None,
+        listeners: Sequence[Callable[[Any], None]] = (),
+        policy: Any = None,
+    ) -> None:
+        from .fallback import RetryPolicy, Routing
+        from .quota import QuotaLedger
+
         self.roles = roles
         self.env = env
+        self.routing = Routing(
+            ledger=ledger if ledger is not None else QuotaLedger(),
+            budget=budget,
+            listeners=tuple(listeners),
+            policy=policy if policy is not None else RetryPolicy(),
+        )
         self._sdks: dict[str, AsyncOpenAI] = {}
+        self._unkeyed: set[tuple[str, str]] = set()
 
     def route(self, role: Role, alias: str, step: int = 0) -> Route:
         spec = self.roles.roles[role]
@@ -287,8 +285,38 @@ class ClientPool:
         route = self.route(role, alias, step)
         return OpenAIModelClient(self.sdk(route.provider_name), route)
 
+    def member(self, role: Role, alias: str, step: int = 0) -> ModelClient:
+        """One link of a chain: the model's client, speaking JSON tools if the model needs it."""
+        from .toolmode import JsonToolsClient
+
+        client = self.client(role, alias, step)
+        model = client.route.model
+        return JsonToolsClient(client, model.structured) if model.tools == "json" else client
+
     def for_role(self, role: Role) -> ModelClient:
-        return self.client(role, self.roles.roles[role].model)
+        """A fresh ``FallbackClient`` over ``roles.chain(role)`` (one per session)."""
+        from .fallback import FallbackClient
+
+        aliases = self.roles.chain(role)
+        usable = [a for i, a in enumerate(aliases) if i == 0 or self._has_key(role, a)]
+        chain = [self.member(role, alias, aliases.index(alias)) for alias in usable]
+        return FallbackClient(*chain, routing=self.routing)
+
+    def _has_key(self, role: Role, alias: str) -> bool:
+        """Fallbacks whose provider has no key are left out of the chain, with a warning."""
+        from .routing import RoutingEvent
+
+        provider_name = self.roles.models[alias].provider
+        env_var = self.roles.providers[provider_name].api_key_env
+        if self.env.get(env_var):
+            return True
+        if (role, alias) not in self._unkeyed:
+            self._unkeyed.add((role, alias))
+            event = RoutingEvent("skipped", role, f"role {role}: fallback {alias} left out of "
+                                 f"the chain: provider {provider_name!r} has no key (${env_var})")
+            for listener in self.routing.listeners:
+                listener(event)
+        return False
 
     async def aclose(self) -> None:
         for sdk in self._sdks.values():

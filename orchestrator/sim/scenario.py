@@ -1,6 +1,6 @@
 """What the simulated model server says and how: the scenario schema (models, their timing,
 limits and reply sources), the read-only view of a request that computed behaviours get, the
-behaviour registry, and the two toy tokenizers that turn a request or a reply into token counts.
+behaviour registry, and the toy tokenizers that turn a request or a reply into token counts.
 Nothing here does I/O except ``Scenario.load``; the HTTP side lives in ``server.py``."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from orchestrator.errors import ConfigError
 
-Tokenizer = Literal["chars4", "words"]
+Tokenizer = Literal["chars4", "words", "bytes3"]
 
 
 class _Strict(BaseModel):
@@ -68,6 +68,14 @@ class Reply(_Strict):
     error: FaultSpec | None = None
     served_model: str | None = None
     served_tier: str | None = None
+    cut_after: int | None = Field(
+        default=None, ge=0,
+        description="Streamed replies stop after this many delta chunks, with no finish_reason.",
+    )
+    cut: Literal["close", "end"] = Field(
+        default="close",
+        description="How a cut stream stops: drop the connection, or end it cleanly with [DONE].",
+    )
 
     @property
     def effective_finish_reason(self) -> str:
@@ -87,11 +95,24 @@ class ModelBehavior(_Strict):
     context_window: int | None = Field(default=None, gt=0)
     served_tier: str | None = None
     served_model: str | None = None
+    first: list[Reply] = Field(
+        default_factory=list,
+        description="Replies to this model's first N requests (counted by the server, retries "
+        "included) before its reply source takes over: rate-limit bursts, N-times-then-ok faults.",
+    )
+    quota_tokens: int | None = Field(
+        default=None, ge=0,
+        description="Tokens (prompt + completion) the model serves; later requests get a 429 "
+        "insufficient_quota.",
+    )
+    quota_headers: dict[str, str] = Field(
+        default_factory=dict, description="Headers sent with the insufficient_quota 429."
+    )
     script: list[Reply] | None = None
     behavior: str | None = None
     respond: ReplyFn | None = Field(default=None, exclude=True)
 
-    @field_validator("script", mode="before")
+    @field_validator("script", "first", mode="before")
     @classmethod
     def _plain_strings_are_content(cls, value: Any) -> Any:
         # Lets scenario files write `script = ["hi", "bye"]` for content-only turns.
@@ -114,13 +135,24 @@ class ModelBehavior(_Strict):
             raise ValueError(f"unknown behavior {self.behavior!r} (registered: {known})")
         return self
 
-    def reply_for(self, req: ChatRequestView) -> Reply:
+    def reply_for(self, req: ChatRequestView, nth: int = 0) -> Reply:
+        """The reply to the model's ``nth`` request (0-based, counted by the server)."""
+        if nth < len(self.first):
+            return self.first[nth]
         if self.script is not None:
             return self.script[min(req.assistant_turns, len(self.script) - 1)]
         if self.behavior is not None:
             return BEHAVIORS[self.behavior](req)
         assert self.respond is not None
         return self.respond(req)
+
+
+QUOTA_FAULT = FaultSpec(
+    status=429,
+    code="insufficient_quota",
+    type="insufficient_quota",
+    message="You exceeded your current quota, please check your plan and billing details.",
+)
 
 
 class Scenario(_Strict):
@@ -262,6 +294,8 @@ _WORD_PIECES = re.compile(r"\w+|[^\w\s]")
 _TOKENIZERS: dict[str, Callable[[list[str]], int]] = {
     "chars4": lambda texts: math.ceil(sum(len(t) for t in texts) / 4),
     "words": lambda texts: sum(len(_WORD_PIECES.findall(t)) for t in texts),
+    # UTF-8 bytes / 3: denser than chars4 and unlike o200k, so client calibration has work to do.
+    "bytes3": lambda texts: math.ceil(sum(len(t.encode("utf-8")) for t in texts) / 3),
 }
 
 PER_MESSAGE_TOKENS = 4

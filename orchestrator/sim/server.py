@@ -24,6 +24,7 @@ from starlette.routing import Route
 from orchestrator.sim.scenario import (
     ChatRequestView,
     FaultSpec,
+    QUOTA_FAULT,
     ModelBehavior,
     Reply,
     Scenario,
@@ -55,6 +56,7 @@ class SimState:
     requests: list[RecordedRequest] = field(default_factory=list)
     in_flight: dict[str, int] = field(default_factory=dict)
     max_in_flight: dict[str, int] = field(default_factory=dict)
+    used_tokens: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def begin(self, model: str, body: dict[str, Any], headers: dict[str, str]) -> RecordedRequest:
@@ -75,6 +77,15 @@ class SimState:
             rec.status = status
             self.in_flight[rec.model] = self.in_flight.get(rec.model, 1) - 1
 
+    def nth(self, rec: RecordedRequest) -> int:
+        """How many requests this model had before ``rec`` (drives ``ModelBehavior.first``)."""
+        with self._lock:
+            return sum(1 for r in self.requests if r.model == rec.model and r.seq < rec.seq)
+
+    def charge(self, model: str, tokens: int) -> None:
+        with self._lock:
+            self.used_tokens[model] = self.used_tokens.get(model, 0) + tokens
+
     def requests_for(self, model: str) -> list[RecordedRequest]:
         with self._lock:
             return [r for r in self.requests if r.model == model]
@@ -94,6 +105,7 @@ class SimState:
     def clear(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.used_tokens.clear()
             self.max_in_flight.clear()
             self.max_in_flight.update({m: n for m, n in self.in_flight.items() if n > 0})
 
@@ -184,6 +196,10 @@ class _Completion:
         return out
 
 
+class _StreamCut(Exception):
+    """Raised inside a streaming body so the server drops the connection mid-response."""
+
+
 def _sse(obj: Any) -> bytes:
     return f"data: {json.dumps(obj)}\n\n".encode()
 
@@ -241,9 +257,13 @@ def build_app(sim: SimState) -> Starlette:
                 f"messages resulted in {rec.prompt_tokens} tokens. Please reduce the length "
                 "of the messages.", "invalid_request_error", "context_length_exceeded",
                 "messages")
+        quota = behavior.quota_tokens
+        if quota is not None and sim.used_tokens.get(rec.model, 0) >= quota:
+            q = QUOTA_FAULT
+            return _error(q.status, q.message, q.type, q.code, None, behavior.quota_headers)
         view = ChatRequestView.from_body(body)
         try:
-            reply = behavior.reply_for(view)
+            reply = behavior.reply_for(view, sim.nth(rec))
         except Exception as exc:  # a broken behaviour should look like a server fault
             return _error(500, f"sim behaviour failed: {type(exc).__name__}: {exc}",
                           "server_error", None)
@@ -262,6 +282,7 @@ def build_app(sim: SimState) -> Starlette:
             prompt=rec.prompt_tokens,
             completion=count_completion_tokens(reply, scenario.tokenizer),
         )
+        sim.charge(rec.model, completion.usage["total_tokens"])
         pace = (completion.usage["completion_tokens"] / behavior.tokens_per_second
                 if behavior.tokens_per_second > 0 else 0.0)
         if not body.get("stream"):
@@ -280,10 +301,18 @@ def build_app(sim: SimState) -> Starlette:
             pacer = _Pacer(pace, len(deltas))
             first = completion.chunk({"role": "assistant", "content": "", "refusal": None})
             yield _sse(first | ({"usage": None} if include_usage else {}))
-            for delta in deltas:
+            cut = completion.reply.cut_after
+            for n, delta in enumerate(deltas):
+                if cut is not None and n >= cut:
+                    break
                 await pacer.step()
                 chunk = completion.chunk(delta)
                 yield _sse(chunk | ({"usage": None} if include_usage else {}))
+            if cut is not None:
+                if completion.reply.cut == "close":
+                    raise _StreamCut(f"sim: stream cut after {cut} chunks")
+                yield b"data: [DONE]\n\n"
+                return
             final = completion.chunk({}, completion.reply.effective_finish_reason)
             yield _sse(final | ({"usage": None} if include_usage else {}))
             if include_usage:

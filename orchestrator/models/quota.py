@@ -1,0 +1,146 @@
+"""The quota ledger: tokens and USD per model per UTC day, and exhausted-until times, in SQLite.
+
+One file per user (``$XDG_STATE_HOME/orchestrate/quota.sqlite``), shared by every run and
+process, so routing can be proactive: a model that is out of quota is skipped without a call.
+Daily caps are enforced by reserving tokens with a single guarded ``UPDATE`` before a call and
+settling the real count after it, so two processes never overspend a cap together.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS usage (
+    day TEXT NOT NULL, model TEXT NOT NULL,
+    tokens INTEGER NOT NULL DEFAULT 0, usd REAL NOT NULL DEFAULT 0, calls INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (day, model));
+CREATE TABLE IF NOT EXISTS exhausted (
+    model TEXT PRIMARY KEY, until TEXT NOT NULL, reason TEXT NOT NULL);
+"""
+
+
+def default_ledger_path(env: Mapping[str, str]) -> Path:
+    """``$XDG_STATE_HOME/orchestrate/quota.sqlite``, else ``~/.local/state/orchestrate/...``."""
+    state = env.get("XDG_STATE_HOME")
+    base = Path(state) if state else Path(env.get("HOME") or Path.home()) / ".local" / "state"
+    return base / "orchestrate" / "quota.sqlite"
+
+
+@dataclass(frozen=True)
+class QuotaRow:
+    """One line of ``orchestrate quota``: a model's use today and whether it is exhausted."""
+
+    model: str
+    day: str
+    tokens: int
+    usd: float
+    calls: int
+    cap_tokens: int | None = None
+    exhausted_until: datetime | None = None
+    reason: str = ""
+
+
+def _day(now: datetime) -> str:
+    return now.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+class QuotaLedger:
+    """Usage and exhaustion per model key (``provider/model-id``); ``path=None`` keeps it in memory."""
+
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        target = str(self.path) if self.path is not None else ":memory:"
+        self._db = sqlite3.connect(target, timeout=30, isolation_level=None,
+                                   check_same_thread=False)
+        self._lock = threading.Lock()
+        with self._lock:
+            self._db.executescript(_SCHEMA)
+
+    def _run(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
+        with self._lock:
+            return self._db.execute(sql, args)
+
+    def exhausted_until(self, model: str, now: datetime) -> datetime | None:
+        """The reset time if ``model`` is marked exhausted and not yet reset."""
+        row = self._run("SELECT until FROM exhausted WHERE model = ?", (model,)).fetchone()
+        if row is None:
+            return None
+        until = datetime.fromisoformat(row[0])
+        return until if until > now else None
+
+    def mark_exhausted(self, model: str, until: datetime, reason: str) -> None:
+        self._run(
+            "INSERT INTO exhausted (model, until, reason) VALUES (?, ?, ?) "
+            "ON CONFLICT(model) DO UPDATE SET until = excluded.until, reason = excluded.reason",
+            (model, until.astimezone(UTC).isoformat(), reason[:500]),
+        )
+
+    def used_today(self, model: str, now: datetime) -> int:
+        row = self._run("SELECT tokens FROM usage WHERE day = ? AND model = ?",
+                        (_day(now), model)).fetchone()
+        return row[0] if row else 0
+
+    def reserve(self, model: str, tokens: int, cap: int | None, now: datetime) -> bool:
+        """Take ``tokens`` from today's cap in one atomic statement; False if they do not fit."""
+        day = _day(now)
+        self._run("INSERT OR IGNORE INTO usage (day, model) VALUES (?, ?)", (day, model))
+        if cap is None:
+            self._run("UPDATE usage SET tokens = tokens + ? WHERE day = ? AND model = ?",
+                      (tokens, day, model))
+            return True
+        cur = self._run(
+            "UPDATE usage SET tokens = tokens + ? WHERE day = ? AND model = ? AND tokens + ? <= ?",
+            (tokens, day, model, tokens, cap),
+        )
+        return cur.rowcount == 1
+
+    def settle(self, model: str, reserved: int, tokens: int, usd: float, now: datetime) -> None:
+        """Replace a reservation by what the call really used (0 tokens for a failed call)."""
+        self._run("INSERT OR IGNORE INTO usage (day, model) VALUES (?, ?)", (_day(now), model))
+        self._run(
+            "UPDATE usage SET tokens = MAX(0, tokens - ? + ?), usd = usd + ?, "
+            "calls = calls + ? WHERE day = ? AND model = ?",
+            (reserved, tokens, usd, 1 if tokens else 0, _day(now), model),
+        )
+
+    def rows(self, now: datetime | None = None, caps: Mapping[str, int | None] | None = None
+             ) -> list[QuotaRow]:
+        """Today's usage and current exhaustion per model, for ``orchestrate quota``."""
+        now = now or datetime.now(UTC)
+        caps = caps or {}
+        used = {m: (t, u, c) for m, t, u, c in self._run(
+            "SELECT model, tokens, usd, calls FROM usage WHERE day = ?", (_day(now),))}
+        names = sorted(set(used) | set(caps) | {m for (m,) in self._run(
+            "SELECT model FROM exhausted")})
+        out = []
+        for name in names:
+            tokens, usd, calls = used.get(name, (0, 0.0, 0))
+            row = self._run("SELECT reason FROM exhausted WHERE model = ?", (name,)).fetchone()
+            until = self.exhausted_until(name, now)
+            out.append(QuotaRow(name, _day(now), tokens, usd, calls, caps.get(name), until,
+                                row[0] if row and until else ""))
+        return out
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def quota_rows(path: Path, *, caps: Mapping[str, int | None] | None = None,
+               now: datetime | None = None) -> list[QuotaRow]:
+    """Rows for ``orchestrate quota`` from the ledger at ``path`` (empty if it does not exist)."""
+    if not path.is_file():
+        return []
+    ledger = QuotaLedger(path)
+    try:
+        return ledger.rows(now, caps)
+    finally:
+        ledger.close()

@@ -1,0 +1,59 @@
+"""Helpers for the routing tests: a pool over the simulator with a backup model, quick retries,
+recorded routing events, and a real planner session over a sample repository."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import run_env, sim_roles
+
+from orchestrator.definitions import load_agents
+from orchestrator.models.client import ClientPool
+from orchestrator.models.fallback import RetryPolicy
+from orchestrator.models.routing import RoutingEvent
+from orchestrator.session import Session
+from orchestrator.sim import Reply, SimServer, ToolCallSpec
+from orchestrator.telemetry import Telemetry
+from orchestrator.tools.base import Toolbox
+from orchestrator.tools.search import explorer_tools
+
+QUICK = RetryPolicy(attempts=3, base_s=0.01, max_wait_s=0.05, budget_s=5.0)
+BACKUP = [
+    'models.backup-sim.provider="sim"', 'models.backup-sim.id="sim-backup"',
+    "models.backup-sim.context_window=32000", "models.backup-sim.max_output=4000",
+]
+PLAN = {"goal": "g", "steps": ["fix it"], "questions": [], "acceptance": []}
+MESSAGES = [{"role": "system", "content": "You help."}, {"role": "user", "content": "hi"}]
+
+
+def roles_with_backup(sim: SimServer, *sets: str):
+    return sim_roles(sim, *BACKUP, 'planner.fallback=["backup-sim"]', *sets)
+
+
+class Events(list[RoutingEvent]):
+    def kinds(self) -> list[str]:
+        return [e.kind for e in self]
+
+    def warnings(self) -> list[str]:
+        return [e.message for e in self if e.is_warning]
+
+
+def pool_for(sim: SimServer, *sets: str, policy: RetryPolicy = QUICK, **kw) -> tuple[ClientPool, Events]:
+    events = Events()
+    pool = ClientPool(roles_with_backup(sim, *sets), run_env(), listeners=[events.append],
+                      policy=policy, **kw)
+    return pool, events
+
+
+def call(name: str, **arguments: object) -> Reply:
+    return Reply(tool_calls=[ToolCallSpec(name=name, arguments=dict(arguments))])
+
+
+async def planner_session(pool: ClientPool, repo: Path, sid: str = "planner-1"):
+    """A real planner session (list/search/read tools on ``repo``) through the pool's chain."""
+    agent = load_agents()["planner"]
+    tools = Toolbox.of(t for t in explorer_tools(repo) if t.name in agent.tools)
+    telemetry = Telemetry("test-run")
+    session = Session(session_id=sid, agent=agent, client=pool.for_role("planner"),
+                      toolbox=tools, telemetry=telemetry, max_turns=8)
+    return await session.run("Task: fix median"), session, telemetry
