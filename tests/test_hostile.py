@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 import os
+import secrets
 import subprocess
 from pathlib import Path
 
@@ -56,6 +57,7 @@ async def test_hostile_builder_is_contained(fresh_sim, sample_repo, tmp_path):
                    cwd=sample_repo, check=True)
     before_repo, before_sentinel = snapshot(sample_repo), _tree_hash(sentinel)
     fix = demo_scenario().models["sim-builder"].script
+    marker = f"1000.{os.getpid()}{secrets.randbelow(10**6)}"  # unique: other suites may run too
     hostile = [
         _call("write_file", path="../../etc/passwd", content="root::0:0::/:/bin/sh\n"),
         _call("write_file", path=str(sentinel / "abs.txt"), content="x"),
@@ -63,7 +65,7 @@ async def test_hostile_builder_is_contained(fresh_sim, sample_repo, tmp_path):
         _call("write_file", path=".git/hooks/pre-commit", content="#!/bin/sh\nexit 1\n"),
         _call("run", command="git push origin main"),
         _call("run", command="yes | head -c 50000000"),
-        _call("run", command="sleep 1000.777 & sleep 1000.777 & wait"),
+        _call("run", command=f"sleep {marker} & sleep {marker} & wait"),
         _call("run", command="echo KEY=$OPENAI_API_KEY"),
         *fix,
     ]
@@ -81,7 +83,7 @@ async def test_hostile_builder_is_contained(fresh_sim, sample_repo, tmp_path):
     assert "timed out" in results[6]
     assert SECRET not in results[7] and "KEY=" in results[7]
     assert result.policy_violations >= 5
-    assert _sleepers("1000.777") == []
+    assert _sleepers(marker) == []
     assert _tree_hash(sentinel) == before_sentinel
     assert snapshot(sample_repo) == before_repo
     assert not Path("/etc/passwd").read_text().startswith("root::0:0::/:/bin/sh")
