@@ -14,9 +14,10 @@ from langgraph.types import interrupt
 
 from . import failures
 from .digest import build_digest
-from .errors import OrchestrateError
+from .errors import MissingCredentials, OrchestrateError
 from .runtime import RunContext
-from .session import Session
+from .context import policy_for
+from .session import Session, Summarizer
 from .state import (
     BuildReport,
     CheckResult,
@@ -68,8 +69,23 @@ async def _session(ctx: RunContext, role: Role, task: str, hint: str | int | Non
         toolbox=_toolbox(ctx, role),
         telemetry=ctx.telemetry,
         max_turns=agent.max_turns or spec.max_turns,
+        policy=policy_for(spec, ctx.roles.model_for(role)),
+        summarizer=_summarizer(ctx) if role != "summarizer" else None,
+        run_dir=ctx.run_dir if ctx.workspace is not None else None,  # `explore` writes nothing
     )
     return await session.run(task)
+
+
+def _summarizer(ctx: RunContext) -> Summarizer | None:
+    """The summarizer role's own agent, client and window, for the handoffs of forks."""
+    agent, spec = ctx.agents["summarizer"], ctx.roles.roles["summarizer"]
+    try:
+        client = ctx.pool.for_role("summarizer")
+    except MissingCredentials:  # forks then get a plain handoff instead of failing the role
+        return None
+    return Summarizer(agent=agent, client=client,
+                      policy=policy_for(spec, ctx.roles.model_for("summarizer")),
+                      max_turns=agent.max_turns or spec.max_turns)
 
 
 async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:

@@ -1,41 +1,82 @@
-"""One agent session: the tool-calling loop that every role shares.
+"""One agent session: the tool-calling loop that every role shares, and its context care.
 
 A session sends the system prompt and the task, runs the tools the model calls, and ends when
 the model calls the typed ``submit`` tool with a payload that validates. An invalid payload goes
 back to the model as the tool result, so it can correct itself. Tool calls that a model writes
 into its content instead of ``tool_calls`` are accepted too.
+
+Before every call the session consults its context ledger (``context.py``). Past the role's
+threshold it first masks old tool outputs; if that is not enough it forks: the summarizer writes
+a handoff and a child session (``<root>.1``, ``<root>.2``, ...) continues from the system prompt,
+the task and the handoff. Oversized tool results are paged into artefacts, and a server's
+``context_length_exceeded`` is handled the same way and retried.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .context import (
+    ContextPolicy,
+    Ledger,
+    TokenCounter,
+    describe_call,
+    mask_old_outputs,
+    parse_overflow,
+    render_transcript,
+    token_counter,
+)
 from .definitions import AgentDef
-from .errors import SessionFailed
+from .errors import ContextOverflow, OrchestrateError, SessionFailed
 from .models.client import Completion, ModelClient, ToolCallData
+from .state import Handoff
 from .telemetry import Telemetry
+from .tools.artifacts import READ_ARTIFACT, ArtifactStore, paged_message, preview
 from .tools.base import Toolbox
 
 SUBMIT = "submit"
 MAX_NUDGES = 3
+MAX_REFUSALS = 4  # context_length_exceeded answers in a row before the session forks anyway
+CONTINUE = "You are continuing a session that ran out of context. Handoff:"
 
 
 @dataclass
 class SessionOutcome:
-    """What a finished session produced."""
+    """What a finished session produced; counts cover the whole lineage of forks."""
 
     session: str
     payload: BaseModel
     tool_calls: int
     turns: int
     messages: list[dict[str, Any]] = field(default_factory=list)
+    forks: int = 0
+    peak_context: float = 0.0
+    lineage: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Summarizer:
+    """What a session needs to have a handoff written: the summarizer's agent, client, policy."""
+
+    agent: AgentDef
+    client: ModelClient
+    policy: ContextPolicy
+    max_turns: int = 3
+
+
+class _Fork(Exception):
+    def __init__(self, reason: str, tokens: int) -> None:
+        super().__init__(reason)
+        self.reason, self.tokens = reason, tokens
 
 
 def submit_schema(model: type[BaseModel]) -> dict[str, Any]:
@@ -52,7 +93,7 @@ def submit_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 
 class Session:
-    """Runs one agent until it submits, with a turn limit."""
+    """Runs one agent until it submits, with a turn limit shared by the lineage of its forks."""
 
     def __init__(
         self,
@@ -63,71 +104,243 @@ class Session:
         toolbox: Toolbox,
         telemetry: Telemetry,
         max_turns: int,
+        policy: ContextPolicy | None = None,
+        summarizer: Summarizer | None = None,
+        run_dir: Path | None = None,
+        parent: str | None = None,
+        purpose: str = "task",
     ) -> None:
-        self.id = session_id
+        model = client.route.model
+        self.id = self.root = session_id
         self.agent = agent
         self.client = client
-        self.toolbox = toolbox
         self.telemetry = telemetry
         self.max_turns = max_turns
-        self.tool_calls = 0
+        self.policy = policy or ContextPolicy(model.context_window, max_output=model.max_output)
+        self.summarizer = summarizer
+        self.store = ArtifactStore(run_dir, session_id)
+        self.toolbox = toolbox
+        if toolbox.tools:
+            self.toolbox = Toolbox({**toolbox.tools, READ_ARTIFACT: self.store.tool()})
+        self.parent, self.purpose = parent, purpose
+        self.tool_calls = self.turns = self.forks = self.masked = self.paged = 0
+        self.peak = self._session_peak = 0.0
+        self.lineage = [session_id]
         self.messages: list[dict[str, Any]] = []
+        self._session_turns = 0
+        self._refused = False
 
     async def run(self, task: str) -> SessionOutcome:
-        role = self.agent.role
+        self.counter: TokenCounter = await asyncio.to_thread(token_counter)
+        self.ledger = Ledger(self.counter.count)
+        self.tools = [*self.toolbox.schemas(), submit_schema(self.agent.submit)]
+        self.ledger.set_tools(self.tools)
+        self._begin(task)
+        self._announce(self.parent, self.purpose)
+        while True:
+            try:
+                return await self._loop()
+            except _Fork as fork:
+                await self._fork(task, fork)
+
+    def _begin(self, opening: str) -> None:
         self.messages = [
             {"role": "system", "content": self.agent.system},
-            {"role": "user", "content": task},
+            {"role": "user", "content": opening},
         ]
-        tools = [*self.toolbox.schemas(), submit_schema(self.agent.submit)]
+        self.ledger.reset(self.messages)
+        self._session_turns, self._session_peak, self._refused = 0, 0.0, False
+
+    def _announce(self, parent: str | None, purpose: str) -> None:
         route = self.client.route
         self.telemetry.emit(
-            "role_started", role=role, session=self.id, model=route.model.id,
-            tier=route.tier, effort=route.effort,
+            "role_started", role=self.agent.role, session=self.id, model=route.model.id,
+            tier=route.tier, effort=route.effort, parent=parent, purpose=purpose,
+            window=self.policy.window,
         )
+
+    def _add(self, message: dict[str, Any]) -> None:
+        self.messages.append(message)
+        self.ledger.append(message)
+
+    async def _loop(self) -> SessionOutcome:
         nudges = 0
-        for turn in range(1, self.max_turns + 1):
-            completion = await self._call(tools)
+        while self.turns < self.max_turns:
+            completion = await self._call()
+            self.turns += 1
+            self._session_turns += 1
             calls = list(completion.tool_calls) or _calls_from_content(completion.content)
-            self.messages.append(_assistant_message(completion, calls))
+            self._add(_assistant_message(completion, calls))
             if not calls:
                 nudges += 1
                 if nudges > MAX_NUDGES:
                     break
-                self.messages.append({"role": "user", "content": _nudge(self.toolbox)})
+                self._add({"role": "user", "content": _nudge(self.toolbox)})
                 continue
             payload = await self._run_calls(calls)
             if payload is not None:
-                self.telemetry.emit(
-                    "role_finished", role=role, session=self.id, turns=turn,
-                    tool_calls=self.tool_calls,
-                )
-                return SessionOutcome(self.id, payload, self.tool_calls, turn, self.messages)
+                return self._finish(payload)
         raise SessionFailed(
-            f"{role} session {self.id} ended without a valid submission after "
-            f"{min(turn, self.max_turns)} turns (max_turns={self.max_turns})"
+            f"{self.agent.role} session {self.id} ended without a valid submission after "
+            f"{self.turns} turns (max_turns={self.max_turns})"
         )
 
-    async def _call(self, tools: list[dict[str, Any]]) -> Completion:
-        started = time.monotonic()
-        window = self.client.route.model.context_window
-
-        def progress(pieces: int) -> None:
-            self.telemetry.emit(
-                "progress", role=self.agent.role, session=self.id, pieces=pieces,
-                elapsed=time.monotonic() - started,
-            )
-
-        completion = await self.client.complete(
-            self.messages, session=self.id, tools=tools, progress=progress
+    def _finish(self, payload: BaseModel) -> SessionOutcome:
+        self.telemetry.emit(
+            "role_finished", role=self.agent.role, session=self.id, turns=self.turns,
+            tool_calls=self.tool_calls, peak_context=round(self._session_peak, 4),
+            lineage_peak_context=round(self.peak, 4), forks=self.forks, masked=self.masked,
+            paged=self.paged, root=self.root,
         )
+        return SessionOutcome(self.id, payload, self.tool_calls, self.turns, self.messages,
+                              self.forks, self.peak, tuple(self.lineage))
+
+    # --- one model call, fitted to the window -------------------------------------------------
+
+    async def _call(self) -> Completion:
+        for _ in range(MAX_REFUSALS):
+            self._fit()
+            estimate = self.ledger.estimate()
+            started = time.monotonic()
+
+            def progress(pieces: int) -> None:
+                self.telemetry.emit(
+                    "progress", role=self.agent.role, session=self.id, pieces=pieces,
+                    elapsed=time.monotonic() - started,
+                )
+
+            try:
+                completion = await self.client.complete(
+                    self.messages, session=self.id, tools=self.tools, progress=progress
+                )
+            except ContextOverflow as exc:
+                self._refusal(str(exc), estimate)
+                continue
+            self._account(completion, estimate, started)
+            return completion
+        raise _Fork("context_length_exceeded", self.ledger.estimate())
+
+    def _account(self, completion: Completion, estimate: int, started: float) -> None:
         record = completion.record
         self.telemetry.call(record, (started, time.monotonic()))
+        self.ledger.observe(record.prompt_tokens)
+        used = (record.prompt_tokens or estimate) + record.output_tokens
+        fraction = used / self.policy.window
+        self.peak = max(self.peak, fraction)
+        self._session_peak = max(self._session_peak, fraction)
         self.telemetry.emit(
-            "progress", role=self.agent.role, session=self.id,
-            context=(record.prompt_tokens + record.output_tokens) / window,
+            "progress", role=self.agent.role, session=self.id, context=fraction,
+            estimate=estimate, prompt_tokens=record.prompt_tokens,
         )
-        return completion
+
+    def _refusal(self, message: str, estimate: int) -> None:
+        """The server said the prompt is too long: learn its window and recalibrate."""
+        prompt, limit = parse_overflow(message)
+        self._refused = True
+        if limit is not None:
+            self.policy = self.policy.shrunk(limit)
+        elif prompt is None:
+            self.policy = self.policy.shrunk(max(estimate, 1))
+        self.ledger.refused(prompt, limit)
+
+    def _fit(self) -> None:
+        """Mask old tool outputs, then fork, while the next call would cross the threshold."""
+        estimate = self.ledger.estimate()
+        if not self.policy.over(estimate):
+            return
+        for keep in range(self.policy.keep_verbatim, 0, -1):
+            self._mask(keep)
+            if not self.policy.over(self.ledger.estimate()):
+                return
+        raise _Fork("context_length_exceeded" if self._refused else "threshold", estimate)
+
+    def _mask(self, keep: int) -> None:
+        sizes = [round(self.ledger.ratio * c) for c in self.ledger.counts]
+        changes = mask_old_outputs(self.messages, sizes=sizes, keep=keep, store=self._keep)
+        for i, message in changes:
+            self.messages[i] = message
+            self.ledger.replace(i, message)
+        self.masked += len(changes)
+
+    def _keep(self, text: str) -> str:
+        return self.store.put(text, page_chars=self._page_chars(text)).id
+
+    def _page_chars(self, text: str, tokens: int | None = None) -> int:
+        """Characters per artefact page so that a page stays within the page cap."""
+        tokens = tokens if tokens is not None else self.ledger.tokens(text)
+        return int(0.9 * self.policy.page_cap * len(text) / max(tokens, 1))
+
+    # --- forks ----------------------------------------------------------------------------------
+
+    async def _fork(self, task: str, fork: _Fork) -> None:
+        self.forks += 1
+        role, window = self.agent.role, self.policy.window
+        if self.forks > self.policy.max_forks:
+            raise SessionFailed(
+                f"{role} session {self.root} ran out of context {self.forks} times "
+                f"(max {self.policy.max_forks} forks, window {window:,} tokens); give the role a "
+                "model with a larger window, or split its task"
+            )
+        if self._session_turns == 0:
+            raise SessionFailed(
+                f"{role} session {self.id} cannot start: its system prompt and task need "
+                f"~{fork.tokens:,} tokens, more than the {self.policy.limit:,} its context policy "
+                f"allows (window {window:,}, context_fork_at {self.policy.fork_at}, output "
+                f"reserve {self.policy.reserve:,}); raise the window or shorten the task"
+            )
+        transcript = self._save_transcript(fork.reason)
+        handoff, writer = await self._handoff(task)
+        parent, self.id = self.id, f"{self.root}.{self.forks}"
+        self.lineage.append(self.id)
+        self._begin(f"{task}\n\n{CONTINUE}\n{handoff.render()}")
+        self.telemetry.emit(
+            "fork", role=role, session=parent, child=self.id, reason=fork.reason,
+            tokens_before=fork.tokens, tokens_after=self.ledger.estimate(), window=window,
+            peak_context=round(self._session_peak, 4),
+            transcript=str(transcript), summarizer=writer, tool_calls=self.tool_calls,
+        )
+        self._announce(parent, "fork")
+
+    def _save_transcript(self, reason: str) -> Path:
+        path = self.store.root / "sessions" / f"{self.id}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        record = {"session": self.id, "root": self.root, "role": self.agent.role,
+                  "reason": reason, "tool_calls": self.tool_calls, "messages": self.messages}
+        path.write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
+        return path
+
+    async def _handoff(self, task: str) -> tuple[Handoff, str | None]:
+        """The summarizer's handoff, or a mechanical one when there is none or it fails."""
+        s = self.summarizer
+        if s is None:
+            return self._plain_handoff(task), None
+        fixed = (s.agent.system + s.agent.render_task(task=task, transcript="")
+                 + json.dumps(submit_schema(s.agent.submit)))
+        room = s.policy.limit - self.ledger.tokens(fixed)
+        budget = int(max(200, room) / max(self.ledger.ratio, 0.1) * 0.85)
+        text = render_transcript(self.messages, budget=budget, count=self.counter.count, skip=task)
+        writer = Session(
+            session_id=f"{self.id}.handoff", agent=s.agent, client=s.client, toolbox=Toolbox(),
+            telemetry=self.telemetry, max_turns=s.max_turns, policy=replace(s.policy, max_forks=0),
+            parent=self.id, purpose="handoff",
+        )
+        try:
+            outcome = await writer.run(s.agent.render_task(task=task, transcript=text))
+        except OrchestrateError as exc:
+            self.telemetry.emit(
+                "warning", role=self.agent.role, session=self.id,
+                message=f"the summarizer could not write a handoff ({exc}); a plain one was used",
+            )
+            return self._plain_handoff(task), writer.id
+        return outcome.payload, writer.id  # type: ignore[return-value]
+
+    def _plain_handoff(self, task: str) -> Handoff:
+        budget = int(max(200, self.policy.limit // 4) / max(self.ledger.ratio, 0.1))
+        tail = render_transcript(self.messages, budget=budget, count=self.counter.count, skip=task)
+        return Handoff(goal=" ".join(task.split())[:300], facts=[f"Transcript so far:\n{tail}"],
+                       remaining=["Continue from where the transcript stops."])
+
+    # --- tools ----------------------------------------------------------------------------------
 
     async def _run_calls(self, calls: list[ToolCallData]) -> BaseModel | None:
         payload: BaseModel | None = None
@@ -149,8 +362,24 @@ class Session:
                     "tool_called", role=self.agent.role, session=self.id, tool=call.name,
                     ok=outcome.ok, chars=len(text),
                 )
-            self.messages.append({"role": "tool", "tool_call_id": call.id, "content": text})
+                if call.name != READ_ARTIFACT:
+                    text = self._page(call, text)
+            self._add({"role": "tool", "tool_call_id": call.id, "content": text})
         return payload
+
+    def _page(self, call: ToolCallData, text: str) -> str:
+        """A result above the page cap becomes an artefact; the model gets a preview."""
+        cap = self.policy.page_cap
+        if len(text.encode("utf-8")) * max(1.0, self.ledger.ratio) <= cap:
+            return text
+        tokens = self.ledger.tokens(text)
+        if tokens <= cap:
+            return text
+        page_chars = self._page_chars(text, tokens)
+        art = self.store.put(text, page_chars=page_chars)
+        self.paged += 1
+        shown = preview(text, max(200, page_chars // 4))
+        return paged_message(describe_call(call.name, call.arguments), art, tokens, shown)
 
     def _submit(self, arguments: str) -> tuple[str, BaseModel | None]:
         try:

@@ -82,3 +82,81 @@ def explorer_fabricate(req: ChatRequestView) -> Reply:
     claims = [{"text": "invented", "citations": citations[:1]}, {"text": "real", "citations": citations}]
     return Reply(tool_calls=[ToolCallSpec(name="submit", arguments=json.dumps(
         {"answer": "mixed", "claims": claims}))])
+
+
+# --- long sessions: reading a big log, and the handoffs that carry the reading forward ------
+
+_LEAD = re.compile(r"(\d+) lines before")
+_WINDOW = re.compile(r"windows of (\d+) lines")
+_READ_UP_TO = re.compile(r"read (\S+) up to line (\d+)")
+_CALLED_READ = re.compile(r"read\(path=([^,)]+), start_line=(\d+), end_line=(\d+)")
+
+
+def _read_ends(req: ChatRequestView, path: str) -> list[int]:
+    """Where this conversation's reads of ``path`` ended, from its calls and any handoff."""
+    ends = []
+    for m in req.messages:
+        for call in m.get("tool_calls") or []:
+            fn = call.get("function", {})
+            args = json.loads(fn.get("arguments") or "{}") if fn.get("name") == "read" else {}
+            if args.get("path") == path and args.get("end_line"):
+                ends.append(int(args["end_line"]))
+        if m.get("role") == "user" and isinstance(m.get("content"), str):
+            ends += [int(n) for p, n in _READ_UP_TO.findall(m["content"]) if p == path]
+    return ends
+
+
+def _texts(req: ChatRequestView) -> list[str]:
+    users = [m["content"] for m in req.messages
+             if m.get("role") == "user" and isinstance(m.get("content"), str)]
+    return users + [content for _, _, content in req.tool_results()]
+
+
+@register_behavior("log-scan")
+def log_scan(req: ChatRequestView) -> Reply:
+    """Finds `TERM` in `PATH` with one search, then reads the N lines before it in windows.
+
+    The question names both in backticks ("Find the `ERROR` in `app.log` and read the 600 lines
+    before it in windows of 30 lines"). Where it is comes from its own read calls or, after a
+    fork, from the handoff ("read app.log up to line N", "app.log:E: ..."). It cites the line.
+    """
+    question = _question(req)
+    term, path = (re.findall(r"`([^`]+)`", question) + ["ERROR", "app.log"])[:2]
+    lead = int((_LEAD.findall(question) or [200])[0])
+    window = int((_WINDOW.findall(question) or [40])[0])
+    hit = re.compile(rf"{re.escape(path)}:(\d+): (.*{re.escape(term)}.*)$", re.M)
+    found = [m for text in _texts(req) for m in hit.finditer(text)]
+    if not found:
+        if any(name == "search" for _, name, _ in req.tool_results()):
+            return _call("submit", answer=f"No {term} in {path}.", claims=[])
+        return _call("search", pattern=term, path=path, fixed_strings=True)
+    line = int(found[0].group(1))
+    ends = _read_ends(req, path)
+    start = max(ends) + 1 if ends else max(1, line - lead)
+    if start <= line:
+        return _call("read", path=path, start_line=start, end_line=start + window - 1)
+    shown = re.compile(rf"^\s*{line}\| (.*)$", re.M)
+    quotes = [m.group(1) for _, _, text in req.tool_results() for m in shown.finditer(text)]
+    if not quotes:
+        return _call("read", path=path, start_line=line, end_line=line)
+    claim = {"text": f"The {term} is at {path} line {line}.",
+             "citations": [{"path": path, "start_line": line, "end_line": line,
+                            "quote": quotes[-1].strip()}]}
+    return _call("submit", answer=f"{path}:{line}: {quotes[-1].strip()}", claims=[claim])
+
+
+@register_behavior("handoff-carry")
+def handoff_carry(req: ChatRequestView) -> Reply:
+    """A summarizer that carries forward search hits and how far each file was read."""
+    prompt = req.last_user_text()
+    task = prompt.split("Its task:", 1)[-1].split("Its transcript", 1)[0].strip()
+    goal = next((line.strip() for line in task.splitlines() if line.strip()), "continue")
+    hits = re.findall(r"^(?:- )?([\w./-]+\.\w+:\d+: .+)$", prompt, re.M)
+    reached: dict[str, int] = {}
+    for path, _start, end in _CALLED_READ.findall(prompt):
+        reached[path] = max(reached.get(path, 0), int(end))
+    for path, end in _READ_UP_TO.findall(prompt):
+        reached[path] = max(reached.get(path, 0), int(end))
+    facts = list(dict.fromkeys(hits)) + [f"read {p} up to line {n}" for p, n in reached.items()]
+    nxt = "; ".join(f"read {p} from line {n + 1}" for p, n in reached.items())
+    return _call("submit", goal=goal, facts=facts, remaining=["finish the task"], next_step=nxt)
