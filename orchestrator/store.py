@@ -1,23 +1,33 @@
-"""Persistence: the checkpointer factory for a target repository's ``.orchestrate/`` folder.
+"""Persistence: the checkpointer factory, local (SQLite in ``.orchestrate/``) or shared (Postgres).
 
 Checkpoints are written with ``durability="sync"`` by the API, so model spend and git side
 effects never re-run after a crash. The serializer allow-lists our own state types, so loading
-a checkpoint never deserialises anything else.
+a checkpoint never deserialises anything else. With a ``postgresql://`` URL every machine of a
+fleet reads and writes the same checkpoints, so any worker can resume any run.
 """
 
 from __future__ import annotations
 
+import asyncio
+import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiosqlite
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from . import state
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    import psycopg
 
 STATE_DIR = ".orchestrate"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 _STATE_TYPES = [
     state.RunState, state.Plan, state.Citation, state.Claim, state.Findings, state.BuildReport,
     state.Review, state.ExplorerResult, state.CheckResult, state.VerifyResult, state.Handoff,
@@ -35,12 +45,93 @@ def serializer() -> JsonPlusSerializer:
     return JsonPlusSerializer(allowed_msgpack_modules=_STATE_TYPES)
 
 
+def is_postgres(database_url: str | None) -> bool:
+    """True for a ``postgresql://`` (or ``postgres://``) URL; None and "" mean local SQLite."""
+    return bool(database_url) and database_url.startswith(POSTGRES_SCHEMES)  # type: ignore[union-attr]
+
+
+def require_postgres(database_url: str | None) -> str:
+    """The URL itself, or a usage error that says what a shared database URL looks like."""
+    if not is_postgres(database_url):
+        raise UsageError(
+            f"not a PostgreSQL URL: {database_url!r} (expected postgresql://user@host:port/db)"
+        )
+    return database_url  # type: ignore[return-value]
+
+
+def advisory_key(name: str) -> int:
+    """A stable 32-bit key for ``pg_advisory_lock``, so concurrent schema setups queue up."""
+    return zlib.crc32(name.encode("utf-8"))
+
+
+def connect_postgres(database_url: str) -> psycopg.Connection:
+    """A synchronous autocommit connection, with a clear message when the driver is missing."""
+    try:
+        import psycopg
+    except ImportError:
+        raise UsageError(
+            "a PostgreSQL URL needs the driver: pip install 'orchestrate[postgres]'"
+        ) from None
+    return psycopg.connect(require_postgres(database_url), autocommit=True)
+
+
 @asynccontextmanager
 async def sqlite_checkpointer(repo: Path) -> AsyncIterator[AsyncSqliteSaver]:
     """An ``AsyncSqliteSaver`` on ``<repo>/.orchestrate/checkpoints.sqlite``."""
-    conn = await aiosqlite.connect(str(state_dir(repo) / "checkpoints.sqlite"))
+    # concurrent runs in one repository share the file: wait for its lock instead of failing
+    conn = await aiosqlite.connect(str(state_dir(repo) / "checkpoints.sqlite"), timeout=60)
     try:
         await conn.execute("PRAGMA journal_mode=WAL")
         yield AsyncSqliteSaver(conn, serde=serializer())
     finally:
         await conn.close()
+
+
+@asynccontextmanager
+async def postgres_checkpointer(database_url: str) -> AsyncIterator[BaseCheckpointSaver]:
+    """An ``AsyncPostgresSaver`` on ``database_url``, its tables created on first use."""
+    try:
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from psycopg import AsyncConnection
+        from psycopg.rows import dict_row
+    except ImportError:
+        raise UsageError(
+            "a PostgreSQL URL needs the driver: pip install 'orchestrate[postgres]'"
+        ) from None
+    # The saver's own from_conn_string uses these connection settings; we open the connection
+    # ourselves to hold an advisory lock around setup(), whose migrations are not race-free.
+    async with await AsyncConnection.connect(
+        require_postgres(database_url), autocommit=True, prepare_threshold=0,
+        row_factory=dict_row,
+    ) as conn:
+        saver = AsyncPostgresSaver(conn, serde=serializer())
+        async with _advisory_lock(conn, "orchestrate.checkpoints"):
+            await saver.setup()
+        yield saver
+
+
+@asynccontextmanager
+async def _advisory_lock(conn: psycopg.AsyncConnection, name: str) -> AsyncIterator[None]:
+    """Hold a session advisory lock, polling for it rather than blocking on it: setup() creates
+    an index CONCURRENTLY, which waits for every open statement, a blocked lock request too."""
+    key = advisory_key(name)
+    while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,))
+                      ).fetchone())["ok"]:
+        await asyncio.sleep(0.05)
+    try:
+        yield
+    finally:
+        await conn.execute("SELECT pg_advisory_unlock(%s)", (key,))
+
+
+@asynccontextmanager
+async def open_checkpointer(
+    repo: Path, database_url: str | None = None
+) -> AsyncIterator[BaseCheckpointSaver]:
+    """The run's checkpointer: shared Postgres for a ``postgresql://`` URL, local SQLite for none."""
+    if database_url:
+        async with postgres_checkpointer(database_url) as saver:
+            yield saver
+    else:
+        async with sqlite_checkpointer(repo) as saver:
+            yield saver

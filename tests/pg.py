@@ -1,0 +1,115 @@
+"""A throwaway PostgreSQL server on 127.0.0.1 for the tests, and a fresh database per test.
+
+Test modules load it with ``pytest_plugins = ["pg"]`` so that one server (started on first use,
+about 2 s) serves the whole session. Without PostgreSQL binaries (``/usr/lib/postgresql/*/bin``,
+installed by ``.ci/run``) or the ``postgres`` extra, the tests that need it are skipped with
+the reason. ``ORCHESTRATE_TEST_DATABASE_URL`` points the tests at an existing server instead.
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+_names = itertools.count()
+
+
+def pg_bin() -> Path | None:
+    """The newest ``/usr/lib/postgresql/<version>/bin`` that has initdb, if any."""
+    found = [Path(p) for p in glob.glob("/usr/lib/postgresql/*/bin") if Path(p, "initdb").exists()]
+    return sorted(found, key=lambda p: [int(x) for x in p.parent.name.split(".") if x.isdigit()]
+                  )[-1] if found else None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class PgCluster:
+    """A cluster in a temporary directory; ``url(db)`` addresses one of its databases."""
+
+    bin: Path
+    data: Path
+    sockets: Path
+    port: int
+
+    def _as_postgres(self, *cmd: str) -> subprocess.CompletedProcess[str]:
+        # initdb refuses to run as root; as an ordinary user it runs as that user.
+        prefix = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        return subprocess.run([*prefix, *cmd], capture_output=True, text=True, check=True,
+                              timeout=60, cwd="/")
+
+    @classmethod
+    def start(cls, pgbin: Path) -> PgCluster:
+        data, sockets = Path(tempfile.mkdtemp(prefix="pg-data-")), Path(tempfile.mkdtemp(prefix="pg-s-"))
+        if os.geteuid() == 0:
+            shutil.chown(data, "postgres", "postgres")
+            shutil.chown(sockets, "postgres", "postgres")
+        data.chmod(0o700)
+        cluster = cls(pgbin, data, sockets, free_port())
+        cluster._as_postgres(str(pgbin / "initdb"), "-D", str(data), "-U", "postgres",
+                             "-A", "trust", "--no-sync")
+        options = (f"-p {cluster.port} -c listen_addresses=127.0.0.1 -k {sockets} -c fsync=off "
+                   "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
+        cluster._as_postgres(str(pgbin / "pg_ctl"), "-D", str(data), "-l", str(data / "server.log"),
+                             "-w", "-o", options, "start")
+        return cluster
+
+    def url(self, db: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{db}"
+
+    def stop(self) -> None:
+        try:
+            self._as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
+                              "-w", "stop")
+        finally:
+            shutil.rmtree(self.data, ignore_errors=True)
+            shutil.rmtree(self.sockets, ignore_errors=True)
+
+
+def create_database(server_url: str) -> str:
+    """A new empty database on the server at ``server_url``; returns its URL."""
+    import psycopg
+
+    name = f"t{os.getpid()}_{next(_names)}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return server_url.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """The URL of the session's PostgreSQL server (its ``postgres`` database)."""
+    pytest.importorskip("psycopg", reason="the postgres extra is not installed")
+    existing = os.environ.get("ORCHESTRATE_TEST_DATABASE_URL")
+    if existing:
+        yield existing
+        return
+    pgbin = pg_bin()
+    if pgbin is None:
+        pytest.skip("no PostgreSQL binaries under /usr/lib/postgresql/*/bin "
+                    "(apt-get install postgresql, as .ci/run does)")
+    cluster = PgCluster.start(pgbin)
+    try:
+        yield cluster.url()
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> str:
+    """A fresh, empty database for one test."""
+    return create_database(pg_server)

@@ -1,0 +1,168 @@
+"""The fleet against a real PostgreSQL queue and the simulator: worker processes drain a queue,
+each run happens once, and a worker killed mid-run leaves its run to another, which resumes it."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import run_env
+
+from orchestrator.demo import DEMO_TASK, demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
+from orchestrator.fleet import checkout, is_url, jobs, submit
+from orchestrator.registry import open_registry
+
+pytest_plugins = ["pg"]
+pytest.importorskip("procrastinate", reason="the fleet extra is not installed")
+
+WORKER = """
+import asyncio, logging, sys
+from pathlib import Path
+from orchestrator.fleet import WorkerConfig, run_worker
+logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s %(message)s")
+asyncio.run(run_worker(WorkerConfig(database_url=sys.argv[1], cache_dir=Path(sys.argv[2]),
+    heartbeat_s=0.5, stalled_after_s=2.0, poll_s=0.5)))
+"""
+
+
+def _start_worker(url: str, cache: Path, log: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", WORKER, url, str(cache)], env=run_env(),
+                            stdout=subprocess.DEVNULL, stderr=log.open("w"))
+
+
+def _stop(*workers: subprocess.Popen) -> None:
+    for w in workers:
+        if w.poll() is None:
+            w.send_signal(signal.SIGTERM)
+    for w in workers:
+        try:
+            w.wait(15)
+        except subprocess.TimeoutExpired:
+            w.kill()
+            w.wait()
+
+
+async def _wait_for(predicate, timeout: float, what: str):
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = await predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def _plannings(sim, marker: str) -> int:
+    """Planner conversations begun for the task containing ``marker`` (first turns only)."""
+    return sum(
+        1 for r in sim.state.requests_for("sim-planner")
+        if marker in json.dumps(r.body["messages"])
+        and not any(m.get("role") == "assistant" for m in r.body["messages"])
+    )
+
+
+async def _submit(url: str, sim, task: str, repo: str) -> int:
+    return await submit(task, repo, database_url=url, role_files=[str(scenario_path("demo-roles.toml"))],
+                        sets=demo_roles_sets(sim.base_url))
+
+
+def test_checkout_uses_paths_as_they_are_and_clones_urls_once(tmp_path):
+    origin = make_sample_repo(tmp_path / "origin")
+    assert is_url("https://example.invalid/x.git") and is_url("git@host:org/x.git")
+    assert not is_url(str(origin)) and not is_url("relative/dir")
+    assert checkout(str(origin), tmp_path / "cache") == origin
+    first = checkout(f"file://{origin}", tmp_path / "cache")
+    assert (first / "stats.py").exists() and first.parent == tmp_path / "cache"
+    (origin / "NEW.md").write_text("new\n")
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A"], cwd=origin, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "new"], cwd=origin,
+                   check=True)
+    assert checkout(f"file://{origin}", tmp_path / "cache") == first
+    assert (first / "NEW.md").exists()
+
+
+async def test_two_workers_drain_four_tasks_each_run_once(pg_url, fresh_sim, tmp_path):
+    repos = [make_sample_repo(tmp_path / f"repo{i}") for i in range(4)]
+    # Two repositories by path, two by URL: those are cloned into each worker's cache.
+    targets = [str(repos[0]), str(repos[1]), f"file://{repos[2]}", f"file://{repos[3]}"]
+    tasks = [f"{DEMO_TASK} [fleet task {i}]" for i in range(4)]
+    ids = [await _submit(pg_url, fresh_sim, t, r) for t, r in zip(tasks, targets, strict=True)]
+    assert {j.status for j in await jobs(pg_url)} == {"todo"}
+    logs = [tmp_path / "w0.log", tmp_path / "w1.log"]
+    workers = [_start_worker(pg_url, tmp_path / f"cache{i}", logs[i]) for i in range(2)]
+    try:
+        async def all_done():
+            listed = await jobs(pg_url)
+            assert not any(j.status == "failed" for j in listed), [l.read_text() for l in logs]
+            return all(j.status == "succeeded" for j in listed)
+
+        await _wait_for(all_done, 90, "the queue to drain")
+    finally:
+        _stop(*workers)
+    assert sorted(j.job_id for j in await jobs(pg_url)) == sorted(ids)
+    assert all(j.attempts == 1 for j in await jobs(pg_url))  # one start each, no retry
+    for i in range(4):
+        assert _plannings(fresh_sim, f"[fleet task {i}]") == 1, i
+    with open_registry(tmp_path, pg_url) as reg:
+        runs = reg.list()
+    assert len(runs) == 4 and {r.state for r in runs} == {"succeeded"}
+    assert sorted(r.job_id for r in runs) == sorted(ids)
+    assert all(r.commit and r.branch.startswith("orchestrate/") for r in runs)
+    by_path = {r.repo for r in runs}
+    assert str(repos[0]) in by_path and str(repos[2]) not in by_path  # URLs ran in a clone
+    took = [log.read_text().count("new run for") for log in logs]
+    assert sum(took) == 4 and min(took) >= 1, took
+
+
+async def test_a_killed_worker_leaves_its_run_to_another_which_resumes_it(pg_url, fresh_sim, tmp_path):
+    base = demo_scenario()
+    slow_builder = base.models["sim-builder"].model_copy(update={"delay_s": 0.8})
+    fresh_sim.set_scenario(base.model_copy(update={"models": {**base.models, "sim-builder": slow_builder}}))
+    repo = make_sample_repo(tmp_path / "repo")
+    task = f"{DEMO_TASK} [kill me]"
+    job_id = await _submit(pg_url, fresh_sim, task, str(repo))
+    first = _start_worker(pg_url, tmp_path / "cache0", tmp_path / "w0.log")
+    second = None
+    try:
+        async def building():
+            return bool(fresh_sim.state.requests_for("sim-builder"))
+
+        await _wait_for(building, 60, "the first worker to reach the builder")
+        second = _start_worker(pg_url, tmp_path / "cache1", tmp_path / "w1.log")
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+
+        async def done():
+            (job,) = await jobs(pg_url)
+            return job if job.status == "succeeded" else None
+
+        job = await _wait_for(done, 90, "the second worker to finish the run")
+    finally:
+        _stop(*[w for w in (first, second) if w is not None])
+    assert job.job_id == job_id and job.attempts == 2  # retried once, after its worker died
+    assert "queued again" in (tmp_path / "w1.log").read_text()
+    assert "resumes run" in (tmp_path / "w1.log").read_text()
+    with open_registry(tmp_path, pg_url) as reg:
+        (run,) = reg.list()
+    assert run.state == "succeeded" and run.job_id == job_id and run.commit
+    assert _plannings(fresh_sim, "[kill me]") == 1  # resumed from its checkpoint, not re-planned
+
+
+async def test_a_job_that_cannot_run_fails_visibly_and_is_not_retried(pg_url, sim, tmp_path):
+    from orchestrator.fleet import WorkerConfig, run_worker
+
+    not_a_repo = tmp_path / "plain"
+    not_a_repo.mkdir()
+    job_id = await _submit(pg_url, sim, "fix it", str(not_a_repo))
+    await run_worker(WorkerConfig(database_url=pg_url, cache_dir=tmp_path / "cache", drain=True,
+                                  env=run_env(), poll_s=0.2))
+    (job,) = await jobs(pg_url)
+    assert (job.job_id, job.status, job.attempts, job.stalled) == (job_id, "failed", 1, False)
+    assert job.task == "fix it" and job.repo == str(not_a_repo)
