@@ -26,13 +26,15 @@ from .graph import build_explore_graph, build_graph
 from .journal import CallJournal, JournaledPool
 from .models.budget import Budget
 from .models.client import ClientPool
-from .models.quota import QuotaLedger, default_ledger_path
+from .models.quota import QuotaLedger
+from .models.quota_pg import build_ledger
 from .models.routing import telemetry_listener
 from .results import ExploreResult, RunResult
 from .runs import run_lock
 from .runtime import RunContext
 from .state import Plan, Role, RunState
-from .store import sqlite_checkpointer
+from .registry import new_record, open_registry
+from .store import open_checkpointer
 from .telemetry import Event, Listener, Telemetry
 from .tools.shell import isolation
 from .workspace import Workspace, new_run_id
@@ -40,6 +42,7 @@ from .workspace import Workspace, new_run_id
 RUN_ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer")
 Approver = Callable[[Plan], bool | Awaitable[bool]]
 RUN_FILE = "run.json"
+DATABASE_ENV = "ORCHESTRATE_DATABASE_URL"
 
 __all__ = [
     "ExploreResult", "RunHandle", "RunResult", "aexplore", "aresume", "arun", "explore",
@@ -98,6 +101,11 @@ class _Relay:
             target(event)
 
 
+def _database_url(database_url: str | None, env: Mapping[str, str]) -> str | None:
+    """An explicit URL, else ``ORCHESTRATE_DATABASE_URL`` from the run's environment."""
+    return database_url or env.get(DATABASE_ENV) or None
+
+
 def _pool(
     role_map: RoleMap,
     env: Mapping[str, str],
@@ -106,9 +114,13 @@ def _pool(
     quota_path: str | os.PathLike[str] | None,
     max_usd: float | None,
     max_tokens: int | None,
+    database_url: str | None = None,
 ) -> ClientPool:
-    """Clients for every role, sharing the user's quota ledger and this run's budget."""
-    ledger = QuotaLedger(Path(quota_path) if quota_path else default_ledger_path(env))
+    """Clients for every role, sharing the quota ledger (the user's, or the fleet's) and a budget."""
+    if quota_path:
+        ledger: Any = QuotaLedger(Path(quota_path))
+    else:
+        ledger = build_ledger(database_url, env)
     budget = Budget(max_usd, max_tokens) if (max_usd or max_tokens) else None
     return ClientPool(role_map, env, ledger=ledger, budget=budget, listeners=[relay])
 
@@ -134,6 +146,7 @@ async def arun(
     max_usd: float | None = None,
     max_tokens: int | None = None,
     quota_path: str | os.PathLike[str] | None = None,
+    database_url: str | None = None,
 ) -> RunResult:
     """Plan, explore, build, verify and review ``task`` in a worktree of ``repo``.
 
@@ -145,9 +158,10 @@ async def arun(
     top = repo_root(repo)
     env = dict(os.environ if env is None else env)
     role_map = resolve_roles(top, roles, role_files, sets, team)
+    database_url = _database_url(database_url, env)
     relay = _Relay()
     pool = _pool(role_map, env, relay, quota_path=quota_path, max_usd=max_usd,
-                 max_tokens=max_tokens)
+                 max_tokens=max_tokens, database_url=database_url)
     try:
         pool.check_credentials(RUN_ROLES)
         ws = await asyncio.to_thread(Workspace.create, top, new_run_id(),
@@ -161,8 +175,8 @@ async def arun(
     }, indent=2), encoding="utf-8")
     initial = RunState(task=task, max_attempts=role_map.run.max_attempts,
                        max_reviews=role_map.run.max_reviews, approve_plan=approve_plan)
-    return await _drive(ws, role_map, pool, relay, env, listeners, initial, approver,
-                        resumed=False)
+    return await _drive(ws, task, role_map, pool, relay, env, listeners, initial, approver,
+                        resumed=False, database_url=database_url)
 
 
 async def aresume(
@@ -176,6 +190,7 @@ async def aresume(
     max_usd: float | None = None,
     max_tokens: int | None = None,
     quota_path: str | os.PathLike[str] | None = None,
+    database_url: str | None = None,
 ) -> RunResult:
     """Continue a run stopped by a crash, ``kill -9``, Ctrl-C, a budget or a plan approval.
 
@@ -190,9 +205,10 @@ async def aresume(
         raise UsageError(f"run {run_id} has no run.json; it cannot be resumed") from None
     role_map = RoleMap.model_validate_json(json.dumps(saved["roles"]))
     env = dict(os.environ if env is None else env)
+    database_url = _database_url(database_url, env)
     relay = _Relay()
     pool = _pool(role_map, env, relay, quota_path=quota_path, max_usd=max_usd,
-                 max_tokens=max_tokens)
+                 max_tokens=max_tokens, database_url=database_url)
     try:
         pool.check_credentials(RUN_ROLES)
     except BaseException:
@@ -200,11 +216,13 @@ async def aresume(
         raise
     if approve is not None:
         approver = lambda _plan: approve  # noqa: E731
-    return await _drive(ws, role_map, pool, relay, env, listeners, None, approver, resumed=True)
+    return await _drive(ws, saved["task"], role_map, pool, relay, env, listeners, None, approver,
+                        resumed=True, database_url=database_url)
 
 
 async def _drive(
     ws: Workspace,
+    task: str,
     role_map: RoleMap,
     pool: ClientPool,
     relay: _Relay,
@@ -214,8 +232,10 @@ async def _drive(
     approver: Approver | None,
     *,
     resumed: bool,
+    database_url: str | None,
 ) -> RunResult:
-    with run_lock(ws.run_dir):
+    with run_lock(ws.run_dir), open_registry(ws.repo, database_url) as registry:
+        registry.record_start(new_record(ws.run_id, task, str(ws.repo), ws.branch))
         telemetry = Telemetry(ws.run_id, log_path=ws.run_dir / "events.jsonl",
                               listeners=tuple(listeners), env=env)
         relay.targets.append(telemetry_listener(telemetry))
@@ -232,11 +252,17 @@ async def _drive(
                        branch=ws.branch, base_commit=ws.base_commit, dirty=ws.dirty,
                        included_dirty=ws.included_dirty)
         try:
-            final, pending = await _invoke(ctx, initial, approver)
+            final, pending = await _invoke(ctx, initial, approver, database_url)
             result = await asyncio.to_thread(_result, ctx, ws, final, pending, journal.replayed)
             telemetry.emit("run_finished", status=result.status, reason=result.reason)
             (ws.run_dir / "report.json").write_text(_report_json(result, telemetry), "utf-8")
+            registry.record_finish(ws.run_id, result.status, result.reason, result.cost_usd,
+                                   result.commit)
             return result
+        except BaseException as exc:
+            spent = sum(c.cost_usd for c in telemetry.calls)
+            registry.record_finish(ws.run_id, "stopped", str(exc) or type(exc).__name__, spent, None)
+            raise
         finally:
             journal.close()
             telemetry.close()
@@ -244,7 +270,7 @@ async def _drive(
 
 
 async def _invoke(
-    ctx: RunContext, initial: RunState | None, approver: Approver | None
+    ctx: RunContext, initial: RunState | None, approver: Approver | None, database_url: str | None
 ) -> tuple[RunState, bool]:
     """Run the graph to its end or to a pause; True in the result means a plan awaits approval."""
     config = {
@@ -252,7 +278,7 @@ async def _invoke(
         "max_concurrency": max(2, ctx.roles.roles["explorer"].parallel),
         "recursion_limit": 200,
     }
-    async with sqlite_checkpointer(ctx.repo) as saver:
+    async with open_checkpointer(ctx.repo, database_url) as saver:
         app = build_graph().compile(checkpointer=saver)
         payload: Any = initial
         if initial is None:

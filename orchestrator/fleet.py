@@ -207,7 +207,8 @@ async def _run_job(context: Any, *, task: str, repo: str, role_files: list[str],
         if result is None:
             log.info("job %s on %s: new run for %r", job_id, config.name, task)
             result = await api.arun(task, repo=path, role_files=role_files, sets=sets, team=team,
-                                    env=config.env, listeners=listeners)
+                                    env=config.env, listeners=listeners,
+                                    database_url=config.database_url)
         await asyncio.to_thread(registry.record_finish, result.run_id, result.status,
                                 result.reason, result.cost_usd, result.commit)
         return {"run_id": result.run_id, "status": result.status}
@@ -227,7 +228,8 @@ async def _resume(registry: PostgresRegistry, prior: RunRecord, path: Path,
     """The resumed run's result, or None when it cannot resume (then the job starts afresh)."""
     log.info("job resumes run %s on %s", prior.run_id, config.name)
     try:
-        return await api.aresume(prior.run_id, repo=path, env=config.env, listeners=listeners)
+        return await api.aresume(prior.run_id, repo=path, env=config.env, listeners=listeners,
+                                 database_url=config.database_url)
     except UsageError as exc:  # no checkpoint yet, or its worktree is on another machine
         log.warning("run %s cannot resume here (%s): starting the task again", prior.run_id, exc)
         registry.record_finish(prior.run_id, "stopped", f"not resumable on {config.name}: {exc}",
