@@ -23,6 +23,8 @@ from .errors import OrchestrateError, UsageError
 from .render import (
     Progress,
     print_details,
+    print_jobs,
+    print_quota,
     print_explore,
     print_plan,
     print_roles,
@@ -45,6 +47,10 @@ RolesOpt = Annotated[list[Path], typer.Option("--roles", help="Extra role map fi
 SetOpt = Annotated[list[str], typer.Option("--set", help="Override one key: ROLE.KEY=VALUE, e.g. explorer.parallel=20.")]
 TeamOpt = Annotated[Optional[str], typer.Option("--team", help="Apply the [teams.NAME] overlay.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+UsdOpt = Annotated[Optional[float], typer.Option("--max-usd", help="Stop (resumably) once this much is spent.")]
+TokensOpt = Annotated[Optional[int], typer.Option("--max-tokens", help="Stop (resumably) after this many tokens.")]
+DbOpt = Annotated[Optional[str], typer.Option("--database-url", envvar="ORCHESTRATE_DATABASE_URL",
+                                              help="postgresql://... to share state (default: local SQLite).")]
 
 
 def _fail(exc: OrchestrateError) -> None:
@@ -79,6 +85,9 @@ def run(
     team: TeamOpt = None,
     include_dirty: Annotated[bool, typer.Option("--include-dirty", help="Start from the uncommitted changes too.")] = False,
     approve_plan: Annotated[bool, typer.Option("--approve-plan", help="Pause after planning for your approval.")] = False,
+    max_usd: UsdOpt = None,
+    max_tokens: TokensOpt = None,
+    database_url: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Plan, explore, build and review TASK in an isolated worktree of the repository."""
@@ -90,7 +99,8 @@ def run(
             return asyncio.run(
                 api.arun(task, repo=repo, role_files=roles, sets=set_, team=team,
                          listeners=[progress.on_event], include_dirty=include_dirty,
-                         approve_plan=approve_plan, approver=approver)
+                         approve_plan=approve_plan, approver=approver, max_usd=max_usd,
+                         max_tokens=max_tokens, database_url=database_url)
             )
 
     _emit_result(_guarded(go), as_json)
@@ -112,6 +122,9 @@ def resume(
     run_id: Annotated[str, typer.Argument(help="The run to continue (see `orchestrate runs`).")],
     repo: RepoOpt = None,
     approve: Annotated[Optional[bool], typer.Option("--approve/--reject", help="Answer a pending plan approval.")] = None,
+    max_usd: UsdOpt = None,
+    max_tokens: TokensOpt = None,
+    database_url: DbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue a run stopped by a crash, Ctrl-C, a budget or a pending plan approval."""
@@ -121,7 +134,8 @@ def resume(
     def go() -> RunResult:
         with progress:
             return asyncio.run(api.aresume(run_id, repo=repo, approve=approve, approver=approver,
-                                           listeners=[progress.on_event]))
+                                           listeners=[progress.on_event], max_usd=max_usd,
+                                           max_tokens=max_tokens, database_url=database_url))
 
     _emit_result(_guarded(go), as_json)
 
@@ -264,6 +278,105 @@ def apply_cmd(
         out.print_json(data={"run_id": run_id, "merge_commit": sha})
     else:
         out.print(f"merged orchestrate/{run_id} into your branch: {sha[:10]}")
+
+
+@app.command()
+def quota(
+    repo: RepoOpt = None,
+    roles: RolesOpt = [],  # noqa: B006
+    set_: SetOpt = [],  # noqa: B006
+    team: TeamOpt = None,
+    database_url: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Today's token and USD use per model, caps, and which models are exhausted until when."""
+    import os
+
+    from .models.client import ClientPool
+    from .models.fallback import quota_key
+    from .models.quota_pg import build_ledger
+
+    def go():
+        top = api.repo_root(repo) if repo is not None else _maybe_repo()
+        role_map = api.resolve_roles(top, None, roles, set_, team)
+        pool = ClientPool(role_map, os.environ)
+        caps = {quota_key(pool.route(role, alias)): role_map.models[alias].quota_tokens_per_day
+                for role in role_map.roles for alias in role_map.chain(role)}
+        ledger = build_ledger(database_url, os.environ)
+        try:
+            return ledger.rows(None, caps)
+        finally:
+            ledger.close()
+
+    rows = _guarded(go)
+    if as_json:
+        out.print_json(data=[asdict(r) for r in rows], default=str)
+    else:
+        print_quota(out, rows)
+
+
+@app.command()
+def submit(
+    task: Annotated[str, typer.Argument(help="What should be done.")],
+    repo: Annotated[str, typer.Option("--repo", help="A git URL to clone, or a path every worker can reach.")],
+    roles: RolesOpt = [],  # noqa: B006
+    set_: SetOpt = [],  # noqa: B006
+    team: TeamOpt = None,
+    database_url: DbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Queue TASK for the fleet (`orchestrate worker` on any machine takes it)."""
+    from . import fleet
+
+    def go() -> int:
+        url = _need_database(database_url)
+        files = [str(Path(f).resolve()) for f in roles]
+        return asyncio.run(fleet.submit(task, repo, database_url=url, role_files=files,
+                                        sets=set_, team=team))
+
+    job_id = _guarded(go)
+    if as_json:
+        out.print_json(data={"job_id": job_id})
+    else:
+        out.print(f"queued job {job_id}")
+
+
+@app.command()
+def worker(
+    database_url: DbOpt = None,
+    cache_dir: Annotated[Optional[Path], typer.Option(help="Where URL repositories are cloned.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Runs at once on this worker.")] = 1,
+    drain: Annotated[bool, typer.Option("--drain", help="Exit when the queue is empty.")] = False,
+) -> None:
+    """Take queued runs from the shared database until stopped (Ctrl-C finishes the current one)."""
+    from . import fleet
+
+    def go() -> None:
+        url = _need_database(database_url)
+        cache = (cache_dir or Path("~/.cache/orchestrate/repos")).expanduser()
+        asyncio.run(fleet.run_worker(fleet.WorkerConfig(
+            database_url=url, cache_dir=cache, concurrency=concurrency, drain=drain)))
+
+    _guarded(go)
+
+
+@app.command()
+def jobs(database_url: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """The fleet's queue: every job, its state, attempts, and whether its worker went silent."""
+    from . import fleet
+
+    found = _guarded(lambda: asyncio.run(fleet.jobs(_need_database(database_url))))
+    if as_json:
+        out.print_json(data=[asdict(j) for j in found])
+    else:
+        print_jobs(out, found)
+
+
+def _need_database(database_url: str | None) -> str:
+    if not database_url:
+        raise UsageError("the fleet needs a shared database: pass --database-url postgresql://... "
+                         "or set ORCHESTRATE_DATABASE_URL")
+    return database_url
 
 
 @app.command()

@@ -84,6 +84,7 @@ class RunSettings(_Strict):
     max_attempts: int = Field(3, ge=1, le=20)
     max_reviews: int = Field(1, ge=0, le=5)
     command_timeout_s: float = Field(300.0, gt=0)
+    explorer_timeout_s: float = Field(600.0, gt=0, description="A slower explorer is recorded as failed.")
     digest_tokens_per_explorer: int = Field(1500, ge=100)
     digest_tokens_total: int = Field(8000, ge=100)
 

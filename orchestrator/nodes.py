@@ -14,7 +14,7 @@ from langgraph.types import interrupt
 
 from . import failures
 from .digest import build_digest
-from .errors import MissingCredentials, OrchestrateError
+from .errors import BudgetExhausted, MissingCredentials, OrchestrateError
 from .runtime import RunContext
 from .context import policy_for
 from .session import Session, Summarizer
@@ -114,9 +114,15 @@ async def explore(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict
     ctx = runtime.context
     question, index = payload["question"], payload["index"]
     task = ctx.agents["explorer"].render_task(question=question, task=payload["task"])
+    limit = ctx.roles.run.explorer_timeout_s
     try:
-        outcome = await _session(ctx, "explorer", task, hint=index + 1)
-    except (OrchestrateError, asyncio.TimeoutError, OSError) as exc:
+        outcome = await asyncio.wait_for(_session(ctx, "explorer", task, hint=index + 1), limit)
+    except BudgetExhausted:
+        raise  # the run stops (resumably); this explorer runs again on resume
+    except TimeoutError:
+        result = ExplorerResult(question=question, index=index,
+                                error=f"timed out after {limit:g}s (run.explorer_timeout_s)")
+    except (OrchestrateError, OSError) as exc:
         result = ExplorerResult(question=question, index=index, error=str(exc))
     else:
         findings: Findings = outcome.payload  # type: ignore[assignment]

@@ -288,3 +288,24 @@ def print_details(console: Console, details) -> None:
                   f"{ttft:.2f}" if isinstance(ttft, float) else "-",
                   f"{call.get('duration_s', 0):.2f}", f"{call.get('cost_usd', 0):.4f}")
     console.print(c)
+
+
+def print_quota(console: Console, rows: list) -> None:
+    t = Table(title="quota today (UTC)", show_edge=False)
+    for col in ("model", "calls", "tokens", "cap", "usd", "exhausted until"):
+        t.add_column(col)
+    for r in rows:
+        until = r.exhausted_until.isoformat(timespec="minutes") if r.exhausted_until else "-"
+        t.add_row(r.model, str(r.calls), f"{r.tokens:,}", f"{r.cap_tokens:,}" if r.cap_tokens else "-",
+                  f"{r.usd:.4f}", until + (f" ({escape(r.reason)})" if r.reason else ""))
+    console.print(t if rows else "no model use recorded today")
+
+
+def print_jobs(console: Console, jobs: list) -> None:
+    t = Table(title="fleet jobs", show_edge=False)
+    for col in ("job", "status", "attempts", "worker", "stalled", "repo", "task"):
+        t.add_column(col)
+    for j in jobs:
+        t.add_row(str(j.job_id), j.status, str(j.attempts), str(j.worker_id or "-"),
+                  "STALLED" if j.stalled else "", escape(j.repo), escape(j.task[:50]))
+    console.print(t if jobs else "the queue is empty")

@@ -94,3 +94,22 @@ def test_cli_explore_prints_citations_and_leaves_repo_clean(sim, sample_repo):
     assert not (sample_repo / "workspaces").exists() and not (sample_repo / ".orchestrate").exists()
     data = json.loads(cli(*args, "--json").stdout)
     assert data["explorers"][0]["claims"][0]["citations"][0]["path"] == "stats.py"
+
+
+async def test_a_slow_explorer_times_out_without_sinking_the_rest(fresh_sim, sample_repo):
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": _planner(["Where is `median`?", "Where is the `slowpoke`?"]),
+        "sim-explorer": ModelBehavior(behavior="explorer-cite-or-stall"),
+    }))
+    roles = sim_roles(fresh_sim, "run.explorer_timeout_s=1.5")
+    result = await api.aexplore("q", repo=sample_repo, roles=roles, env=run_env())
+    fast, slow = result.explorers
+    assert fast.verified == 1 and slow.error and "timed out after 1.5s" in slow.error
+
+
+@register_behavior("explorer-cite-or-stall")
+def _cite_or_stall(req: ChatRequestView) -> Reply:
+    reply = BEHAVIORS["explorer-cite"](req)
+    if "slowpoke" in json.dumps(req.messages[1]):
+        return reply.model_copy(update={"delay_s": 30})
+    return reply

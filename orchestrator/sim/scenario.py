@@ -68,6 +68,7 @@ class Reply(_Strict):
     error: FaultSpec | None = None
     served_model: str | None = None
     served_tier: str | None = None
+    delay_s: float = Field(default=0.0, ge=0, description="Extra wait before this reply.")
     cut_after: int | None = Field(
         default=None, ge=0,
         description="Streamed replies stop after this many delta chunks, with no finish_reason.",

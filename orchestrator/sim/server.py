@@ -267,6 +267,8 @@ def build_app(sim: SimState) -> Starlette:
         except Exception as exc:  # a broken behaviour should look like a server fault
             return _error(500, f"sim behaviour failed: {type(exc).__name__}: {exc}",
                           "server_error", None)
+        if reply.delay_s:
+            await asyncio.sleep(reply.delay_s)
         if reply.error is not None:
             e = reply.error
             return _error(e.status, e.message, e.type, e.code, e.param, e.headers)
