@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .models.client import Completion, ModelClient, Progress, ToolCallData
+from .models.fallback import demote
 from .state import CallRecord, Role
 
 
@@ -75,6 +76,9 @@ class JournaledClient:
     @property
     def route(self):  # the serving route can change under a fallback chain
         return self.inner.route
+
+    def demote(self, reason: str) -> bool:
+        return demote(self.inner, reason)
 
     async def complete(
         self,

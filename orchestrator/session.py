@@ -38,6 +38,7 @@ from .context import (
 from .definitions import AgentDef
 from .errors import ContextOverflow, OrchestrateError, SessionFailed
 from .models.client import Completion, ModelClient, ToolCallData
+from .models.fallback import demote
 from .state import Handoff
 from .telemetry import Telemetry
 from .tools.artifacts import READ_ARTIFACT, ArtifactStore, paged_message, preview
@@ -45,6 +46,7 @@ from .tools.base import Toolbox
 
 SUBMIT = "submit"
 MAX_NUDGES = 3
+MAX_INVALID_SUBMITS = 2  # then the role's next fallback model takes over the session
 MAX_REFUSALS = 4  # context_length_exceeded answers in a row before the session forks anyway
 CONTINUE = "You are continuing a session that ran out of context. Handoff:"
 
@@ -124,6 +126,7 @@ class Session:
             self.toolbox = Toolbox({**toolbox.tools, READ_ARTIFACT: self.store.tool()})
         self.parent, self.purpose = parent, purpose
         self.tool_calls = self.turns = self.forks = self.masked = self.paged = 0
+        self.invalid_submits = 0
         self.peak = self._session_peak = 0.0
         self.lineage = [session_id]
         self.messages: list[dict[str, Any]] = []
@@ -347,6 +350,8 @@ class Session:
         for call in calls:
             if call.name == SUBMIT:
                 text, payload = self._submit(call.arguments)
+                if payload is None:
+                    self._invalid_submission()
             else:
                 self.tool_calls += 1
                 with self.telemetry.busy("tool"):
@@ -366,6 +371,14 @@ class Session:
                     text = self._page(call, text)
             self._add({"role": "tool", "tool_call_id": call.id, "content": text})
         return payload
+
+    def _invalid_submission(self) -> None:
+        """Twice invalid: the next model of the role's chain gets the rest of the session."""
+        self.invalid_submits += 1
+        if self.invalid_submits >= MAX_INVALID_SUBMITS:
+            self.invalid_submits = 0
+            demote(self.client, f"{self.agent.role} submitted invalid results "
+                                f"{MAX_INVALID_SUBMITS} times")
 
     def _page(self, call: ToolCallData, text: str) -> str:
         """A result above the page cap becomes an artefact; the model gets a preview."""

@@ -202,3 +202,28 @@ def test_a_fallback_client_is_a_model_client_with_the_serving_route(fresh_sim):
     assert isinstance(chain, FallbackClient)
     assert [c.route.alias for c in chain.clients] == ["planner-sim", "backup-sim"]
     assert chain.route.alias == "planner-sim" and chain.route.step == 0
+
+
+async def test_two_invalid_submissions_hand_the_session_to_the_fallback(fresh_sim, sample_repo):
+    """Structured output that holds: validation errors go back twice, then the fallback model."""
+    from conftest import run_env, scenario_with, sim_roles
+
+    from orchestrator import api
+    from orchestrator.demo import DEMO_TASK
+    from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec
+
+    bad = Reply(tool_calls=[ToolCallSpec(name="submit", arguments={"goal": 42})])
+    from orchestrator.demo import demo_scenario
+
+    good_planner = demo_scenario().models["sim-planner"]  # the fallback model plans properly
+    fresh_sim.set_scenario(scenario_with(**{"sim-planner": ModelBehavior(script=[bad]),
+                                            "sim-reviewer": good_planner}))
+    roles = sim_roles(fresh_sim, 'planner.fallback=["reviewer-sim"]')
+    result = await api.arun(DEMO_TASK, repo=sample_repo, roles=roles, env=run_env(),
+                            approve_plan=True)
+    planner_calls = fresh_sim.state.requests_for("sim-planner")
+    assert len(planner_calls) == 2
+    errors = [m["content"] for m in planner_calls[1].body["messages"] if m["role"] == "tool"]
+    assert "invalid submission" in errors[-1] and "goal" in errors[-1]
+    assert result.per_role["planner"]["models"] == ["sim-planner", "sim-reviewer"]
+    assert any("switching to reviewer-sim" in w for w in result.warnings)
