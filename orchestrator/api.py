@@ -12,6 +12,7 @@ import inspect
 import json
 import os
 import subprocess
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
@@ -414,8 +415,13 @@ async def aexplore(
     env: Mapping[str, str] | None = None,
     listeners: Sequence[Listener] = (),
     parallel: int | None = None,
+    workdir: str | os.PathLike[str] | None = None,
 ) -> ExploreResult:
-    """Split ``question`` and answer it with the explorer swarm; writes nothing anywhere."""
+    """Split ``question`` and answer it with the explorer swarm; nothing is written to the repo.
+
+    Paged tool outputs and fork transcripts go to ``workdir`` when given (kept), else to a
+    temporary directory removed at the end.
+    """
     if not question.strip():
         raise UsageError("the question is empty")
     top = repo_root(repo)
@@ -428,9 +434,13 @@ async def aexplore(
     relay.targets.append(telemetry_listener(telemetry))
     pool = _pool(role_map, env, relay, quota_path=None, max_usd=None, max_tokens=None)
     pool.check_credentials(("planner", "explorer"))
+    # paged tool outputs and fork transcripts need a home; never the user's repository
+    scratch = None if workdir else tempfile.TemporaryDirectory(prefix="orchestrate-explore-")
+    run_dir = Path(workdir) if workdir else Path(scratch.name)  # type: ignore[union-attr]
     ctx = RunContext(
         run_id=telemetry.run_id, roles=role_map, agents=load_agents(top), pool=pool,
-        telemetry=telemetry, repo=top, worktree=top, run_dir=top, base_commit="HEAD", env=env,
+        telemetry=telemetry, repo=top, worktree=top, run_dir=run_dir,
+        base_commit="HEAD", env=env,
     )
     try:
         app = build_explore_graph().compile()
@@ -443,6 +453,8 @@ async def aexplore(
     finally:
         telemetry.close()
         await _close(pool)
+        if scratch is not None:
+            scratch.cleanup()
     return ExploreResult(
         question=question, repo=str(top),
         sub_questions=list(final.plan.questions) if final.plan else [],

@@ -71,7 +71,7 @@ async def _session(ctx: RunContext, role: Role, task: str, hint: str | int | Non
         max_turns=agent.max_turns or spec.max_turns,
         policy=policy_for(spec, ctx.roles.model_for(role)),
         summarizer=_summarizer(ctx) if role != "summarizer" else None,
-        run_dir=ctx.run_dir if ctx.workspace is not None else None,  # `explore` writes nothing
+        run_dir=ctx.run_dir,
     )
     return await session.run(task)
 

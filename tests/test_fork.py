@@ -88,6 +88,7 @@ async def test_explorer_finds_the_error_in_a_5mb_log_by_forking(fresh_sim, tmp_p
                       "explorer.output_reserve=256", "explorer.max_turns=80")
     events = []
     result = await api.aexplore("What went wrong?", repo=repo, roles=roles, env=run_env(),
+                                workdir=tmp_path / "explore-artefacts",
                                 listeners=[events.append])
     (explorer,) = result.explorers
     assert explorer.error is None and explorer.verified == 1, explorer
