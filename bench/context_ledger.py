@@ -28,7 +28,7 @@ from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, SimServer, T
 from orchestrator.sim import register_behavior
 from orchestrator.telemetry import Telemetry
 from orchestrator.tools.base import Toolbox
-from orchestrator.tools.search import explorer_tools
+from orchestrator.tools.explorer import explorer_tools
 
 TURNS = 200
 FILES = ["stats.py", "tests/test_stats.py", "README.md", "notes.md", "data.csv", "app.log"]

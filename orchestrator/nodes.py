@@ -31,7 +31,7 @@ from .state import (
 )
 from .tools.base import Tool, Toolbox
 from .tools.edit import edit_tools
-from .tools.search import explorer_tools
+from .tools.explorer import explorer_tools
 from .tools.shell import DEFAULT_DENY, CommandPolicy, run_command, scrubbed_env, shell_tool
 from .verify import DirSource, GitCommitSource, Verified, verify_findings
 

@@ -15,7 +15,7 @@ from orchestrator.session import Session
 from orchestrator.sim import Reply, SimServer, ToolCallSpec
 from orchestrator.telemetry import Telemetry
 from orchestrator.tools.base import Toolbox
-from orchestrator.tools.search import explorer_tools
+from orchestrator.tools.explorer import explorer_tools
 
 QUICK = RetryPolicy(attempts=3, base_s=0.01, max_wait_s=0.05, budget_s=5.0)
 BACKUP = [

@@ -18,7 +18,8 @@ from orchestrator.session import Session, Summarizer
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec, register_behavior
 from orchestrator.telemetry import Telemetry
 from orchestrator.tools.base import Toolbox
-from orchestrator.tools.search import explorer_tools, read
+from orchestrator.tools.explorer import explorer_tools
+from orchestrator.tools.search import read
 
 INFO = "2024-05-01T10:{m:02d}:{s:02d} INFO worker-{w} processed request id={i} in {ms}ms\n"
 ERROR = "2024-05-01T11:17:42 ERROR payment-service failed to commit txn=0xdeadbeef: conn reset"

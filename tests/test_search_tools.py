@@ -11,7 +11,8 @@ from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.gitread import git_blame, git_log
 from orchestrator.tools.jail import Jail, is_inside
-from orchestrator.tools.search import explorer_tools, list_files, read, search
+from orchestrator.tools.explorer import explorer_tools
+from orchestrator.tools.search import list_files, read, search
 
 SECRET = "TOP-SECRET-VALUE"
 

@@ -3,7 +3,7 @@
 Everything is sized for large repositories: ripgrep respects ``.gitignore`` and skips hidden,
 binary and oversized files, output is read incrementally and the process is killed once enough
 matches are in, and every result is capped with a hint on how to narrow the query. Every path a
-model names goes through ``Jail``. ``explorer_tools`` wraps the functions as ``Tool`` objects.
+model names goes through ``Jail``. ``tools/explorer.py`` wraps the functions as ``Tool`` objects.
 """
 
 from __future__ import annotations
@@ -23,11 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from ..errors import ConfigError, ToolError
-from . import gitread
-from .base import Tool
 from .jail import Jail
 
 LINE_CUT = 300  # search shows at most this many characters of a matching line
@@ -415,61 +411,3 @@ def list_files(
     if len(files) > len(shown):
         parts.append(f"... and {len(files) - len(shown)} more; narrow with a glob or path")
     return "\n".join(parts)
-
-
-# --- tools ----------------------------------------------------------------------------------
-
-
-class _Args(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class SearchArgs(_Args):
-    pattern: str = Field(min_length=1, description="Rust regex (or literal with fixed_strings).")
-    path: str | None = Field(None, description="Directory or file to search in (repo-relative).")
-    glob: str | None = Field(None, description="File glob such as '*.py' or 'src/**/*.ts'.")
-    fixed_strings: bool = Field(False, description="Treat pattern as literal text.")
-    ignore_case: bool = False
-    context: int = Field(0, ge=0, le=10, description="Lines of context around each match.")
-
-
-class ReadArgs(_Args):
-    path: str = Field(description="Repo-relative file path.")
-    start_line: int = Field(1, ge=1)
-    end_line: int | None = Field(None, ge=1)
-
-
-class ListArgs(_Args):
-    glob: str | None = Field(None, description="File glob such as '*.md' or 'docs/**'.")
-    path: str | None = Field(None, description="Directory to list (repo-relative).")
-
-
-def explorer_tools(root: Path, *, git_root: Path | None = None) -> list[Tool]:
-    """The read-only tools an explorer gets for the tree at ``root`` (plus git history)."""
-    tools = [
-        Tool("search", _SEARCH_DOC, SearchArgs, lambda a: _search_tool(root, a)),
-        Tool("read", _READ_DOC, ReadArgs, lambda a: read(root, a.path, a.start_line, a.end_line)),
-        Tool("list", _LIST_DOC, ListArgs, lambda a: list_files(root, a.glob, a.path)),
-    ]
-    return tools + (gitread.git_tools(git_root) if git_root is not None else [])
-
-
-def _search_tool(root: Path, a: SearchArgs) -> str:
-    options = a.model_dump(exclude={"pattern"})
-    return search(root, a.pattern, **options).format_for_model()
-
-
-_SEARCH_DOC = (
-    "Search file contents with ripgrep (Rust regex; set fixed_strings=true for literal text). "
-    "Returns up to 100 'path:line: text' lines (context lines as 'path-line- text'). Skips "
-    ".gitignored, hidden, binary and large files. Narrow with glob or path. Before citing, "
-    "read the lines to quote them exactly."
-)
-_READ_DOC = (
-    "Read a text file as numbered lines '  12| text', up to 400 lines per call; page with "
-    "start_line/end_line. Cite quotes copied verbatim from these lines, without the number prefix."
-)
-_LIST_DOC = (
-    "List files (sorted; .gitignored and hidden files omitted). Filter with glob "
-    "(e.g. '*.py', 'src/**/*.ts') or path (a directory)."
-)
