@@ -39,8 +39,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     help="Multi-agent coding orchestrator: planner, parallel explorers, builder, reviewer.",
 )
-out = Console()
-err = Console(stderr=True)
+# Piped output (CI logs, files) gets room for the tables instead of rich's 80-column default.
+out = Console(width=None if sys.stdout.isatty() else 140)
+err = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 
 RepoOpt = Annotated[Optional[Path], typer.Option("--repo", help="Target git repository (default: current directory).")]
 RolesOpt = Annotated[list[Path], typer.Option("--roles", help="Extra role map file(s), applied in order.")]
@@ -380,6 +381,25 @@ def _need_database(database_url: str | None) -> str:
 
 
 @app.command()
+def bench(
+    suite: Annotated[str, typer.Argument(help="Suite directory, or 'builtin'.")],
+    roles: Annotated[list[str], typer.Option("--roles", help="Role map file or packaged name (bench-careful, bench-fast, live-split, live-solo); repeat to compare.")] = [],  # noqa: B006
+    repeat: Annotated[int, typer.Option("--repeat", help="Runs per task and role map.")] = 1,
+    jobs: Annotated[int, typer.Option("--jobs", help="Runs at once (timings are fairest with 1).")] = 1,
+    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Where JSON, CSV and PNG go (default ./bench-results).")] = None,
+    task: Annotated[list[str], typer.Option("--task", help="Only these tasks.")] = [],  # noqa: B006
+    sim_models: Annotated[bool, typer.Option("--sim", help="Serve the simulated bench models (default maps: bench-careful, bench-fast).")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Time to working code per role map: pass rate, wall time and cost, compared at equal accuracy."""
+    from .benchmark import bench_main
+
+    code = _guarded(lambda: bench_main(suite, roles, repeat=repeat, jobs=jobs, out=out_dir,
+                                       as_json=as_json, sim=sim_models, tasks=task, console=out))
+    raise typer.Exit(code)
+
+
+@app.command()
 def sim(
     scenario: Annotated[Optional[Path], typer.Option(help="Scenario file (TOML or JSON); default: the demo's.")] = None,
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8787,
@@ -387,7 +407,7 @@ def sim(
 ) -> None:
     """Serve the simulated OpenAI-compatible models (for trying role maps by hand)."""
     from .demo import demo_scenario
-    from .sim import Scenario, serve_forever
+    from .sim import Scenario, bench_behaviors, serve_forever  # noqa: F401 (bench behaviours)
 
     def go() -> None:
         chosen = Scenario.load(scenario) if scenario else demo_scenario()

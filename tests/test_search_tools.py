@@ -260,3 +260,15 @@ async def test_tools_return_error_text_instead_of_raising(repo: Path) -> None:
     assert log.ok and "initial commit" in log.text
     for tool in box.tools.values():
         assert tool.schema()["function"]["description"]
+
+
+def test_read_refuses_the_git_directory(tmp_path):
+    import subprocess
+
+    from orchestrator.errors import PolicyViolation
+
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin",
+                    "https://user:ghp_secret@example.invalid/r.git"], check=True)
+    with pytest.raises(PolicyViolation, match="inside .git"):
+        read(tmp_path, ".git/config")

@@ -23,7 +23,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO
 
-from ..errors import ConfigError, ToolError
+from ..errors import ConfigError, PolicyViolation, ToolError
 from .jail import Jail
 
 LINE_CUT = 300  # search shows at most this many characters of a matching line
@@ -328,6 +328,8 @@ def read(
     jail = Jail(root)
     file = jail.resolve(path)
     rel = jail.relative(file)
+    if ".git" in Path(rel).parts:  # git config may hold credentials in remote URLs
+        raise PolicyViolation(f"{rel} is inside .git; use git_log and git_blame for history")
     if not file.exists():
         raise ToolError(f"no such file: {rel}; use list or search to find the right path")
     if file.is_dir():

@@ -1,0 +1,23 @@
+"""``orchestrate bench``: measure time to working code per role map on a suite of tasks, and
+compare role maps at equal accuracy (pass rates always next to speed-ups).
+
+``run_bench``/``arun_bench`` run a ``Suite`` under several ``(name, RoleMap)`` pairs and return
+a ``BenchReport`` (also written as JSON, CSV and, with matplotlib, a PNG); ``print_report``
+prints it; ``bench_main`` is the whole command for the CLI. ``BenchSimulator`` serves the
+simulated models the built-in suite and the packaged ``bench-careful``/``bench-fast`` maps use.
+"""
+
+from .command import bench_main
+from .compare import MapSummary, PairComparison, Spread, compare_all, compare_pair, summarize
+from .records import RunRecord
+from .report import BenchReport, print_report
+from .runner import arun_bench, run_bench
+from .simulator import SIM_MAPS, BenchSimulator, bench_scenario, load_role_map
+from .suite import Suite, Task, apply_fix, builtin_suite, load_suite, materialize
+
+__all__ = [
+    "SIM_MAPS", "BenchReport", "BenchSimulator", "MapSummary", "PairComparison", "RunRecord",
+    "Spread", "Suite", "Task", "apply_fix", "arun_bench", "bench_main", "bench_scenario",
+    "builtin_suite", "compare_all", "compare_pair", "load_role_map", "load_suite", "materialize",
+    "print_report", "run_bench", "summarize",
+]

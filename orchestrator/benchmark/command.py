@@ -1,0 +1,68 @@
+"""``orchestrate bench`` in one call, for the CLI: load the suite and the role maps, start the
+bench simulator when asked (``sim=True``; the packaged simulated maps are then the default),
+run, print the tables and comparisons (or the report as JSON) and return the exit code.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rich.console import Console
+
+from ..errors import UsageError
+from .report import BenchReport, print_report
+from .runner import run_bench
+from .simulator import SIM_MAPS, BenchSimulator, load_role_map
+from .suite import load_suite
+
+DEFAULT_OUT = Path("bench-results")
+
+
+def bench_main(
+    suite: str | os.PathLike[str],
+    role_files: Sequence[str | os.PathLike[str]] = (),
+    *,
+    repeat: int = 1,
+    jobs: int = 1,
+    out: str | os.PathLike[str] | None = None,
+    as_json: bool = False,
+    sim: bool = False,
+    tasks: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    console: Console | None = None,
+) -> int:
+    """Run the bench and print it; 0 when it ran (failed runs are results, not errors)."""
+    console = console or Console()
+    loaded = load_suite(suite).select(list(tasks))
+    files = list(role_files) or (list(SIM_MAPS) if sim else [])
+    if len(files) < 1:
+        raise UsageError("name at least one role map: --roles A.toml [--roles B.toml] (or --sim)")
+    with BenchSimulator(loaded) if sim else contextlib.nullcontext() as simulator:
+        url = simulator.base_url if simulator else None
+        maps = [load_role_map(f, sim_url=url) for f in files]
+        run_env = simulator.env(env) if simulator else env
+        progress = None if as_json else _progress(console)
+        report = run_bench(loaded, maps, repeat=repeat, jobs=jobs, env=run_env,
+                           out_dir=Path(out) if out else DEFAULT_OUT, progress=progress)
+    _emit(report, console, as_json)
+    return 0
+
+
+def _progress(console: Console):
+    def show(rec) -> None:
+        mark = {"passed": "pass", "failed": "FAIL", "error": "ERROR"}[rec.outcome]
+        console.print(f"  {mark:5} {rec.task} [{rec.role_map} #{rec.repeat + 1}] "
+                      f"{rec.wall_s:.2f}s" + (f"  {rec.error[:100]}" if rec.error else ""),
+                      highlight=False, markup=False)
+
+    return show
+
+
+def _emit(report: BenchReport, console: Console, as_json: bool) -> None:
+    if as_json:
+        console.print_json(report.model_dump_json())
+    else:
+        print_report(report, console)

@@ -1,0 +1,94 @@
+"""What a benchmark records: one frozen ``RunRecord`` per (task, role map, repeat), with its
+outcome, time split, tokens and cost per role, forks, fallbacks and citation counts.
+``RunRecord.from_result`` turns the library's ``RunResult`` into a record, ``failed_run``
+records a run that raised instead of returning, and ``csv_row`` flattens one for the CSV.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..results import RunResult
+from ..state import ROLES
+
+Outcome = Literal["passed", "failed", "error"]
+
+
+class RunRecord(BaseModel):
+    """One run of one task under one role map."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    task: str
+    role_map: str
+    repeat: int
+    outcome: Outcome
+    status: str = Field(description="The run's own status, or 'error' if it raised.")
+    reason: str = ""
+    error: str | None = None
+    wall_s: float = Field(0.0, description="The run's wall time from its own telemetry (the "
+                          "bench's clock for a run that raised).")
+    model_s: float = 0.0
+    tool_s: float = 0.0
+    orchestration_s: float = 0.0
+    attempts: int = 0
+    calls: int = 0
+    tokens: dict[str, int] = Field(default_factory=dict, description="Role -> prompt + output tokens.")
+    cost: dict[str, float] = Field(default_factory=dict, description="Role -> USD.")
+    cost_usd: float = 0.0
+    forks: int = 0
+    fallbacks: int = Field(0, description="Model calls served by a fallback (fallback_step > 0).")
+    citations_submitted: int = 0
+    citations_verified: int = 0
+    citations_dropped: int = 0
+    run_id: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+    @classmethod
+    def from_result(cls, result: RunResult, *, task: str, role_map: str, repeat: int,
+                    checked: bool, fallbacks: int, wall_s: float) -> RunRecord:
+        """``checked``: the acceptance commands passed again, run by the bench on the result."""
+        split = result.time_split
+        roles = result.per_role
+        passed = result.status == "succeeded" and checked
+        return cls(
+            task=task, role_map=role_map, repeat=repeat,
+            outcome="passed" if passed else "failed", status=result.status,
+            reason=result.reason if passed or checked else f"{result.reason} (bench check failed)",
+            wall_s=split.get("wall_s", wall_s), model_s=split.get("model_s", 0.0),
+            tool_s=split.get("tool_s", 0.0), orchestration_s=split.get("orchestration_s", 0.0),
+            attempts=result.attempts, calls=sum(r.get("calls", 0) for r in roles.values()),
+            tokens={r: int(v.get("prompt_tokens", 0) + v.get("output_tokens", 0))
+                    for r, v in roles.items()},
+            cost={r: float(v.get("cost_usd", 0.0)) for r, v in roles.items()},
+            cost_usd=result.cost_usd, forks=len(result.forks), fallbacks=fallbacks,
+            citations_submitted=sum(e.submitted for e in result.explorers),
+            citations_verified=sum(e.verified for e in result.explorers),
+            citations_dropped=sum(e.dropped for e in result.explorers),
+            run_id=result.run_id,
+        )
+
+
+def failed_run(exc: BaseException, *, task: str, role_map: str, repeat: int,
+               wall_s: float, fallbacks: int = 0) -> RunRecord:
+    """A run that raised: recorded as an error, with the exception's class and message."""
+    message = f"{type(exc).__name__}: {exc}".strip()
+    return RunRecord(task=task, role_map=role_map, repeat=repeat, outcome="error",
+                     status="error", error=message[:2000], wall_s=wall_s, fallbacks=fallbacks)
+
+
+CSV_ROLES: tuple[str, ...] = ROLES
+
+
+def csv_row(rec: RunRecord) -> dict[str, Any]:
+    """The record flattened for CSV: one column per role for tokens and cost."""
+    row = rec.model_dump(exclude={"tokens", "cost"})
+    for role in CSV_ROLES:
+        row[f"tokens_{role}"] = rec.tokens.get(role, 0)
+        row[f"cost_{role}"] = round(rec.cost.get(role, 0.0), 6)
+    return row

@@ -1,0 +1,168 @@
+"""Running a suite: every task under every role map, ``repeat`` times, ``jobs`` runs at a time.
+
+Each run gets a fresh git repository copied from the task, runs through ``orchestrator.api.arun``
+with the task's acceptance commands as ``verify.commands``, and is then checked again by the
+bench itself (the acceptance commands on the run's final worktree), so a pass means working
+code, not a run that says so. A run that raises is recorded as an error and the suite goes on.
+Records come back in suite order whatever ``jobs`` is, so results are comparable across it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from ..api import arun
+from ..config import RoleMap
+from ..errors import UsageError
+from ..telemetry import Event
+from ..tools.shell import scrubbed_env
+from .records import RunRecord, failed_run
+from .report import BenchReport, build_report, print_report, write_outputs
+from .suite import Suite, Task, load_suite, materialize
+
+RoleMaps = Sequence[tuple[str, RoleMap]]
+Progress = Callable[[RunRecord], None]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run to do: which task, under which role map, which repeat (0-based)."""
+
+    task: Task
+    map_name: str
+    roles: RoleMap
+    repeat: int
+
+
+def plan_runs(suite: Suite, role_maps: RoleMaps, repeat: int) -> list[RunSpec]:
+    """Repeat-major, then task, then map: each task's maps run side by side."""
+    return [RunSpec(task, name, roles, rep) for rep in range(repeat) for task in suite.tasks
+            for name, roles in role_maps]
+
+
+def _check_names(role_maps: RoleMaps, repeat: int, jobs: int) -> None:
+    names = [n for n, _ in role_maps]
+    if not names or len(set(names)) != len(names):
+        raise UsageError(f"role maps need distinct names (got {names}): rename a file")
+    if repeat < 1 or jobs < 1:
+        raise UsageError("--repeat and --jobs must be at least 1")
+
+
+async def arun_bench(
+    suite: Suite,
+    role_maps: RoleMaps,
+    *,
+    repeat: int = 1,
+    jobs: int = 1,
+    out_dir: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    keep_repos: bool = False,
+    progress: Progress | None = None,
+) -> BenchReport:
+    """Run the suite under each ``(name, RoleMap)``; write JSON, CSV (and PNG) to ``out_dir``."""
+    _check_names(role_maps, repeat, jobs)
+    specs = plan_runs(suite, role_maps, repeat)
+    workdir = Path(tempfile.mkdtemp(prefix="orchestrate-bench-"))
+    gate = asyncio.Semaphore(jobs)
+    started = time.time()
+
+    async def one(i: int, spec: RunSpec) -> RunRecord:
+        async with gate:
+            rec = await run_one(spec, workdir / f"{i:04d}-{spec.task.name}", env=env,
+                                keep=keep_repos)
+        if progress is not None:
+            progress(rec)
+        return rec
+
+    try:
+        records = await asyncio.gather(*(one(i, s) for i, s in enumerate(specs)))
+    finally:
+        if not keep_repos:
+            await asyncio.to_thread(shutil.rmtree, workdir, True)
+    report = build_report(suite, [n for n, _ in role_maps], records, repeat=repeat, jobs=jobs,
+                          started=started, repos=str(workdir) if keep_repos else None)
+    return write_outputs(report, Path(out_dir)) if out_dir is not None else report
+
+
+async def run_one(spec: RunSpec, dest: Path, *, env: Mapping[str, str] | None = None,
+                  keep: bool = False) -> RunRecord:
+    """One run in a fresh copy of the task's repository; never raises for the run's failures."""
+    fallbacks: list[int] = []
+
+    def count_fallbacks(event: Event) -> None:
+        if event.kind == "call_finished" and event.data.get("fallback_step", 0) > 0:
+            fallbacks.append(1)
+
+    where = dict(task=spec.task.name, role_map=spec.map_name, repeat=spec.repeat)
+    t0 = time.monotonic()
+    try:
+        repo = await asyncio.to_thread(materialize, spec.task, dest)
+        result = await arun(spec.task.instruction, repo=repo, roles=spec.roles,
+                            sets=[acceptance_set(spec.task.acceptance)], env=env,
+                            listeners=[count_fallbacks])
+        checked = await asyncio.to_thread(
+            check_acceptance, spec.task, Path(result.run_dir) / "worktree", env,
+            spec.roles.run.command_timeout_s)
+    except Exception as exc:  # a crashed run is a result of the benchmark, not its end
+        return failed_run(exc, **where, wall_s=time.monotonic() - t0, fallbacks=len(fallbacks))
+    finally:
+        if not keep:
+            await asyncio.to_thread(shutil.rmtree, dest, True)
+    return RunRecord.from_result(result, **where, checked=checked, fallbacks=len(fallbacks),
+                                 wall_s=time.monotonic() - t0)
+
+
+def acceptance_set(commands: Sequence[str]) -> str:
+    """The ``--set`` that makes the task's commands the run's acceptance commands."""
+    return "verify.commands=[" + ", ".join(json.dumps(c) for c in commands) + "]"
+
+
+def check_acceptance(task: Task, worktree: Path, env: Mapping[str, str] | None,
+                     timeout: float) -> bool:
+    """Run the task's acceptance commands in ``worktree``; True when all exit 0."""
+    if not worktree.is_dir():
+        return False
+    run_env = scrubbed_env(os.environ if env is None else env)
+    for command in task.acceptance:
+        try:
+            proc = subprocess.run(["bash", "-c", command], cwd=worktree, env=run_env,
+                                  capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return False
+        if proc.returncode != 0:
+            return False
+    return True
+
+
+def run_bench(
+    suite: Suite | str | Path,
+    role_maps: RoleMaps,
+    *,
+    repeat: int = 1,
+    jobs: int = 1,
+    out_dir: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    keep_repos: bool = False,
+    progress: Progress | None = None,
+    console: Console | None = None,
+) -> BenchReport:
+    """Synchronous :func:`arun_bench`; ``suite`` may be a path or ``"builtin"``. With a rich
+    ``console`` the tables and the comparisons are printed as well."""
+    if not isinstance(suite, Suite):
+        suite = load_suite(suite)
+    report = asyncio.run(arun_bench(suite, role_maps, repeat=repeat, jobs=jobs, out_dir=out_dir,
+                                    env=env, keep_repos=keep_repos, progress=progress))
+    if console is not None:
+        print_report(report, console)
+    return report
