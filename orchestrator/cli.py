@@ -248,7 +248,7 @@ def runs(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
 
     found = _guarded(lambda: list_runs(api.repo_root(repo)))
     if as_json:
-        out.print_json(data=[vars(r) for r in found])
+        out.print_json(data=[{**vars(r), "age": r.age} for r in found])
         return
     print_runs(out, found)
 

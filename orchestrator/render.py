@@ -240,10 +240,10 @@ def print_explore(console: Console, result: ExploreResult) -> None:
 
 def print_runs(console: Console, runs: list) -> None:
     t = Table(title="runs", show_edge=False)
-    for col in ("run", "state", "branch", "worktree", "cost $", "task"):
+    for col in ("run", "state", "age", "branch", "worktree", "cost $", "task"):
         t.add_column(col)
     for r in runs:
-        t.add_row(r.run_id, r.state, r.branch, "yes" if r.has_worktree else "-",
+        t.add_row(r.run_id, r.state, r.age, r.branch, "yes" if r.has_worktree else "-",
                   f"{r.cost_usd:.4f}", escape(r.task[:60]))
     console.print(t)
 

@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -60,24 +61,43 @@ class RunInfo:
     cost_usd: float
     has_worktree: bool
     run_dir: str
+    created: float  # seconds since the epoch
+
+    @property
+    def age(self) -> str:
+        seconds = max(0.0, time.time() - self.created)
+        for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+            if seconds >= size:
+                return f"{seconds / size:.0f}{unit}"
+        return f"{seconds:.0f}s"
 
 
 def list_runs(repo: Path) -> list[RunInfo]:
     runs = []
     for ws in list_workspaces(repo):
-        report = _report(ws.run_dir)
+        report, meta = _report(ws.run_dir), _meta(ws.run_dir)
         state = "running" if is_running(ws.run_dir) else report.get("status", "stopped")
         runs.append(RunInfo(
-            run_id=ws.run_id, branch=ws.branch, state=state, task=report.get("task", ""),
+            run_id=ws.run_id, branch=ws.branch, state=state,
+            task=report.get("task") or meta.get("task", ""),
             cost_usd=float(report.get("cost_usd", 0.0)),
             has_worktree=(ws.worktree / ".git").exists(), run_dir=str(ws.run_dir),
+            created=float(meta.get("created") or ws.run_dir.stat().st_mtime),
         ))
     return runs
 
 
 def _report(run_dir: Path) -> dict:
+    return _json(run_dir / "report.json")
+
+
+def _meta(run_dir: Path) -> dict:
+    return _json(run_dir / "run.json")
+
+
+def _json(path: Path) -> dict:
     try:
-        return json.loads((run_dir / "report.json").read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
 
