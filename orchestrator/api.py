@@ -276,7 +276,7 @@ async def _invoke(
     """Run the graph to its end or to a pause; True in the result means a plan awaits approval."""
     config = {
         "configurable": {"thread_id": ctx.run_id},
-        "max_concurrency": max(2, ctx.roles.roles["explorer"].parallel),
+        "max_concurrency": ctx.roles.roles["explorer"].parallel,  # only explorers fan out
         "recursion_limit": 200,
     }
     async with open_checkpointer(ctx.repo, database_url) as saver:

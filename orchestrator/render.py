@@ -178,11 +178,15 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
 
 
 def _role_table(result: RunResult) -> Table:
+    return _per_role_table(result.per_role)
+
+
+def _per_role_table(per_role: dict) -> Table:
     t = Table(title="per role", show_edge=False)
     for col in ("role", "model", "tier", "calls", "prompt", "cached", "output", "tok/s", "cost $"):
         left = col in {"role", "model", "tier"}
         t.add_column(col, justify="left" if left else "right", overflow="fold", no_wrap=not left)
-    for role, row in result.per_role.items():
+    for role, row in per_role.items():
         tps = row.get("tokens_per_s")
         t.add_row(role, ", ".join(row["models"]), ", ".join(map(str, row["tiers"])), str(row["calls"]),
                   str(row["prompt_tokens"]), str(row["cached_tokens"]), str(row["output_tokens"]),
@@ -266,6 +270,8 @@ def print_details(console: Console, details) -> None:
         console.print(f"task: {escape(report.get('task', ''))}", highlight=False)
         console.print(f"branch {report.get('branch')} · cost ${report.get('cost_usd', 0):.4f} · "
                       f"{len(details.calls)} calls", highlight=False)
+        if report.get("per_role"):
+            console.print(_per_role_table(report["per_role"]))
     t = Table(title="sessions", show_edge=False)
     for col in ("session", "role", "model", "purpose", "peak context", "status", "forks"):
         t.add_column(col)

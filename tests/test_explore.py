@@ -113,3 +113,24 @@ def _cite_or_stall(req: ChatRequestView) -> Reply:
     if "slowpoke" in json.dumps(req.messages[1]):
         return reply.model_copy(update={"delay_s": 30})
     return reply
+
+
+async def test_parallel_caps_the_explorers_in_flight(fresh_sim, sample_repo):
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": _planner([f"Where is `{w}`?" for w in ("median", "mean", "ordered",
+                                                              "sorted", "values", "len")]),
+        "sim-explorer": ModelBehavior(delay_s=0.3, behavior="explorer-cite"),
+    }))
+    result = await api.aexplore("q", repo=sample_repo, roles=sim_roles(fresh_sim), env=run_env(),
+                                parallel=3)
+    assert len(result.explorers) == 6
+    # peak overlap of this test's explorer requests (a stalled request of an earlier test may
+    # still be open at the simulator); ends trimmed by 20 ms so a session's next request
+    # following its previous one at once is not counted as overlap
+    edges = sorted([(r.started, 1) for r in fresh_sim.state.requests_for("sim-explorer")]
+                   + [(r.finished - 0.02, -1) for r in fresh_sim.state.requests_for("sim-explorer")])
+    peak = running = 0
+    for _, step in edges:
+        running += step
+        peak = max(peak, running)
+    assert peak == 3
