@@ -119,10 +119,11 @@ class Telemetry:
         self, kind: EventKind, /, *, role: str | None = None, session: str | None = None, **data: Any
     ) -> None:
         event = Event(kind, self.run_id, time.monotonic() - self.started, role, session, data)
-        self.events.append(event)
-        if self._log is not None and kind != "progress":
-            self._log.info(kind, role=role, session=session, **data)
-            self._file.flush()  # type: ignore[union-attr]
+        if kind != "progress":  # streaming ticks are for live displays, not the record
+            self.events.append(event)
+            if self._log is not None:
+                self._log.info(kind, role=role, session=session, **data)
+                self._file.flush()  # type: ignore[union-attr]
         for listener in self.listeners:
             listener(event)
 
