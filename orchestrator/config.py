@@ -63,6 +63,10 @@ class ModelSpec(_Strict):
     price: Price = Price()
     tools: Literal["native", "json"] = "native"
     structured: Literal["json_schema", "json_object", "prompt"] = "json_schema"
+    tool_args: Literal["required", "all"] = Field(
+        "required", description="json tool mode: offer only required tool arguments (small "
+        "models fill optional ones with inventions) or all of them.")
+    temperature: float | None = Field(None, ge=0, le=2, description="None: the server's default.")
     quota_tokens_per_day: int | None = None
 
 

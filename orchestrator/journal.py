@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from typing import Any
 
 from .models.client import Completion, ModelClient, Progress, ToolCallData
 from .models.fallback import demote
+from .sqlite import connect
 from .state import CallRecord, Role
 
 
@@ -31,9 +31,8 @@ class CallJournal:
     """Completed calls of one run, keyed by session and the exact request."""
 
     def __init__(self, path: Path) -> None:
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, reply TEXT)")
+        self._db = connect(str(path),
+                           schema="CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, reply TEXT);")
         self._lock = threading.Lock()
         self.replayed = 0
 

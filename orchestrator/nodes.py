@@ -97,6 +97,8 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         task = planner.render_task(task=state.task)
     outcome = await _session(ctx, "planner", task, hint=1)
     result: Plan = outcome.payload  # type: ignore[assignment]
+    if state.mode == "explore" and not result.questions:  # a question is its own sub-question
+        result = result.model_copy(update={"questions": [state.task]})
     return {"plan": result}
 
 

@@ -9,7 +9,6 @@ so concurrent writers never interleave half a change.
 from __future__ import annotations
 
 import socket
-import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from .sqlite import connect
 from .store import advisory_key, connect_postgres, state_dir
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "stopped", "awaiting_approval"]
@@ -150,11 +150,8 @@ class SqliteRegistry(_SqlRegistry):
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._db = sqlite3.connect(str(path), timeout=30, isolation_level=None,
-                                   check_same_thread=False)
+        self._db = connect(str(path), schema=_SCHEMA.format(ts="TEXT") + ";")
         self._lock = threading.Lock()
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA.format(ts="TEXT") + ";")
 
     def _execute(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         with self._lock:

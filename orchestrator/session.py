@@ -10,6 +10,9 @@ threshold it first masks old tool outputs; if that is not enough it forks: the s
 a handoff and a child session (``<root>.1``, ``<root>.2``, ...) continues from the system prompt,
 the task and the handoff. Oversized tool results are paged into artefacts, and a server's
 ``context_length_exceeded`` is handled the same way and retried.
+
+In its last ``FINAL_TURNS`` turns a session offers only ``submit`` and says so, so a model that
+keeps searching still ends with a result (weak models otherwise run out of turns mid-search).
 """
 
 from __future__ import annotations
@@ -48,6 +51,9 @@ SUBMIT = "submit"
 MAX_NUDGES = 3
 MAX_INVALID_SUBMITS = 2  # then the role's next fallback model takes over the session
 MAX_REFUSALS = 4  # context_length_exceeded answers in a row before the session forks anyway
+FINAL_TURNS = 2  # the last turns of a session offer only submit
+FINAL_NOTE = ("You have {left} turn(s) left. Stop searching: call {submit} now with what you have "
+              "found so far.")
 CONTINUE = "You are continuing a session that ran out of context. Handoff:"
 
 
@@ -169,6 +175,7 @@ class Session:
     async def _loop(self) -> SessionOutcome:
         nudges = 0
         while self.turns < self.max_turns:
+            self._closing()
             completion = await self._call()
             self.turns += 1
             self._session_turns += 1
@@ -187,6 +194,19 @@ class Session:
             f"{self.agent.role} session {self.id} ended without a valid submission after "
             f"{self.turns} turns (max_turns={self.max_turns})"
         )
+
+    def _closing(self) -> None:
+        """Entering the last turns: say so once; ``_offered`` then narrows the tools to submit."""
+        left = self.max_turns - self.turns
+        if left == FINAL_TURNS and self._final_window():
+            self._add({"role": "user", "content": FINAL_NOTE.format(left=left, submit=SUBMIT)})
+
+    def _final_window(self) -> bool:
+        return (self.max_turns > 2 * FINAL_TURNS and len(self.tools) > 1
+                and self.max_turns - self.turns <= FINAL_TURNS)
+
+    def _offered(self) -> list[dict[str, Any]]:
+        return self.tools[-1:] if self._final_window() else self.tools
 
     def _finish(self, payload: BaseModel) -> SessionOutcome:
         self.telemetry.emit(
@@ -214,7 +234,7 @@ class Session:
 
             try:
                 completion = await self.client.complete(
-                    self.messages, session=self.id, tools=self.tools, progress=progress
+                    self.messages, session=self.id, tools=self._offered(), progress=progress
                 )
             except ContextOverflow as exc:
                 self._refusal(str(exc), estimate)

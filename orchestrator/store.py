@@ -9,6 +9,7 @@ fleet reads and writes the same checkpoints, so any worker can resume any run.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -78,13 +79,31 @@ def connect_postgres(database_url: str) -> psycopg.Connection:
 @asynccontextmanager
 async def sqlite_checkpointer(repo: Path) -> AsyncIterator[AsyncSqliteSaver]:
     """An ``AsyncSqliteSaver`` on ``<repo>/.orchestrate/checkpoints.sqlite``."""
-    # concurrent runs in one repository share the file: wait for its lock instead of failing
-    conn = await aiosqlite.connect(str(state_dir(repo) / "checkpoints.sqlite"), timeout=60)
+    # Concurrent runs in one repository share the file. Switching a new file to WAL and creating
+    # the tables take locks that SQLite's busy timeout does not always wait for, so that first
+    # part runs under a file lock; later writes wait up to the timeout.
+    folder = state_dir(repo)
+    conn = await aiosqlite.connect(str(folder / "checkpoints.sqlite"), timeout=60)
     try:
-        await conn.execute("PRAGMA journal_mode=WAL")
-        yield AsyncSqliteSaver(conn, serde=serializer())
+        saver = AsyncSqliteSaver(conn, serde=serializer())
+        async with _file_lock(folder / "checkpoints.lock"):
+            await conn.execute("PRAGMA journal_mode=WAL")
+            await saver.setup()
+        yield saver
     finally:
         await conn.close()
+
+
+@asynccontextmanager
+async def _file_lock(path: Path) -> AsyncIterator[None]:
+    """An exclusive ``flock`` (between processes and between runs in one process)."""
+    handle = path.open("w")
+    try:
+        await asyncio.to_thread(fcntl.flock, handle, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
 
 
 @asynccontextmanager

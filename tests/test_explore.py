@@ -134,3 +134,15 @@ async def test_parallel_caps_the_explorers_in_flight(fresh_sim, sample_repo):
         running += step
         peak = max(peak, running)
     assert peak == 3
+
+
+async def test_a_plan_without_questions_explores_the_question_itself(fresh_sim, sample_repo):
+    fresh_sim.set_scenario(scenario_with(**{"sim-planner": _planner([])}))
+    roles = sim_roles(fresh_sim, "models.explorer-sim.temperature=0.0")
+    result = await api.aexplore("Where is `def median`?", repo=sample_repo, roles=roles,
+                                env=run_env())
+    assert result.sub_questions == ["Where is `def median`?"]
+    assert result.explorers[0].verified == 1
+    sent = fresh_sim.state.requests_for("sim-explorer")
+    assert {r.body.get("temperature") for r in sent} == {0.0}
+    assert all("temperature" not in r.body for r in fresh_sim.state.requests_for("sim-planner"))

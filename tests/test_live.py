@@ -1,10 +1,16 @@
-"""Opt-in live checks against a real small model (Qwen2.5-Coder-0.5B via llama.cpp) in ``json``
-tool mode. Skipped unless ``ORCHESTRATE_LIVE=1``; uses ``ORCHESTRATE_LIVE_URL`` if set, else
-starts ``../shared/live-model/serve.py`` on 127.0.0.1 (run ``setup.sh 0.5b`` first). Slow."""
+"""Opt-in live checks against a real small model (Qwen2.5-Coder via llama.cpp) in ``json`` tool
+mode, on a small Python repository written here with one clear answer.
+
+Skipped unless ``ORCHESTRATE_LIVE=1``. Uses ``ORCHESTRATE_LIVE_URL`` (an OpenAI-compatible
+``.../v1`` on 127.0.0.1) if set, else starts ``$ORCHESTRATE_LIVE_KIT/serve.py`` with the model
+``ORCHESTRATE_LIVE_MODEL`` (``1.5b``, the default, or ``0.5b``) on a free 127.0.0.1 port; run
+``setup.sh <size>`` first. Slow: about a minute per test on two cores.
+"""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -13,9 +19,14 @@ from conftest import run_env
 
 from orchestrator import api
 from orchestrator.config import load_roles
-from orchestrator.demo import make_sample_repo, scenario_path
+from orchestrator.definitions import load_agents
+from orchestrator.demo import scenario_path
 from orchestrator.models.client import ClientPool
+from orchestrator.session import Session
 from orchestrator.state import Plan
+from orchestrator.telemetry import Telemetry
+from orchestrator.tools.base import Toolbox
+from orchestrator.tools.explorer import explorer_tools
 
 pytestmark = [
     pytest.mark.live,
@@ -24,8 +35,69 @@ pytestmark = [
 ]
 KIT = Path(os.environ.get("ORCHESTRATE_LIVE_KIT", "/work/shared/live-model"))
 HOME = Path(os.environ.get("LIVE_HOME", Path.home() / ".cache" / "orchestrate-live"))
-MODEL_FILE = HOME / "models" / "qwen2.5-coder-0.5b-instruct.gguf"
+SIZE = os.environ.get("ORCHESTRATE_LIVE_MODEL", "1.5b")
+MODEL_FILE = HOME / "models" / f"qwen2.5-coder-{SIZE}-instruct.gguf"
 ALIASES = ("planner-sim", "explorer-sim", "builder-sim", "reviewer-sim", "summarizer-sim")
+
+FILES = {
+    "shop/__init__.py": "",
+    "shop/pricing.py": '''"""Prices, discounts and tax."""
+
+TAX_RATE = 0.2
+
+
+def apply_discount(price, percent):
+    """The price after taking ``percent`` per cent off."""
+    return price * (100 - percent) / 100
+
+
+def with_tax(price):
+    """The price with tax added."""
+    return price * (1 + TAX_RATE)
+''',
+    "shop/cart.py": '''"""A shopping cart."""
+
+from shop.pricing import apply_discount, with_tax
+
+
+class Cart:
+    def __init__(self):
+        self.items = []
+
+    def add(self, name, price):
+        self.items.append((name, price))
+
+    def total(self, percent_off=0):
+        """Sum of the items, discounted, with tax."""
+        net = sum(apply_discount(price, percent_off) for _, price in self.items)
+        return with_tax(net)
+''',
+    "tests/test_cart.py": '''from shop.cart import Cart
+
+
+def test_total_applies_discount_and_tax():
+    cart = Cart()
+    cart.add("pen", 10)
+    assert cart.total(percent_off=50) == 6.0
+''',
+}
+
+
+def make_shop_repo(path: Path) -> Path:
+    """A committed git repository holding ``FILES``."""
+    for name, text in FILES.items():
+        (path / name).parent.mkdir(parents=True, exist_ok=True)
+        (path / name).write_text(text, encoding="utf-8")
+    ident = ["-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgSign=false"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "shop"]):
+        subprocess.run(["git", *ident, *args], cwd=path, check=True, capture_output=True)
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +107,10 @@ def live_url():
         yield url
         return
     if not MODEL_FILE.is_file():
-        pytest.skip(f"no model at {MODEL_FILE}: run `bash {KIT}/setup.sh 0.5b`")
+        pytest.skip(f"no model at {MODEL_FILE}: run `bash {KIT}/setup.sh {SIZE}`")
     proc = subprocess.Popen(
         [str(HOME / "venv" / "bin" / "python"), str(KIT / "serve.py"), str(MODEL_FILE),
-         "--port", "8089", "--alias", "qwen05", "--ctx", "8192"],
+         "--port", str(_free_port()), "--alias", "live", "--ctx", "8192"],
         stdout=subprocess.PIPE, text=True)
     try:
         for line in proc.stdout:  # type: ignore[union-attr]
@@ -53,29 +125,38 @@ def live_url():
 
 
 def live_roles(url: str):
-    sets = [f'providers.sim.base_url="{url}"', 'explorer.parallel=1', 'explorer.max_turns=8',
-            'planner.max_turns=10']
+    assert url.startswith(("http://127.0.0.1:", "http://localhost:")), url
+    sets = [f'providers.sim.base_url="{url}"', "explorer.parallel=1", "explorer.max_turns=8",
+            "planner.max_turns=8"]
     for alias in ALIASES:
-        sets += [f'models.{alias}.id="qwen05"', f'models.{alias}.tools="json"',
+        sets += [f'models.{alias}.id="live"', f'models.{alias}.tools="json"',
                  f'models.{alias}.structured="json_schema"', f"models.{alias}.max_output=400"]
     text = scenario_path("demo-roles.toml").read_text(encoding="utf-8")
     return load_roles(base_text=text, sets=sets)
 
 
 async def test_live_planner_submits_a_valid_plan(live_url, tmp_path):
-    from routing_kit import planner_session
-
+    repo = make_shop_repo(tmp_path / "repo")
     pool = ClientPool(live_roles(live_url), run_env())
+    agent = load_agents()["planner"]
+    telemetry = Telemetry("live")
+    session = Session(
+        session_id="planner-1", agent=agent, client=pool.for_role("planner"),
+        toolbox=Toolbox.of(t for t in explorer_tools(repo) if t.name in agent.tools),
+        telemetry=telemetry, max_turns=8)
     try:
-        outcome, _, telemetry = await planner_session(pool, make_sample_repo(tmp_path / "repo"))
+        outcome = await session.run(agent.render_task(
+            task="Make apply_discount raise ValueError when percent is above 100."))
     finally:
         await pool.aclose()
-    assert isinstance(outcome.payload, Plan) and outcome.payload.goal
+    plan = outcome.payload
+    assert isinstance(plan, Plan) and plan.goal and (plan.steps or plan.questions), plan
     assert all(c.served_tier is None for c in telemetry.calls)  # llama.cpp echoes no tier
 
 
 async def test_live_explore_returns_a_verified_finding(live_url, tmp_path):
-    result = await api.aexplore("Where is the function `median` defined?",
-                                repo=make_sample_repo(tmp_path / "repo"),
+    result = await api.aexplore("Where is the function `apply_discount` defined?",
+                                repo=make_shop_repo(tmp_path / "repo"),
                                 roles=live_roles(live_url), env=run_env())
+    assert result.sub_questions, result
     assert sum(e.verified for e in result.explorers) >= 1, result.explorers

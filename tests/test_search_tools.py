@@ -272,3 +272,10 @@ def test_read_refuses_the_git_directory(tmp_path):
                     "https://user:ghp_secret@example.invalid/r.git"], check=True)
     with pytest.raises(PolicyViolation, match="inside .git"):
         read(tmp_path, ".git/config")
+
+
+def test_a_guessed_path_gets_real_suggestions(tmp_path):
+    (tmp_path / "shop").mkdir()
+    (tmp_path / "shop" / "pricing.py").write_text("def apply_discount(p, d):\n    return p\n")
+    with pytest.raises(ToolError, match=r"did you mean shop/pricing\.py\?"):
+        read(tmp_path, "src/pricing.py")

@@ -1,5 +1,6 @@
 """Tools through JSON content for models without native tool calls, and the tool errors a
-confused model gets back: pure parsing first, then whole planner sessions against the sim."""
+confused model gets back: pure parsing and schemas first, then whole planner and explorer
+sessions against the sim, then the last turns of any session offering only ``submit``."""
 
 from __future__ import annotations
 
@@ -9,14 +10,23 @@ import pytest
 from conftest import scenario_with
 from routing_kit import PLAN, call, planner_session, pool_for
 
+from orchestrator.definitions import load_agents
 from orchestrator.models.toolmode import (
     JsonToolsClient,
+    evidence,
+    flat_schema,
     parse_tool_call,
     response_format_for,
     rewrite_history,
     tool_call_schema,
+    tool_instruction,
 )
+from orchestrator.session import FINAL_NOTE, Session, submit_schema
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
+from orchestrator.state import Findings, Plan
+from orchestrator.telemetry import Telemetry
+from orchestrator.tools.base import Toolbox
+from orchestrator.tools.explorer import explorer_tools
 
 TOOLS = [
     {"type": "function", "function": {"name": "read", "description": "Read a file.",
@@ -144,3 +154,170 @@ async def test_a_model_looping_on_one_call_is_offered_only_submit(fresh_sim, sam
     assert len(branches[2]) > 1
     assert [b["properties"]["tool"]["const"] for b in branches[3]] == ["submit"]
     assert "Submit your result now" in seen[3].system_text()
+
+
+# --- schemas a small model can fill ---------------------------------------------------------------
+
+FINDINGS, PLAN_TOOL = submit_schema(Findings), submit_schema(Plan)
+
+
+def _arguments(schema: dict, tool: str) -> dict:
+    [branch] = [b for b in schema["anyOf"] if b["properties"]["tool"]["const"] == tool]
+    return branch["properties"]["arguments"]
+
+
+def test_submit_is_flat_with_every_field_required_and_lists_and_strings_capped():
+    args = _arguments(tool_call_schema([FINDINGS]), "submit")
+    assert "$defs" not in json.dumps(args) and "$ref" not in json.dumps(args)
+    assert args["required"] == ["answer", "claims"]  # claims has a default, yet must be written
+    claim = args["properties"]["claims"]["items"]
+    citation = claim["properties"]["citations"]["items"]
+    assert citation["required"] == ["path", "start_line", "end_line", "quote"]
+    assert args["properties"]["claims"]["maxItems"] == 4
+    assert args["properties"]["answer"]["maxLength"] == 600
+    plan = _arguments(tool_call_schema([PLAN_TOOL]), "submit")
+    assert plan["required"] == ["goal", "steps", "questions", "files_to_touch", "acceptance"]
+
+
+def test_other_tools_take_only_their_required_arguments_unless_optional_ones_are_asked_for():
+    tools = [t.schema() for t in explorer_tools(".")]
+    lean = tool_call_schema(tools, optional=False)
+    assert list(_arguments(lean, "search")["properties"]) == ["pattern"]
+    assert _arguments(lean, "list")["properties"] == {}
+    assert "glob" in _arguments(tool_call_schema(tools), "search")["properties"]
+    text = tool_instruction([*tools, FINDINGS], "json_schema", optional=False)
+    assert "- search(pattern):" in text and "- read(path):" in text and "- list():" in text
+    assert '"claims": [{"text": "<The finding' in text  # submit shown as a skeleton
+
+
+def test_flat_schema_inlines_refs_and_can_require_everything():
+    schema = {"$defs": {"P": {"title": "P", "type": "object",
+                              "properties": {"a": {"type": "string"}}}},
+              "type": "object", "properties": {"p": {"$ref": "#/$defs/P"}}}
+    assert flat_schema(schema, require_all=True) == {
+        "type": "object", "required": ["p"],
+        "properties": {"p": {"type": "object", "properties": {"a": {"type": "string"}},
+                             "required": ["a"]}}}
+
+
+def test_evidence_is_the_lines_tool_results_showed():
+    messages = [
+        {"role": "tool", "tool_call_id": "1",
+         "content": "stats.py (lines 8-10 of 15):\n   8| \n   9| def median(values):\n  10|     x = 1"},
+        {"role": "tool", "tool_call_id": "2",
+         "content": "1 match in 1 file:\ntests/t.py:3: from stats import median\ntests/t.py-4- ctx"},
+        {"role": "user", "content": "a.py:1: not a tool result"},
+    ]
+    assert evidence(messages) == [
+        {"path": "tests/t.py", "start_line": 3, "end_line": 3, "quote": "from stats import median"},
+        {"path": "stats.py", "start_line": 10, "end_line": 10, "quote": "x = 1"},
+        {"path": "stats.py", "start_line": 9, "end_line": 9, "quote": "def median(values):"},
+    ]
+
+
+# --- whole sessions in json mode --------------------------------------------------------------
+
+
+async def _explorer_session(pool, repo, max_turns: int = 8):
+    agent = load_agents()["explorer"]
+    tools = Toolbox.of(t for t in explorer_tools(repo) if t.name in agent.tools)
+    session = Session(session_id="explorer-1", agent=agent, client=pool.for_role("explorer"),
+                      toolbox=tools, telemetry=Telemetry("t"), max_turns=max_turns)
+    return await session.run("Question: where is median defined?"), session
+
+
+def _json_model(seen: list[ChatRequestView], replies: list[str | Reply]) -> ModelBehavior:
+    def respond(req: ChatRequestView) -> Reply:
+        seen.append(req)
+        reply = replies[min(req.assistant_turns, len(replies) - 1)]
+        return reply if isinstance(reply, Reply) else Reply(content=reply)
+
+    return ModelBehavior(respond=respond)
+
+
+def _submit(**arguments: object) -> str:
+    return json.dumps({"tool": "submit", "arguments": arguments})
+
+
+async def test_citations_in_json_mode_are_limited_to_lines_the_tools_showed(fresh_sim,
+                                                                            sample_repo):
+    seen: list[ChatRequestView] = []
+    cite = {"path": "stats.py", "start_line": 9, "end_line": 9, "quote": "def median(values):"}
+    replies = [json.dumps({"tool": "read", "arguments": {"path": "stats.py"}}),
+               _submit(answer="stats.py", claims=[{"text": "defined here", "citations": [cite]}])]
+    fresh_sim.set_scenario(scenario_with(**{"sim-explorer": _json_model(seen, replies)}))
+    pool, _ = pool_for(fresh_sim, 'models.explorer-sim.tools="json"')
+    outcome, _ = await _explorer_session(pool, sample_repo)
+    assert outcome.payload.claims[0].citations[0].path == "stats.py"
+    before = _arguments(seen[0].response_format["json_schema"]["schema"], "submit")
+    after = _arguments(seen[1].response_format["json_schema"]["schema"], "submit")
+    citations = after["properties"]["claims"]["items"]["properties"]["citations"]
+    assert cite in citations["items"]["enum"] and citations["minItems"] == 1
+    assert len(citations["items"]["enum"]) == 11  # the non-blank lines of stats.py
+    assert "enum" not in json.dumps(before)  # nothing read yet: nothing to narrow to
+    assert "one line shown in a tool result" in seen[1].system_text()
+    assert "read_artifact" not in seen[1].system_text()  # no artifact named: not offered
+
+
+async def test_calls_that_find_nothing_new_lead_to_submit_only(fresh_sim, sample_repo):
+    seen: list[ChatRequestView] = []
+    misses = [json.dumps({"tool": "search", "arguments": {"pattern": f"zzz{i}"}})
+              for i in range(3)]
+    fresh_sim.set_scenario(scenario_with(**{"sim-planner": _json_model(
+        seen, [*misses, _submit(**PLAN)])}))
+    pool, _ = pool_for(fresh_sim, 'models.planner-sim.tools="json"')
+    outcome, _, _ = await planner_session(pool, sample_repo)
+    assert outcome.payload.goal == "g"
+    offered = [[b["properties"]["tool"]["const"]
+                for b in r.response_format["json_schema"]["schema"]["anyOf"]] for r in seen]
+    assert len(offered[2]) > 1 and offered[3] == ["submit"]  # same "no matches" result twice
+
+
+async def test_a_reply_cut_off_mid_json_is_not_left_in_the_history(fresh_sim, sample_repo):
+    seen: list[ChatRequestView] = []
+    cut = Reply(content='{"tool": "submit", "arguments": {"goal": "aaaa', finish_reason="length")
+    fresh_sim.set_scenario(scenario_with(**{"sim-planner": _json_model(
+        seen, [cut, _submit(**PLAN)])}))
+    pool, _ = pool_for(fresh_sim, 'models.planner-sim.tools="json"')
+    outcome, session, _ = await planner_session(pool, sample_repo)
+    assert outcome.payload.goal == "g"
+    assert "cut off at the output limit" in session.messages[2]["content"]
+    assert "aaaa" not in json.dumps(seen[1].messages)
+
+
+# --- the last turns of any session --------------------------------------------------------------
+
+
+async def test_the_last_two_turns_offer_only_submit_and_say_so(fresh_sim, sample_repo):
+    seen: list[ChatRequestView] = []
+
+    def respond(req: ChatRequestView) -> Reply:
+        seen.append(req)
+        if req.tool_names == ["submit"]:
+            return call("submit", **PLAN)
+        return call("search", pattern=f"median{req.assistant_turns}")
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-planner": ModelBehavior(respond=respond)}))
+    pool, _ = pool_for(fresh_sim)
+    outcome, session, _ = await planner_session(pool, sample_repo)  # max_turns=8
+    assert outcome.turns == 7 and outcome.tool_calls == 6
+    assert [len(r.tool_names) > 1 for r in seen] == [True] * 6 + [False]
+    note = FINAL_NOTE.format(left=2, submit="submit")
+    assert seen[6].last_user_text() == note
+    assert [m["content"] for m in session.messages].count(note) == 1
+
+
+async def test_short_sessions_keep_all_their_tools(fresh_sim, sample_repo):
+    seen: list[ChatRequestView] = []
+    replies = [call("search", pattern="median"), call("read", path="stats.py"),
+               call("read", path="README.md"), call("submit", answer="in stats.py")]
+
+    def respond(req: ChatRequestView) -> Reply:
+        seen.append(req)
+        return replies[min(req.assistant_turns, 3)]
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-explorer": ModelBehavior(respond=respond)}))
+    pool, _ = pool_for(fresh_sim)
+    outcome, _ = await _explorer_session(pool, sample_repo, max_turns=4)
+    assert outcome.turns == 4 and outcome.tool_calls == 3
+    assert all(len(r.tool_names) > 1 for r in seen)

@@ -150,6 +150,7 @@ class OpenAIModelClient:
             "stream": True,
             "stream_options": {"include_usage": True},
             "max_completion_tokens": r.model.max_output,
+            **({"temperature": r.model.temperature} if r.model.temperature is not None else {}),
         }
         if tools:
             kwargs["tools"] = list(tools)
@@ -291,7 +292,9 @@ class ClientPool:
 
         client = self.client(role, alias, step)
         model = client.route.model
-        return JsonToolsClient(client, model.structured) if model.tools == "json" else client
+        if model.tools != "json":
+            return client
+        return JsonToolsClient(client, model.structured, optional=model.tool_args == "all")
 
     def for_role(self, role: Role) -> ModelClient:
         """A fresh ``FallbackClient`` over ``roles.chain(role)`` (one per session)."""

@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..sqlite import connect
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS usage (
     day TEXT NOT NULL, model TEXT NOT NULL,
@@ -58,11 +60,8 @@ class QuotaLedger:
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         target = str(self.path) if self.path is not None else ":memory:"
-        self._db = sqlite3.connect(target, timeout=30, isolation_level=None,
-                                   check_same_thread=False)
+        self._db = connect(target, schema=_SCHEMA)
         self._lock = threading.Lock()
-        with self._lock:
-            self._db.executescript(_SCHEMA)
 
     def _run(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
         with self._lock:

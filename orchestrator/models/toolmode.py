@@ -6,8 +6,17 @@ schema that is an ``anyOf`` over the tools (servers enforce it by grammar), ``js
 asks for any JSON object, ``prompt`` relies on an instruction listing the tools. The history is
 rewritten without ``tool_calls`` or ``tool`` messages, which such servers' chat templates often
 reject. Fenced JSON and ``{"name": ..., "arguments": ...}`` are accepted; anything unparseable is
-returned as content, so the session nudges the model as it would any chatty reply. Small models
-loop on the same call; after ``repeats`` identical calls in a row only ``submit`` is offered.
+returned as content, so the session nudges the model as it would any chatty reply.
+
+Small models need the schema flat and the result's shape spelled out: ``$ref``s are inlined, every
+field of ``submit`` is required (so the grammar makes the model write its ``claims`` or
+``questions`` instead of skipping them), and the instruction shows ``submit`` as a JSON skeleton.
+Citations are grounded: once tool results have shown file lines (``read``'s numbered lines,
+``search``'s ``path:line:`` matches), each citation in ``submit`` must be one of those lines, so a
+weak model picks evidence instead of inventing it; whether the line supports the claim is still
+its call. They also loop: once ``repeats - 1`` calls in a row brought nothing new (the same call
+again, or the same result), only ``submit`` is offered. ``read_artifact`` is offered only once
+the history names an artifact.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from .client import Completion, ModelClient, Progress, Route, ToolCallData
@@ -22,15 +32,121 @@ from .client import Completion, ModelClient, Progress, Route, ToolCallData
 Structured = Literal["json_schema", "json_object", "prompt"]
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 FINAL_TOOL = "submit"
-_LOOP_NOTE = "You repeated the same call without progress. Submit your result now."
+ARTIFACT_TOOL = "read_artifact"
+_LOOP_NOTE = "Your last calls found nothing new. Submit your result now."
+_DROP_KEYS = ("title", "$defs", "default")
+_READ_HEADER = re.compile(r"^(\S[^\n]*?) \(lines \d+-\d+ of \d+\):$")
+_READ_LINE = re.compile(r"^\s*(\d+)\| ?(.*)$")
+_SEARCH_LINE = re.compile(r"^([^\s:]+):(\d+): ?(.*)$")
+CITATION_FIELDS = frozenset({"path", "start_line", "end_line", "quote"})
+MAX_EVIDENCE = 160  # cited lines offered to the grammar, the most recent first
+_GROUNDED_NOTE = ("Each citation must be one line shown in a tool result above: its path, its "
+                  "line number as start_line and end_line, and its text as quote.")
+MAX_ITEMS = 4  # per list in a json_schema submission: enough claims, short enough to finish
+MAX_CHARS = 600  # per string argument under json_schema: room for code, not for a loop
+_CUT_OFF = ("[this reply was cut off at the output limit before its JSON was complete; "
+            "it was discarded]")
 
 
-def tool_call_schema(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """One JSON schema for "call exactly one of these tools": an anyOf, one branch per tool."""
+def flat_schema(schema: Mapping[str, Any], *, require_all: bool = False,
+                max_items: int | None = None, max_chars: int | None = None) -> dict[str, Any]:
+    """``schema`` with local ``$ref``s inlined and titles dropped. With ``require_all`` every
+    object property is required, so a grammar-constrained model writes each one; ``max_items``
+    caps every array and ``max_chars`` every string, so a model that repeats itself still
+    closes its JSON within its output limit."""
+    defs = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(n) for n in node]
+        if not isinstance(node, Mapping):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return walk(defs[ref.removeprefix("#/$defs/")])
+        out = {k: walk(v) for k, v in node.items() if k not in _DROP_KEYS}
+        if require_all and isinstance(out.get("properties"), Mapping):
+            out["required"] = list(out["properties"])
+        if max_items is not None and out.get("type") == "array":
+            out["maxItems"] = min(max_items, out.get("maxItems", max_items))
+        if max_chars is not None and out.get("type") == "string":
+            out["maxLength"] = min(max_chars, out.get("maxLength", max_chars))
+        return out
+
+    return walk(schema)
+
+
+def evidence(messages: Sequence[Mapping[str, Any]], limit: int = MAX_EVIDENCE
+             ) -> list[dict[str, Any]]:
+    """The file lines that tool results showed, as one-line citations, newest first."""
+    found: dict[tuple[str, int], dict[str, Any]] = {}
+    for m in messages:
+        if m.get("role") != "tool":
+            continue
+        path = None
+        for line in str(m.get("content") or "").splitlines():
+            header, numbered, match = (_READ_HEADER.match(line), _READ_LINE.match(line),
+                                       _SEARCH_LINE.match(line))
+            if header:
+                path = header.group(1)
+                continue
+            if numbered and path:
+                where, text = (path, int(numbered.group(1))), numbered.group(2)
+            elif match:
+                where, text = (match.group(1), int(match.group(2))), match.group(3)
+            else:
+                path = None
+                continue
+            if text.strip():
+                found.pop(where, None)
+                found[where] = {"path": where[0], "start_line": where[1], "end_line": where[1],
+                                "quote": text.strip()}
+    return list(reversed(found.values()))[:limit]
+
+
+def ground(schema: Mapping[str, Any], cited: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """``schema`` with every citation object (path, start_line, end_line, quote) narrowed to one
+    of ``cited``, and at least one citation wherever a list of them is asked for."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(n) for n in node]
+        if not isinstance(node, Mapping):
+            return node
+        if _is_citation(node.get("items")):
+            return {**node, "items": {"enum": list(cited)}, "minItems": 1}
+        if _is_citation(node):
+            return {"enum": list(cited)}
+        return {k: walk(v) for k, v in node.items()}
+
+    return walk(schema) if cited else dict(schema)
+
+
+def _asks_citations(tool: Mapping[str, Any]) -> bool:
+    params = flat_schema(tool["function"].get("parameters") or {})
+    return ground(params, [{}]) != params
+
+
+def _is_citation(node: Any) -> bool:
+    return isinstance(node, Mapping) and CITATION_FIELDS <= set(node.get("properties") or ())
+
+
+def tool_call_schema(tools: Sequence[Mapping[str, Any]], *, max_items: int | None = MAX_ITEMS,
+                     optional: bool = True, cited: Sequence[Mapping[str, Any]] = ()
+                     ) -> dict[str, Any]:
+    """One JSON schema for "call exactly one of these tools": an anyOf, one branch per tool.
+    ``submit`` gets every field required, its lists capped at ``max_items`` and its citations
+    limited to ``cited`` (when given); without ``optional`` the other tools take only their
+    required arguments."""
     branches = []
     for tool in tools:
         fn = tool["function"]
-        params = dict(fn.get("parameters") or {"type": "object", "properties": {}})
+        final = fn["name"] == FINAL_TOOL
+        params = arguments_schema(fn, optional=optional or final)
+        params = flat_schema(params, require_all=final, max_items=max_items if final else None,
+                             max_chars=MAX_CHARS)
+        if final:
+            params = ground(params, cited)
         branches.append({
             "type": "object",
             "properties": {"tool": {"const": fn["name"]}, "arguments": params},
@@ -40,26 +156,76 @@ def tool_call_schema(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {"anyOf": branches}
 
 
-def response_format_for(tools: Sequence[Mapping[str, Any]], structured: Structured
+def arguments_schema(fn: Mapping[str, Any], *, optional: bool = True) -> dict[str, Any]:
+    """A tool's parameters; without ``optional``, only the required ones."""
+    params = dict(fn.get("parameters") or {"type": "object", "properties": {}})
+    if not optional:
+        required = set(params.get("required") or ())
+        params["properties"] = {k: v for k, v in (params.get("properties") or {}).items()
+                                if k in required}
+    return params
+
+
+def response_format_for(tools: Sequence[Mapping[str, Any]], structured: Structured, *,
+                        optional: bool = True, cited: Sequence[Mapping[str, Any]] = ()
                         ) -> dict[str, Any] | None:
     if structured == "json_schema":
-        return {"type": "json_schema",
-                "json_schema": {"name": "tool_call", "schema": tool_call_schema(tools)}}
+        schema = tool_call_schema(tools, optional=optional, cited=cited)
+        return {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": schema}}
     if structured == "json_object":
         return {"type": "json_object"}
     return None
 
 
-def tool_instruction(tools: Sequence[Mapping[str, Any]], structured: Structured) -> str:
-    """The system-prompt addendum that lists the tools; schemas only when nothing enforces them."""
+def skeleton(schema: Mapping[str, Any]) -> Any:
+    """An example value of ``schema``: strings show their description, lists one item."""
+    schema = _nullable(schema)
+    kind = schema.get("type")
+    if kind == "object" or "properties" in schema:
+        return {k: skeleton(v) for k, v in (schema.get("properties") or {}).items()}
+    if kind == "array":
+        items = schema.get("items") or {}
+        if "description" in schema and "description" not in items:
+            items = {**items, "description": schema["description"]}
+        return [skeleton(items)]
+    if kind in ("integer", "number"):
+        return 1
+    if kind == "boolean":
+        return False
+    return f"<{schema.get('description') or 'text'}>"
+
+
+def _nullable(schema: Mapping[str, Any]) -> Mapping[str, Any]:
+    options = [s for s in schema.get("anyOf", ()) if s.get("type") != "null"]
+    return {**options[0], **{k: v for k, v in schema.items() if k != "anyOf"}} if options else schema
+
+
+def signature(name: str, params: Mapping[str, Any]) -> str:
+    """``read(path, start_line?, end_line?)``: the argument names, optional ones marked."""
+    required = set(params.get("required") or ())
+    names = [p if p in required else f"{p}?" for p in params.get("properties") or {}]
+    return f"{name}({', '.join(names)})"
+
+
+def tool_instruction(tools: Sequence[Mapping[str, Any]], structured: Structured, *,
+                     optional: bool = True) -> str:
+    """The system-prompt addendum that lists the tools; full schemas only when nothing enforces
+    them, else the argument names, and ``submit`` as a skeleton to fill in."""
     lines = ['Answer every turn with exactly one JSON object and nothing else: '
              '{"tool": "<tool name>", "arguments": {...}}. The tools:']
     for tool in tools:
         fn = tool["function"]
-        line = f"- {fn['name']}: {fn.get('description', '').strip()}"
+        final = fn["name"] == FINAL_TOOL
+        params = flat_schema(arguments_schema(fn, optional=optional or final
+                                              or structured != "json_schema"))
+        described = f"{fn.get('description', '').strip()}"
         if structured != "json_schema":
-            line += f" Arguments schema: {json.dumps(fn.get('parameters') or {})}"
-        lines.append(line)
+            lines.append(f"- {fn['name']}: {described} Arguments schema: {json.dumps(params)}")
+        elif final:
+            lines.append(f"- {FINAL_TOOL}: {described} Arguments: "
+                         f"{json.dumps(skeleton(params))}")
+        else:
+            lines.append(f"- {signature(fn['name'], params)}: {described}")
     return "\n".join(lines)
 
 
@@ -88,11 +254,34 @@ def rewrite_history(messages: Sequence[Mapping[str, Any]], instruction: str
     return out
 
 
-def looping(messages: Sequence[Mapping[str, Any]], repeats: int) -> bool:
-    """True when the last ``repeats`` assistant turns made the very same tool call."""
-    calls = [json.dumps([c["function"] for c in m["tool_calls"]], sort_keys=True)
-             for m in messages if m.get("role") == "assistant" and m.get("tool_calls")]
-    return len(calls) >= repeats and len(set(calls[-repeats:])) == 1
+def stalled(messages: Sequence[Mapping[str, Any]], repeats: int) -> bool:
+    """True when the last ``repeats - 1`` tool calls each brought nothing new: a call made
+    before, or a result seen before. Three identical calls in a row are the simplest case."""
+    results = {str(m.get("tool_call_id")): str(m.get("content") or "")
+               for m in messages if m.get("role") == "tool"}
+    seen_calls: set[str] = set()
+    seen_results: set[str] = set()
+    stale = 0
+    for m in messages:
+        if m.get("role") != "assistant" or not m.get("tool_calls"):
+            continue
+        for c in m["tool_calls"]:
+            fn = c["function"]
+            key = json.dumps([fn["name"], _loads(fn["arguments"])], sort_keys=True)
+            result = results.get(str(c.get("id")))
+            old = key in seen_calls or (result is not None and result in seen_results)
+            stale = stale + 1 if old else 0
+            seen_calls.add(key)
+            if result is not None:
+                seen_results.add(result)
+    return stale >= max(1, repeats - 1)
+
+
+def offered(tools: Sequence[Mapping[str, Any]], messages: Sequence[Mapping[str, Any]]
+            ) -> list[Mapping[str, Any]]:
+    """The tools worth showing: ``read_artifact`` only once some message names an artifact."""
+    named = any(f"{ARTIFACT_TOOL}(" in str(m.get("content") or "") for m in messages)
+    return [t for t in tools if named or t["function"]["name"] != ARTIFACT_TOOL]
 
 
 def _loads(text: Any) -> Any:
@@ -140,10 +329,11 @@ class JsonToolsClient:
     """A ``ModelClient`` that gives ``inner`` tools through JSON content instead of ``tools``."""
 
     def __init__(self, inner: ModelClient, structured: Structured = "json_schema", *,
-                 repeats: int = 3) -> None:
+                 repeats: int = 3, optional: bool = False) -> None:
         self.inner = inner
         self.structured = structured
         self.repeats = repeats
+        self.optional = optional
         self._calls = 0
 
     @property
@@ -162,18 +352,29 @@ class JsonToolsClient:
         if not tools:
             return await self.inner.complete(messages, session=session,
                                              response_format=response_format, progress=progress)
-        instruction = tool_instruction(tools, self.structured)
+        tools = offered(tools, messages)
         final = [t for t in tools if t["function"]["name"] == FINAL_TOOL]
-        if final and looping(messages, self.repeats):
-            tools, instruction = final, f"{tool_instruction(final, self.structured)}\n{_LOOP_NOTE}"
+        notes = []
+        if final and len(final) < len(tools) and stalled(messages, self.repeats):
+            tools, notes = final, [_LOOP_NOTE]
+        cited = evidence(messages) if self.structured == "json_schema" and final else []
+        if cited and _asks_citations(final[0]):
+            notes.append(_GROUNDED_NOTE)
+        instruction = "\n".join([tool_instruction(tools, self.structured,
+                                                   optional=self.optional), *notes])
         completion = await self.inner.complete(
             rewrite_history(messages, instruction),
             session=session,
-            response_format=response_format_for(tools, self.structured),
+            response_format=response_format_for(tools, self.structured, optional=self.optional,
+                                                cited=cited),
             progress=progress,
         )
         call = parse_tool_call(completion.content)
-        if call is None or completion.tool_calls:
+        if completion.tool_calls:
+            return completion
+        if call is None:  # a cut-off JSON left in the history gets copied by weak models
+            if completion.finish_reason == "length" and self.structured != "prompt":
+                return replace(completion, content=_CUT_OFF)
             return completion
         self._calls += 1
         call = ToolCallData(f"json_call_{self._calls}", call.name, call.arguments)

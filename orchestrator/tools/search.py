@@ -9,6 +9,7 @@ model names goes through ``Jail``. ``tools/explorer.py`` wraps the functions as 
 from __future__ import annotations
 
 import base64
+import difflib
 import json
 import os
 import shutil
@@ -331,7 +332,7 @@ def read(
     if ".git" in Path(rel).parts:  # git config may hold credentials in remote URLs
         raise PolicyViolation(f"{rel} is inside .git; use git_log and git_blame for history")
     if not file.exists():
-        raise ToolError(f"no such file: {rel}; use list or search to find the right path")
+        raise ToolError(f"no such file: {rel}; {_suggest(jail, rel)}")
     if file.is_dir():
         raise ToolError(f"{rel} is a directory; use list with path={rel!r}")
     if start < 1:
@@ -352,6 +353,22 @@ def read(
     if resume is not None:
         parts.append(f"(truncated: file has {total} lines; read from line {resume} to continue)")
     return "\n".join(parts)
+
+
+def _suggest(jail: Jail, rel: str) -> str:
+    """Name real files that look like the one asked for: small models guess paths."""
+    proc = subprocess.run([rg_binary(), "--files", "--no-config"], cwd=jail.root,
+                          capture_output=True, timeout=10, check=False)
+    files = proc.stdout.decode("utf-8", "replace").splitlines()
+    by_name: dict[str, list[str]] = {}
+    for f in files:
+        by_name.setdefault(f.rsplit("/", 1)[-1], []).append(f)
+    close = difflib.get_close_matches(rel, files, n=3, cutoff=0.5)
+    for name in difflib.get_close_matches(rel.rsplit("/", 1)[-1], list(by_name), n=3, cutoff=0.6):
+        close += [f for f in by_name[name] if f not in close]
+    if close:
+        return "did you mean " + ", ".join(close[:5]) + "?"
+    return "use list or search to find the right path"
 
 
 def _numbered(f: IO[bytes], start: int, end: int | None, max_bytes: int, max_lines: int):
