@@ -130,7 +130,8 @@ def live_roles(url: str):
             "planner.max_turns=8"]
     for alias in ALIASES:
         sets += [f'models.{alias}.id="live"', f'models.{alias}.tools="json"',
-                 f'models.{alias}.structured="json_schema"', f"models.{alias}.max_output=400"]
+                 f'models.{alias}.structured="json_schema"', f"models.{alias}.max_output=400",
+                 f"models.{alias}.temperature=0.0"]
     text = scenario_path("demo-roles.toml").read_text(encoding="utf-8")
     return load_roles(base_text=text, sets=sets)
 
