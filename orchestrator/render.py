@@ -100,7 +100,8 @@ class Progress:
             row.state = f"tool {d.get('tool')}"
         elif e.kind == "role_finished" and row is not None:
             row.state = "done"
-            return f"✔ {sid:<14} {row.calls} calls · {row.tokens} tokens out"
+            tps = f" · {row.tps:.0f} tok/s" if row.tps else ""
+            return f"✔ {sid:<14} {row.calls} calls · {row.tokens} tokens out{tps}"
         elif e.kind == "explorer_finished":
             if row is not None:
                 row.state = "failed" if d.get("error") else "done"

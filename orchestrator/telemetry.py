@@ -186,7 +186,7 @@ class Telemetry:
             row = out.setdefault(
                 rec.role,
                 {"calls": 0, "models": [], "tiers": [], "prompt_tokens": 0, "cached_tokens": 0,
-                 "output_tokens": 0, "cost_usd": 0.0, "model_s": 0.0},
+                 "output_tokens": 0, "cost_usd": 0.0, "model_s": 0.0, "_gen_s": 0.0},
             )
             row["calls"] += 1
             for key, value in (("models", rec.served_model or rec.requested_model),
@@ -198,8 +198,10 @@ class Telemetry:
             row["output_tokens"] += rec.output_tokens
             row["cost_usd"] += rec.cost_usd
             row["model_s"] += rec.duration_s
+            row["_gen_s"] += max(0.0, rec.duration_s - (rec.ttft_s or 0.0))
         for row in out.values():
-            row["tokens_per_s"] = row["output_tokens"] / row["model_s"] if row["model_s"] else None
+            gen = row.pop("_gen_s")  # tokens/s counts generation, after the first token
+            row["tokens_per_s"] = row["output_tokens"] / gen if gen > 0 else None
         return out
 
     def close(self) -> None:
