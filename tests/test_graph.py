@@ -1,0 +1,40 @@
+"""The graph's shape is a snapshot, and its routing functions are pure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orchestrator.graph import after_review, after_verify, build_explore_graph, build_graph, fan_out
+from orchestrator.state import CheckResult, Plan, Review, RunState, VerifyResult
+
+SNAPSHOTS = Path(__file__).parent / "snapshots"
+
+
+def test_graph_shapes_match_their_snapshots():
+    """If this fails on purpose, regenerate with draw_mermaid() and review the diff."""
+    drawn = build_graph().compile().get_graph().draw_mermaid()
+    assert drawn == (SNAPSHOTS / "graph.mmd").read_text()
+    explore = build_explore_graph().compile().get_graph().draw_mermaid()
+    assert explore == (SNAPSHOTS / "explore_graph.mmd").read_text()
+
+
+def _failed(attempts: int, failures: list[str]) -> RunState:
+    verify = VerifyResult(passed=False, checks=[CheckResult(command="t", exit_code=1, output="x",
+                                                             duration_s=0.1)])
+    return RunState(task="t", verify=verify, attempts=attempts, max_attempts=3, failures=failures)
+
+
+def test_routing():
+    assert fan_out(RunState(task="t", plan=Plan(goal="g", steps=[]))) == "gather"
+    sends = fan_out(RunState(task="t", plan=Plan(goal="g", steps=[], questions=["a", "b"])))
+    assert [s.arg["question"] for s in sends] == ["a", "b"]
+    assert fan_out(RunState(task="t", plan_rejected=True)) == "report"
+    assert after_verify(_failed(1, ["A"])) == "build"
+    assert after_verify(_failed(2, ["A", "A"])) == "report"  # the same failure twice
+    assert after_verify(_failed(3, ["A", "B", "C"])) == "report"  # out of attempts
+    passed = RunState(task="t", verify=VerifyResult(passed=True), reviews=0, max_reviews=1)
+    assert after_verify(passed) == "review"
+    assert after_verify(passed.model_copy(update={"reviews": 1})) == "report"
+    changes = RunState(task="t", review=Review(verdict="request_changes"), attempts=1)
+    assert after_review(changes) == "build"
+    assert after_review(changes.model_copy(update={"attempts": 3})) == "report"
