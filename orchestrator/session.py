@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +40,7 @@ from .definitions import AgentDef
 from .errors import ContextOverflow, OrchestrateError, SessionFailed
 from .models.client import Completion, ModelClient, ToolCallData
 from .models.fallback import demote
+from .models.toolmode import parse_tool_calls
 from .state import Handoff
 from .telemetry import Telemetry
 from .tools.artifacts import READ_ARTIFACT, ArtifactStore, paged_message, preview
@@ -179,7 +178,7 @@ class Session:
             completion = await self._call()
             self.turns += 1
             self._session_turns += 1
-            calls = list(completion.tool_calls) or _calls_from_content(completion.content)
+            calls = list(completion.tool_calls) or parse_tool_calls(completion.content)
             self._add(_assistant_message(completion, calls))
             if not calls:
                 nudges += 1
@@ -441,37 +440,3 @@ def _assistant_message(completion: Completion, calls: list[ToolCallData]) -> dic
 def _nudge(toolbox: Toolbox) -> str:
     names = ", ".join([*toolbox.names(), SUBMIT])
     return f"Call one of the tools ({names}). When you are done, call {SUBMIT} with your result."
-
-
-_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.S)
-
-
-def _calls_from_content(content: str | None) -> list[ToolCallData]:
-    """Tool calls written as JSON into the content (fenced or bare), as small models do."""
-    if not content:
-        return []
-    candidates = [m.group(1) for m in _FENCE.finditer(content)]
-    stripped = content.strip()
-    if stripped.startswith("{"):
-        candidates.append(stripped)
-    calls = []
-    for i, text in enumerate(candidates):
-        try:
-            obj = json.loads(text)
-        except json.JSONDecodeError:
-            continue
-        call = _as_call(obj, i)
-        if call is not None:
-            calls.append(call)
-    return calls
-
-
-def _as_call(obj: Any, i: int) -> ToolCallData | None:
-    if not isinstance(obj, Mapping):
-        return None
-    name = obj.get("name") or obj.get("tool")
-    args = obj.get("arguments", obj.get("parameters", {}))
-    if not isinstance(name, str):
-        return None
-    arguments = args if isinstance(args, str) else json.dumps(args)
-    return ToolCallData(f"content_call_{i}", name, arguments)

@@ -293,22 +293,25 @@ def _loads(text: Any) -> Any:
         return text
 
 
-def parse_tool_call(content: str | None) -> ToolCallData | None:
-    """The tool call in ``content`` (bare or fenced JSON, ``tool``/``name`` keys), or None."""
+def parse_tool_calls(content: str | None) -> list[ToolCallData]:
+    """Tool calls written into ``content``: every fenced JSON block that names a tool, else the
+    first bare one (the whole text, or its outermost braces). Keys ``tool``/``name``."""
     if not content:
-        return None
-    candidates = [m.group(1).strip() for m in _FENCE.finditer(content)]
-    stripped = content.strip()
-    candidates.append(stripped)
-    start, end = stripped.find("{"), stripped.rfind("}")
-    if 0 <= start < end:
-        candidates.append(stripped[start:end + 1])
-    for text in candidates:
-        obj = _loads(text)
-        call = _as_call(obj)
-        if call is not None:
-            return call
-    return None
+        return []
+    fenced = [_as_call(_loads(m.group(1).strip())) for m in _FENCE.finditer(content)]
+    calls = [c for c in fenced if c is not None]
+    if not calls:
+        stripped = content.strip()
+        start, end = stripped.find("{"), stripped.rfind("}")
+        bare = [stripped, stripped[start:end + 1]] if 0 <= start < end else [stripped]
+        calls = next(([c] for c in map(_as_call, map(_loads, bare)) if c is not None), [])
+    return [replace(c, id=f"content_call_{i}") for i, c in enumerate(calls)]
+
+
+def parse_tool_call(content: str | None) -> ToolCallData | None:
+    """The first tool call in ``content``, or None (see :func:`parse_tool_calls`)."""
+    calls = parse_tool_calls(content)
+    return calls[0] if calls else None
 
 
 def _as_call(obj: Any) -> ToolCallData | None:
@@ -322,7 +325,7 @@ def _as_call(obj: Any) -> ToolCallData | None:
         parsed = _loads(args)
         args = parsed if isinstance(parsed, Mapping) else args
     text = args if isinstance(args, str) else json.dumps(args)
-    return ToolCallData("json_call_0", name, text)
+    return ToolCallData("content_call_0", name, text)
 
 
 class JsonToolsClient:
