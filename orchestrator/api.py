@@ -347,7 +347,7 @@ def _result(
         warnings=[str(e.data.get("message")) for e in t.events if e.kind == "warning"],
         forks=[dict(e.data, session=e.session, role=e.role) for e in t.events if e.kind == "fork"],
         run_dir=str(ws.run_dir), included_dirty=ws.included_dirty, dirty=ws.dirty,
-        isolation=isolation(), resumed=replayed,
+        isolation=isolation(), replayed_calls=replayed,
     )
 
 

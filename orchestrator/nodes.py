@@ -59,11 +59,12 @@ def _toolbox(ctx: RunContext, role: Role) -> Toolbox:
     return Toolbox.of(t for t in available if t.name in wanted)
 
 
-async def _session(ctx: RunContext, role: Role, task: str, hint: str | int | None = None):
+async def _session(ctx: RunContext, role: Role, task: str, n: int):
     agent = ctx.agents[role]
     spec = ctx.roles.roles[role]
     session = Session(
-        session_id=ctx.session_id(role, hint),
+        # derived from the state, never a counter: a resumed run must send the same ids
+        session_id=f"{role}-{n}",
         agent=agent,
         client=ctx.pool.for_role(role),
         toolbox=_toolbox(ctx, role),
@@ -95,7 +96,7 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         task = planner.render_task("explore", question=state.task)
     else:
         task = planner.render_task(task=state.task)
-    outcome = await _session(ctx, "planner", task, hint=1)
+    outcome = await _session(ctx, "planner", task, n=1)
     result: Plan = outcome.payload  # type: ignore[assignment]
     if state.mode == "explore" and not result.questions:  # a question is its own sub-question
         result = result.model_copy(update={"questions": [state.task]})
@@ -118,7 +119,7 @@ async def explore(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict
     task = ctx.agents["explorer"].render_task(question=question, task=payload["task"])
     limit = ctx.roles.run.explorer_timeout_s
     try:
-        outcome = await asyncio.wait_for(_session(ctx, "explorer", task, hint=index + 1), limit)
+        outcome = await asyncio.wait_for(_session(ctx, "explorer", task, n=index + 1), limit)
     except BudgetExhausted:
         raise  # the run stops (resumably); this explorer runs again on resume
     except TimeoutError:
@@ -188,7 +189,7 @@ async def build(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]
         digest=state.digest or "(none)",
         feedback=feedback,
     )
-    outcome = await _session(ctx, "builder", task, hint=state.attempts + 1)
+    outcome = await _session(ctx, "builder", task, n=state.attempts + 1)
     report: BuildReport = outcome.payload  # type: ignore[assignment]
     return {"build": report, "attempts": state.attempts + 1}
 
@@ -235,13 +236,13 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
 
 async def review(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
-    diff = await asyncio.to_thread(ctx.workspace.patch) if ctx.workspace else ""  # type: ignore[attr-defined]
+    diff = await asyncio.to_thread(ctx.workspace.patch) if ctx.workspace else ""
     verdict = "passed" if state.verify and state.verify.passed else "not passed"
     task = ctx.agents["reviewer"].render_task(
         task=state.task, verify=verdict, digest=state.digest or "(none)",
         diff=diff[:40_000] or "(empty diff)",
     )
-    outcome = await _session(ctx, "reviewer", task, hint=state.reviews + 1)
+    outcome = await _session(ctx, "reviewer", task, n=state.reviews + 1)
     result: Review = outcome.payload  # type: ignore[assignment]
     ctx.telemetry.emit("review", role="reviewer", verdict=result.verdict, comments=result.comments)
     feedback = ""
@@ -259,8 +260,8 @@ async def report(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     ws = ctx.workspace
     if ws is not None:
         first_line = " ".join(state.task.split())[:72]
-        await asyncio.to_thread(ws.commit, f"orchestrate: {first_line}\n\n{state.task}\n\nRun: {ctx.run_id}")  # type: ignore[attr-defined]
-        await asyncio.to_thread(ws.write_patch)  # type: ignore[attr-defined]
+        await asyncio.to_thread(ws.commit, f"orchestrate: {first_line}\n\n{state.task}\n\nRun: {ctx.run_id}")
+        await asyncio.to_thread(ws.write_patch)
     if passed and not state.verify.checks:  # type: ignore[union-attr]
         return {"status": "succeeded", "reason": "no acceptance commands: the change is unverified"}
     if passed:

@@ -164,7 +164,7 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
         for check in result.tests.checks:
             mark = "pass" if check.exit_code == 0 else f"FAIL (exit {check.exit_code})"
             console.print(f"test      {check.command}: {mark}", highlight=False, markup=False)
-    console.print(_role_table(result))
+    console.print(_per_role_table(result.per_role))
     if result.explorers:
         console.print(_explorer_table(result))
     split = result.time_split
@@ -176,10 +176,6 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
         )
     for w in result.warnings:
         console.print(f"[yellow]warning[/] {escape(w)}", highlight=False)
-
-
-def _role_table(result: RunResult) -> Table:
-    return _per_role_table(result.per_role)
 
 
 def _per_role_table(per_role: dict) -> Table:

@@ -40,7 +40,7 @@ class RunResult(BaseModel):
     included_dirty: bool = False
     dirty: bool = False
     isolation: str = "none"
-    resumed: int = 0
+    replayed_calls: int = 0  # answered from the run's journal on resume, not paid again
 
     @property
     def exit_code(self) -> int:

@@ -6,16 +6,19 @@ once per run and LangGraph hands it to each node. Nothing here is checkpointed.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .config import RoleMap
 from .definitions import AgentDef
 from .models.client import ClientPool
 from .state import Role
 from .telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from .workspace import Workspace
 
 
 @dataclass
@@ -32,12 +35,4 @@ class RunContext:
     run_dir: Path
     base_commit: str
     env: Mapping[str, str]
-    workspace: object | None = None  # orchestrator.workspace.Workspace for `run`; None for `explore`
-    _ids: dict[str, itertools.count] = field(default_factory=dict)
-
-    def session_id(self, role: Role, hint: str | int | None = None) -> str:
-        """A run-unique session id such as ``explorer-3``; stable when a hint is given."""
-        if hint is not None:
-            return f"{role}-{hint}"
-        counter = self._ids.setdefault(role, itertools.count(1))
-        return f"{role}-{next(counter)}"
+    workspace: Workspace | None = None  # None for `explore`, which has no worktree
