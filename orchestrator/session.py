@@ -380,7 +380,7 @@ class Session:
                     self.telemetry.count("policy_violations")
                     self.telemetry.emit(
                         "warning", role=self.agent.role, session=self.id,
-                        message=f"policy violation: {call.name}: {text}",
+                        kind="policy_violation", message=f"policy violation: {call.name}: {text}",
                     )
                 self.telemetry.emit(
                     "tool_called", role=self.agent.role, session=self.id, tool=call.name,

@@ -87,8 +87,7 @@ async def sqlite_checkpointer(repo: Path) -> AsyncIterator[AsyncSqliteSaver]:
     try:
         saver = AsyncSqliteSaver(conn, serde=serializer())
         async with _file_lock(folder / "checkpoints.lock"):
-            await conn.execute("PRAGMA journal_mode=WAL")
-            await saver.setup()
+            await saver.setup()  # switches the file to WAL and creates the tables
         yield saver
     finally:
         await conn.close()

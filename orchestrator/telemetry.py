@@ -160,7 +160,7 @@ class Telemetry:
                 self.calls.append(CallRecord.model_validate(
                     {k: v for k, v in entry.items() if k in fields}))
                 n += 1
-            elif entry.get("event") == "warning" and "policy violation" in str(entry.get("message")):
+            elif entry.get("event") == "warning" and entry.get("kind") == "policy_violation":
                 self.counters["policy_violations"] += 1
         return n
 
