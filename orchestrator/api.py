@@ -122,7 +122,8 @@ def _pool(
         ledger: Any = QuotaLedger(Path(quota_path))
     else:
         ledger = build_ledger(database_url, env)
-    budget = Budget(max_usd, max_tokens) if (max_usd or max_tokens) else None
+    limited = max_usd is not None or max_tokens is not None  # 0 is a limit too
+    budget = Budget(max_usd, max_tokens) if limited else None
     return ClientPool(role_map, env, ledger=ledger, budget=budget, listeners=[relay])
 
 
