@@ -24,8 +24,14 @@ from orchestrator.definitions import load_agents
 from orchestrator.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
 from orchestrator.models.client import ClientPool
 from orchestrator.session import Session
-from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, SimServer, ToolCallSpec
-from orchestrator.sim import register_behavior
+from orchestrator.sim import (
+    ChatRequestView,
+    ModelBehavior,
+    Reply,
+    SimServer,
+    ToolCallSpec,
+    register_behavior,
+)
 from orchestrator.telemetry import Telemetry
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools

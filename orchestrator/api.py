@@ -18,6 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequenc
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from .config import RoleMap, load_roles, merge_layers, parse_set, validate
@@ -30,11 +31,11 @@ from .models.client import ClientPool
 from .models.quota import QuotaLedger
 from .models.quota_pg import build_ledger
 from .models.routing import telemetry_listener
+from .registry import new_record, open_registry
 from .results import ExploreResult, RunResult
 from .runs import run_lock
 from .runtime import RunContext
 from .state import Plan, Role, RunState
-from .registry import new_record, open_registry
 from .store import open_checkpointer
 from .telemetry import Event, Listener, Telemetry
 from .tools.shell import isolation
@@ -275,7 +276,7 @@ async def _invoke(
     ctx: RunContext, initial: RunState | None, approver: Approver | None, database_url: str | None
 ) -> tuple[RunState, bool]:
     """Run the graph to its end or to a pause; True in the result means a plan awaits approval."""
-    config = {
+    config: RunnableConfig = {
         "configurable": {"thread_id": ctx.run_id},
         "max_concurrency": ctx.roles.roles["explorer"].parallel,  # only explorers fan out
         "recursion_limit": 200,

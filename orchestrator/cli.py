@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from dataclasses import asdict
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
@@ -23,10 +23,10 @@ from .errors import OrchestrateError, UsageError
 from .render import (
     Progress,
     print_details,
-    print_jobs,
-    print_quota,
     print_explore,
+    print_jobs,
     print_plan,
+    print_quota,
     print_roles,
     print_run_summary,
     print_runs,
@@ -43,14 +43,14 @@ app = typer.Typer(
 out = Console(width=None if sys.stdout.isatty() else 140)
 err = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
 
-RepoOpt = Annotated[Optional[Path], typer.Option("--repo", help="Target git repository (default: current directory).")]
+RepoOpt = Annotated[Path | None, typer.Option("--repo", help="Target git repository (default: current directory).")]
 RolesOpt = Annotated[list[Path], typer.Option("--roles", help="Extra role map file(s), applied in order.")]
 SetOpt = Annotated[list[str], typer.Option("--set", help="Override one key: ROLE.KEY=VALUE, e.g. explorer.parallel=20.")]
-TeamOpt = Annotated[Optional[str], typer.Option("--team", help="Apply the [teams.NAME] overlay.")]
+TeamOpt = Annotated[str | None, typer.Option("--team", help="Apply the [teams.NAME] overlay.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
-UsdOpt = Annotated[Optional[float], typer.Option("--max-usd", help="Stop (resumably) once this much is spent.")]
-TokensOpt = Annotated[Optional[int], typer.Option("--max-tokens", help="Stop (resumably) after this many tokens.")]
-DbOpt = Annotated[Optional[str], typer.Option("--database-url", envvar="ORCHESTRATE_DATABASE_URL",
+UsdOpt = Annotated[float | None, typer.Option("--max-usd", help="Stop (resumably) once this much is spent.")]
+TokensOpt = Annotated[int | None, typer.Option("--max-tokens", help="Stop (resumably) after this many tokens.")]
+DbOpt = Annotated[str | None, typer.Option("--database-url", envvar="ORCHESTRATE_DATABASE_URL",
                                               help="postgresql://... to share state (default: local SQLite).")]
 
 
@@ -122,7 +122,7 @@ def _ask_approval(progress: Progress):
 def resume(
     run_id: Annotated[str, typer.Argument(help="The run to continue (see `orchestrate runs`).")],
     repo: RepoOpt = None,
-    approve: Annotated[Optional[bool], typer.Option("--approve/--reject", help="Answer a pending plan approval.")] = None,
+    approve: Annotated[bool | None, typer.Option("--approve/--reject", help="Answer a pending plan approval.")] = None,
     max_usd: UsdOpt = None,
     max_tokens: TokensOpt = None,
     database_url: DbOpt = None,
@@ -162,7 +162,7 @@ def show(
 @app.command()
 def demo(
     as_json: JsonOpt = False,
-    workdir: Annotated[Optional[Path], typer.Option(help="Where to create the sample repository (default: a temp dir).")] = None,
+    workdir: Annotated[Path | None, typer.Option(help="Where to create the sample repository (default: a temp dir).")] = None,
 ) -> None:
     """Run the whole pipeline on a sample repo with SIMULATED models (no API key needed)."""
     from .demo import arun_demo
@@ -189,7 +189,7 @@ def demo(
 def explore(
     question: Annotated[str, typer.Argument(help="A question about the code.")],
     repo: RepoOpt = None,
-    parallel: Annotated[Optional[int], typer.Option(help="Explorers at once (1-32).")] = None,
+    parallel: Annotated[int | None, typer.Option(help="Explorers at once (1-32).")] = None,
     roles: RolesOpt = [],  # noqa: B006
     set_: SetOpt = [],  # noqa: B006
     team: TeamOpt = None,
@@ -345,7 +345,7 @@ def submit(
 @app.command()
 def worker(
     database_url: DbOpt = None,
-    cache_dir: Annotated[Optional[Path], typer.Option(help="Where URL repositories are cloned.")] = None,
+    cache_dir: Annotated[Path | None, typer.Option(help="Where URL repositories are cloned.")] = None,
     concurrency: Annotated[int, typer.Option(help="Runs at once on this worker.")] = 1,
     drain: Annotated[bool, typer.Option("--drain", help="Exit when the queue is empty.")] = False,
 ) -> None:
@@ -386,7 +386,7 @@ def bench(
     roles: Annotated[list[str], typer.Option("--roles", help="Role map file or packaged name (bench-careful, bench-fast, live-split, live-solo); repeat to compare.")] = [],  # noqa: B006
     repeat: Annotated[int, typer.Option("--repeat", help="Runs per task and role map.")] = 1,
     jobs: Annotated[int, typer.Option("--jobs", help="Runs at once (timings are fairest with 1).")] = 1,
-    out_dir: Annotated[Optional[Path], typer.Option("--out", help="Where JSON, CSV and PNG go (default ./bench-results).")] = None,
+    out_dir: Annotated[Path | None, typer.Option("--out", help="Where JSON, CSV and PNG go (default ./bench-results).")] = None,
     task: Annotated[list[str], typer.Option("--task", help="Only these tasks.")] = [],  # noqa: B006
     sim_models: Annotated[bool, typer.Option("--sim", help="Serve the simulated bench models (default maps: bench-careful, bench-fast).")] = False,
     as_json: JsonOpt = False,
@@ -401,7 +401,7 @@ def bench(
 
 @app.command()
 def sim(
-    scenario: Annotated[Optional[Path], typer.Option(help="Scenario file (TOML or JSON); default: the demo's.")] = None,
+    scenario: Annotated[Path | None, typer.Option(help="Scenario file (TOML or JSON); default: the demo's.")] = None,
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8787,
     host: Annotated[str, typer.Option(help="Loopback address to bind.")] = "127.0.0.1",
 ) -> None:

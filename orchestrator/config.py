@@ -33,13 +33,17 @@ class _Strict(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
 
+def _standard_tier() -> dict[Tier, str | None]:
+    return {"standard": None}
+
+
 class Provider(_Strict):
     """An OpenAI-compatible endpoint and how our tier names map onto its ``service_tier``."""
 
     base_url: str | None = Field(None, description="None means the provider's public endpoint.")
     api_key_env: str = Field(description="Environment variable that holds the API key.")
     tiers: dict[Tier, str | None] = Field(
-        default_factory=lambda: {"standard": None},
+        default_factory=_standard_tier,
         description="Our tier -> the provider's service_tier value (None: send none).",
     )
     timeout_s: float = 600.0

@@ -355,7 +355,8 @@ def render_transcript(
 
 def _block(m: Mapping[str, Any], calls: Mapping[str, tuple[str, str]], cut: int) -> str:
     role = m.get("role")
-    content = m.get("content") if isinstance(m.get("content"), str) else ""
+    raw = m.get("content")
+    content = raw if isinstance(raw, str) else ""
     if role == "tool":
         name, _ = calls.get(str(m.get("tool_call_id", "")), ("tool", ""))
         return f"TOOL {name}: {_cut(content, cut)}"

@@ -96,7 +96,7 @@ async def prepare(database_url: str) -> None:
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_key("orchestrate.queue"),))
             row = await (await conn.execute("SELECT to_regclass('procrastinate_jobs')")).fetchone()
-            if row[0] is None:
+            if row is None or row[0] is None:
                 await conn.execute(app.schema_manager.get_schema())
 
 

@@ -6,14 +6,17 @@ routing functions are small, pure and typed.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal, cast
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
 from . import nodes
 from .runtime import RunContext
-from .state import RunState
+from .state import ExploreTask, RunState
+
+# The explorer node takes a Send payload (a TypedDict), which LangGraph's overloads cannot express.
+_EXPLORE = cast(Any, nodes.explore)
 
 
 def fan_out(state: RunState) -> list[Send] | Literal["gather", "report"]:
@@ -24,7 +27,7 @@ def fan_out(state: RunState) -> list[Send] | Literal["gather", "report"]:
     if not questions:
         return "gather"
     return [
-        Send("explore", {"question": q, "index": i, "task": state.task})
+        Send("explore", ExploreTask(question=q, index=i, task=state.task))
         for i, q in enumerate(questions)
     ]
 
@@ -48,11 +51,11 @@ def after_review(state: RunState) -> Literal["build", "report"]:
     return "report"
 
 
-def build_graph() -> StateGraph:
+def build_graph() -> StateGraph[RunState, RunContext, RunState, RunState]:
     g = StateGraph(RunState, context_schema=RunContext)
     g.add_node("plan", nodes.plan)
     g.add_node("approve", nodes.approve)
-    g.add_node("explore", nodes.explore)
+    g.add_node("explore", _EXPLORE)
     g.add_node("gather", nodes.gather)
     g.add_node("build", nodes.build)
     g.add_node("verify", nodes.verify)
@@ -70,11 +73,11 @@ def build_graph() -> StateGraph:
     return g
 
 
-def build_explore_graph() -> StateGraph:
+def build_explore_graph() -> StateGraph[RunState, RunContext, RunState, RunState]:
     """The question split and the swarm only: plan -> explore x N -> gather."""
     g = StateGraph(RunState, context_schema=RunContext)
     g.add_node("plan", nodes.plan)
-    g.add_node("explore", nodes.explore)
+    g.add_node("explore", _EXPLORE)
     g.add_node("gather", nodes.gather)
     g.add_edge(START, "plan")
     g.add_conditional_edges("plan", fan_out, ["explore", "gather"])

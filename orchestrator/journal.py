@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .models.client import Completion, ModelClient, Progress, ToolCallData
+from .models.client import Completion, ModelClient, Progress, Route, ToolCallData
 from .models.fallback import demote
 from .sqlite import connect
 from .state import CallRecord, Role
@@ -73,7 +73,7 @@ class JournaledClient:
         self.journal = journal
 
     @property
-    def route(self):  # the serving route can change under a fallback chain
+    def route(self) -> Route:  # the serving route can change under a fallback chain
         return self.inner.route
 
     def demote(self, reason: str) -> bool:

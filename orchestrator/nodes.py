@@ -7,21 +7,22 @@ work through what ``runtime.context`` provides, and never mutates the state it w
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from . import failures
+from .context import policy_for
 from .digest import build_digest
 from .errors import BudgetExhausted, MissingCredentials, OrchestrateError
 from .runtime import RunContext
-from .context import policy_for
 from .session import Session, Summarizer
 from .state import (
     BuildReport,
     CheckResult,
     ExplorerResult,
+    ExploreTask,
     Findings,
     Plan,
     Review,
@@ -97,7 +98,7 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     else:
         task = planner.render_task(task=state.task)
     outcome = await _session(ctx, "planner", task, n=1)
-    result: Plan = outcome.payload  # type: ignore[assignment]
+    result = cast(Plan, outcome.payload)
     if state.mode == "explore" and not result.questions:  # a question is its own sub-question
         result = result.model_copy(update={"questions": [state.task]})
     return {"plan": result}
@@ -112,7 +113,7 @@ async def approve(state: RunState, runtime: Runtime[RunContext]) -> dict[str, An
     return {} if decision else {"plan_rejected": True}
 
 
-async def explore(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict[str, Any]:
+async def explore(payload: ExploreTask, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """One explorer: answer one question, then keep only the claims that verify."""
     ctx = runtime.context
     question, index = payload["question"], payload["index"]
@@ -128,7 +129,7 @@ async def explore(payload: dict[str, Any], runtime: Runtime[RunContext]) -> dict
     except (OrchestrateError, OSError) as exc:
         result = ExplorerResult(question=question, index=index, error=str(exc))
     else:
-        findings: Findings = outcome.payload  # type: ignore[assignment]
+        findings = cast(Findings, outcome.payload)
         checked = await asyncio.to_thread(_verify, ctx, findings, outcome.tool_calls)
         result = ExplorerResult(
             question=question,
@@ -190,7 +191,7 @@ async def build(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]
         feedback=feedback,
     )
     outcome = await _session(ctx, "builder", task, n=state.attempts + 1)
-    report: BuildReport = outcome.payload  # type: ignore[assignment]
+    report = cast(BuildReport, outcome.payload)
     return {"build": report, "attempts": state.attempts + 1}
 
 
@@ -243,7 +244,7 @@ async def review(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         diff=diff[:40_000] or "(empty diff)",
     )
     outcome = await _session(ctx, "reviewer", task, n=state.reviews + 1)
-    result: Review = outcome.payload  # type: ignore[assignment]
+    result = cast(Review, outcome.payload)
     ctx.telemetry.emit("review", role="reviewer", verdict=result.verdict, comments=result.comments)
     feedback = ""
     if result.verdict == "request_changes":

@@ -16,8 +16,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .results import ExploreResult, RunResult
 from .config import RoleMap
+from .results import ExploreResult, RunResult
 from .telemetry import Event
 
 

@@ -9,16 +9,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from .config import RoleMap
 from .definitions import AgentDef
-from .models.client import ClientPool
+from .models.client import ModelClient
 from .state import Role
 from .telemetry import Telemetry
 
 if TYPE_CHECKING:
     from .workspace import Workspace
+
+
+class RolePool(Protocol):
+    """Where nodes get each role's model client (a ``ClientPool``, maybe journaled)."""
+
+    def for_role(self, role: Role) -> ModelClient: ...
 
 
 @dataclass
@@ -28,7 +34,7 @@ class RunContext:
     run_id: str
     roles: RoleMap
     agents: dict[Role, AgentDef]
-    pool: ClientPool
+    pool: RolePool
     telemetry: Telemetry
     repo: Path
     worktree: Path

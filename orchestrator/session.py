@@ -225,7 +225,7 @@ class Session:
             estimate = self.ledger.estimate()
             started = time.monotonic()
 
-            def progress(pieces: int) -> None:
+            def progress(pieces: int, started: float = started) -> None:
                 self.telemetry.emit(
                     "progress", role=self.agent.role, session=self.id, pieces=pieces,
                     elapsed=time.monotonic() - started,

@@ -7,12 +7,20 @@ cannot be mutated behind a node's back.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["planner", "explorer", "builder", "reviewer", "summarizer"]
 ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer", "summarizer")
+
+
+class ExploreTask(TypedDict):
+    """What the graph sends each explorer: its question, its index and the run's task."""
+
+    question: str
+    index: int
+    task: str
 
 
 class Frozen(BaseModel):

@@ -14,7 +14,7 @@ import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -128,13 +128,19 @@ async def postgres_checkpointer(database_url: str) -> AsyncIterator[BaseCheckpoi
         yield saver
 
 
+async def _try_lock(conn: psycopg.AsyncConnection[Any], key: int) -> bool:
+    row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (key,))).fetchone()
+    if row is None:
+        return False
+    return bool(row["pg_try_advisory_lock"] if isinstance(row, dict) else row[0])
+
+
 @asynccontextmanager
-async def _advisory_lock(conn: psycopg.AsyncConnection, name: str) -> AsyncIterator[None]:
+async def _advisory_lock(conn: psycopg.AsyncConnection[Any], name: str) -> AsyncIterator[None]:
     """Hold a session advisory lock, polling for it rather than blocking on it: setup() creates
     an index CONCURRENTLY, which waits for every open statement, a blocked lock request too."""
     key = advisory_key(name)
-    while not (await (await conn.execute("SELECT pg_try_advisory_lock(%s) AS ok", (key,))
-                      ).fetchone())["ok"]:
+    while not await _try_lock(conn, key):
         await asyncio.sleep(0.05)
     try:
         yield

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import UsageError
 
@@ -196,7 +197,7 @@ def _load(top: Path, run_id: str) -> Workspace | None:
 def _git(
     cwd: Path, *args: str, check: bool = True, env: dict[str, str] | None = None,
     text: bool = True, input: bytes | None = None,
-) -> subprocess.CompletedProcess:
+) -> subprocess.CompletedProcess[Any]:
     full_env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
     full_env.update(
         GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", LC_ALL="C",
@@ -204,15 +205,16 @@ def _git(
         GIT_COMMITTER_NAME=_NAME, GIT_COMMITTER_EMAIL=_EMAIL,
     )
     full_env.update(env or {})
-    result = subprocess.run(
+    result: subprocess.CompletedProcess[Any] = subprocess.run(
         ["git", *_CONFIG, *args], cwd=cwd, env=full_env, input=input,
         stdin=None if input is not None else subprocess.DEVNULL, capture_output=True,
     )
     if text:
         result.stdout = result.stdout.decode("utf-8", "surrogateescape")
-    result.stderr = result.stderr.decode("utf-8", "replace")
+    stderr = result.stderr.decode("utf-8", "replace")
+    result.stderr = stderr
     if check and result.returncode != 0:
-        raise GitError(f"git {' '.join(args[:3])} failed: {result.stderr.strip()}")
+        raise GitError(f"git {' '.join(args[:3])} failed: {stderr.strip()}")
     return result
 
 

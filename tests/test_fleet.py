@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 from conftest import run_env
 
-from orchestrator.demo import DEMO_TASK, demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
+from orchestrator.demo import (
+    DEMO_TASK,
+    demo_roles_sets,
+    demo_scenario,
+    make_sample_repo,
+    scenario_path,
+)
 from orchestrator.fleet import checkout, is_url, jobs, submit
 from orchestrator.registry import open_registry
 
@@ -100,7 +106,7 @@ async def test_two_workers_drain_four_tasks_each_run_once(pg_url, fresh_sim, tmp
     try:
         async def all_done():
             listed = await jobs(pg_url)
-            assert not any(j.status == "failed" for j in listed), [l.read_text() for l in logs]
+            assert not any(j.status == "failed" for j in listed), [log.read_text() for log in logs]
             return all(j.status == "succeeded" for j in listed)
 
         await _wait_for(all_done, 90, "the queue to drain")

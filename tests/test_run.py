@@ -9,8 +9,7 @@ from pathlib import Path
 from conftest import cli, run_env, scenario_with, sim_roles, snapshot
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, scenario_path
-from orchestrator.demo import demo_scenario
+from orchestrator.demo import DEMO_TASK, demo_scenario, scenario_path
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec, register_behavior
 
 

@@ -9,9 +9,9 @@ import pytest
 
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.tools.base import Toolbox
+from orchestrator.tools.explorer import explorer_tools
 from orchestrator.tools.gitread import git_blame, git_log
 from orchestrator.tools.jail import Jail, is_inside
-from orchestrator.tools.explorer import explorer_tools
 from orchestrator.tools.search import list_files, read, search
 
 SECRET = "TOP-SECRET-VALUE"

@@ -136,7 +136,7 @@ def test_sources_are_safe_for_concurrent_use(repo: Path) -> None:
         for src in (DirSource(repo), git_src):
             failures: list[str | None] = []
 
-            def work(src=src) -> None:
+            def work(src=src, failures=failures) -> None:
                 for i in range(20):
                     failures.append(check_citation(src, cite(f"f{i}.txt", 1, 1, f"content {i}")))
 

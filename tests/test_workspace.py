@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import sys
 import os
 import subprocess
+import sys
 import threading
 from pathlib import Path
 

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -104,7 +105,7 @@ async def run_one(spec: RunSpec, dest: Path, *, env: Mapping[str, str] | None = 
         if event.kind == "call_finished" and event.data.get("fallback_step", 0) > 0:
             fallbacks.append(1)
 
-    where = dict(task=spec.task.name, role_map=spec.map_name, repeat=spec.repeat)
+    where: dict[str, Any] = dict(task=spec.task.name, role_map=spec.map_name, repeat=spec.repeat)
     t0 = time.monotonic()
     try:
         repo = await asyncio.to_thread(materialize, spec.task, dest)

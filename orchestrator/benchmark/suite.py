@@ -7,6 +7,7 @@ outside the copied repository, so no prompt ever carries it.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tomllib
@@ -76,7 +77,7 @@ def builtin_suite() -> Suite:
     return load_suite(builtin_suite_path())
 
 
-def load_suite(path: str | Path) -> Suite:
+def load_suite(path: str | os.PathLike[str]) -> Suite:
     """Every ``*/task.toml`` under ``path`` (sorted by directory name), or ``path`` itself if it
     is one task; ``builtin`` names the suite shipped with the package."""
     root = builtin_suite_path() if str(path) == "builtin" else Path(path)

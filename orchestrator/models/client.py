@@ -63,7 +63,8 @@ class Completion:
 class ModelClient(Protocol):
     """Anything that completes a chat for a role: a real client or a fallback chain of them."""
 
-    route: Route
+    @property
+    def route(self) -> Route: ...
 
     async def complete(
         self,

@@ -14,8 +14,15 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .scenario import ChatRequestView, ModelBehavior, Reply, ReplyFn, Scenario, ToolCallSpec
-from .scenario import register_behavior
+from .scenario import (
+    ChatRequestView,
+    ModelBehavior,
+    Reply,
+    ReplyFn,
+    Scenario,
+    ToolCallSpec,
+    register_behavior,
+)
 
 BENCH_PREFIX = "bench-"
 
@@ -113,8 +120,12 @@ FACTORIES: dict[str, Callable[[Sequence[SimTask]], ReplyFn]] = {
     "bench-reviewer": lambda _tasks: _approve,
 }
 
+def _lazy(factory: Callable[[Sequence[SimTask]], ReplyFn]) -> ReplyFn:
+    return lambda req: factory(builtin_tasks())(req)
+
+
 for _name, _factory in FACTORIES.items():
-    register_behavior(_name)(lambda req, _f=_factory: _f(builtin_tasks())(req))
+    register_behavior(_name)(_lazy(_factory))
 
 
 def bind_tasks(scenario: Scenario, tasks: Sequence[SimTask]) -> Scenario:

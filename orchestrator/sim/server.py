@@ -22,9 +22,9 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from orchestrator.sim.scenario import (
+    QUOTA_FAULT,
     ChatRequestView,
     FaultSpec,
-    QUOTA_FAULT,
     ModelBehavior,
     Reply,
     Scenario,
@@ -144,7 +144,7 @@ class _Completion:
         self.reply, self.model, self.tier = reply, model, tier
         self.id = f"chatcmpl-sim{uuid.uuid4().hex[:20]}"
         self.created = int(time.time())
-        self.usage = {
+        self.usage: dict[str, Any] = {
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,

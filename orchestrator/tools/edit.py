@@ -154,7 +154,8 @@ def _read_text(target: Path, rel: str, limit: int) -> str:
 
 
 def _match_lines(text: str, old: str) -> list[int]:
-    lines, start = [], 0
+    lines: list[int] = []
+    start = 0
     while (at := text.find(old, start)) != -1 and len(lines) < 10:
         lines.append(text.count("\n", 0, at) + 1)
         start = at + 1

@@ -14,6 +14,7 @@ from . import gitread
 from .base import Tool
 from .search import list_files, read, search
 
+
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
