@@ -11,7 +11,6 @@ import asyncio
 import inspect
 import json
 import os
-import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -24,6 +23,7 @@ from langgraph.types import Command
 from .config import RoleMap, load_roles, merge_layers, parse_set, validate
 from .definitions import load_agents
 from .errors import BudgetExhausted, UsageError
+from .gitsafe import git
 from .graph import build_explore_graph, build_graph
 from .journal import CallJournal, JournaledPool
 from .models.budget import Budget
@@ -35,10 +35,10 @@ from .registry import new_record, open_registry
 from .results import ExploreResult, RunResult
 from .runs import run_lock
 from .runtime import RunContext
+from .sandbox import Sandbox, build_sandbox, require_sandbox
 from .state import Plan, Role, RunState
 from .store import open_checkpointer
 from .telemetry import Event, Listener, Telemetry
-from .tools.shell import isolation
 from .workspace import Workspace, new_run_id
 
 RUN_ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer")
@@ -57,10 +57,8 @@ def repo_root(path: str | os.PathLike[str] | None) -> Path:
     start_at = Path(path or ".").resolve()
     if not start_at.exists():
         raise UsageError(f"repository path does not exist: {start_at}")
-    proc = subprocess.run(
-        ["git", "-C", str(start_at), "rev-parse", "--show-toplevel"],
-        capture_output=True, text=True, check=False,
-    )
+    proc = git("rev-parse", "--show-toplevel", cwd=start_at if start_at.is_dir() else start_at.parent,
+               check=False)
     if proc.returncode != 0:
         raise UsageError(
             f"not a git repository: {start_at} (run inside a repository or pass --repo PATH)"
@@ -167,6 +165,7 @@ async def arun(
                  max_tokens=max_tokens, database_url=database_url)
     try:
         pool.check_credentials(RUN_ROLES)
+        await asyncio.to_thread(check_sandbox, role_map)
         ws = await asyncio.to_thread(Workspace.create, top, new_run_id(),
                                      include_dirty=include_dirty)
     except BaseException:
@@ -214,6 +213,7 @@ async def aresume(
                  max_tokens=max_tokens, database_url=database_url)
     try:
         pool.check_credentials(RUN_ROLES)
+        await asyncio.to_thread(check_sandbox, role_map)
     except BaseException:
         await _close(pool)
         raise
@@ -245,15 +245,19 @@ async def _drive(
         if resumed:
             telemetry.load_history(ws.run_dir / "events.jsonl")
         journal = CallJournal(ws.run_dir / "journal.sqlite")
+        sandbox = await asyncio.to_thread(run_sandbox, ws, role_map, env)
         ctx = RunContext(
             run_id=ws.run_id, roles=role_map, agents=load_agents(ws.repo),
             pool=JournaledPool(pool, journal), telemetry=telemetry, repo=ws.repo,
             worktree=ws.worktree, run_dir=ws.run_dir,
             base_commit=ws.start_commit or ws.base_commit, env=env, workspace=ws,
+            sandbox=sandbox,
         )
         telemetry.emit("run_resumed" if resumed else "run_started", repo=str(ws.repo),
                        branch=ws.branch, base_commit=ws.base_commit, dirty=ws.dirty,
-                       included_dirty=ws.included_dirty)
+                       included_dirty=ws.included_dirty, sandbox=sandbox.info.summary())
+        if sandbox.info.warning:
+            telemetry.emit("warning", message=sandbox.info.warning)
         try:
             final, pending = await _invoke(ctx, initial, approver, database_url)
             result = await asyncio.to_thread(_result, ctx, ws, final, pending, journal.replayed)
@@ -269,6 +273,7 @@ async def _drive(
         finally:
             journal.close()
             telemetry.close()
+            sandbox.close()
             await _close(pool)
 
 
@@ -318,12 +323,19 @@ async def _decide(approver: Approver | None, values: Mapping[str, Any]) -> Comma
     return Command(resume=bool(decision))
 
 
+def check_sandbox(role_map: RoleMap) -> None:
+    """Fail before any model is paid when builder commands could not be sandboxed here."""
+    require_sandbox(role_map.sandbox)
+
+
+def run_sandbox(ws: Workspace, role_map: RoleMap, env: Mapping[str, str]) -> Sandbox:
+    """The sandbox for this run's worktree: it may write there and read the git objects."""
+    return build_sandbox(role_map.sandbox, worktree=ws.worktree, read_only=ws.objects_dirs,
+                         env=env)
+
+
 def _head_of(ws: Workspace) -> str | None:
-    proc = subprocess.run(
-        ["git", "-C", str(ws.repo), "rev-parse", "--verify", "-q", ws.branch],
-        capture_output=True, text=True, check=False,
-    )
-    sha = proc.stdout.strip()
+    sha = ws.tip()
     return sha if sha and sha != ws.base_commit else None
 
 
@@ -349,7 +361,7 @@ def _result(
         warnings=[str(e.data.get("message")) for e in t.events if e.kind == "warning"],
         forks=[dict(e.data, session=e.session, role=e.role) for e in t.events if e.kind == "fork"],
         run_dir=str(ws.run_dir), included_dirty=ws.included_dirty, dirty=ws.dirty,
-        isolation=isolation(), replayed_calls=replayed,
+        sandbox=ctx.sandbox.info if ctx.sandbox else None, replayed_calls=replayed,
     )
 
 

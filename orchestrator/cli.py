@@ -269,12 +269,18 @@ def clean(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
 def apply_cmd(
     run_id: Annotated[str, typer.Argument(help="The run whose branch to merge.")],
     repo: RepoOpt = None,
+    allow_git_config: Annotated[bool, typer.Option(
+        "--allow-git-config",
+        help="Merge even if the run changes .gitattributes, .gitmodules, hooks or symlinks out.",
+    )] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Merge a run's branch into your current branch (refuses on a dirty checkout or conflicts)."""
+    """Merge a run's branch into your current branch (refuses on a dirty checkout, conflicts, or
+    changes to files that make git run programs). Hooks do not run during the merge."""
     from .runs import apply as apply_run
 
-    sha = _guarded(lambda: apply_run(api.repo_root(repo), run_id))
+    sha = _guarded(lambda: apply_run(api.repo_root(repo), run_id,
+                                     allow_git_config=allow_git_config))
     if as_json:
         out.print_json(data={"run_id": run_id, "merge_commit": sha})
     else:

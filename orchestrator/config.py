@@ -22,7 +22,9 @@ from .state import ROLES, Role
 Tier = Literal["standard", "priority", "flex", "ultrafast"]
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 _EFFORT_ALIASES = {"light": "low", "max": "xhigh"}
-SECTIONS = ("providers", "models", "roles", "teams", "run", "verify", "policy", "quota")
+SECTIONS = (
+    "providers", "models", "roles", "teams", "run", "verify", "policy", "quota", "sandbox",
+)
 
 
 def _effort_alias(v: Any) -> Any:
@@ -108,6 +110,26 @@ class PolicySettings(_Strict):
     deny: tuple[str, ...] = Field((), description="Patterns refused on top of the built-in list.")
 
 
+class SandboxSettings(_Strict):
+    """The OS sandbox around every builder and verify command (see ``orchestrator/sandbox.py``).
+
+    Only the user's own configuration may set these: a repository's ``roles.toml`` cannot.
+    """
+
+    mode: Literal["auto", "bwrap", "none"] = Field(
+        "auto", description="auto/bwrap: bubblewrap, refusing to run commands where it cannot "
+        "start; none: no sandbox at all (a loud warning on every run).")
+    file_size_mb: int = Field(256, ge=1, description="Largest file a command may write.")
+    memory_mb: int = Field(4096, ge=64, description="Data segment limit per process.")
+    cpu_s: int = Field(600, ge=1, description="CPU seconds per process.")
+    processes: int = Field(256, ge=8, description="Processes and threads a command may run.")
+    tmp_mb: int = Field(1024, ge=16, description="Size of the private /tmp and home scratch.")
+    read_only: tuple[str, ...] = Field(
+        (), description="Extra paths the commands may read (a toolchain, a cache); ~ expands.")
+    hidden: tuple[str, ...] = Field(
+        (), description="Extra paths hidden from commands, on top of the built-in secret list.")
+
+
 class RoleMap(_Strict):
     """The resolved role map of one run."""
 
@@ -117,6 +139,7 @@ class RoleMap(_Strict):
     run: RunSettings = RunSettings()
     verify: VerifySettings = VerifySettings()
     policy: PolicySettings = PolicySettings()
+    sandbox: SandboxSettings = SandboxSettings()
     teams: dict[str, dict[str, Any]] = Field(default_factory=dict)
     team: str | None = None
 
@@ -190,7 +213,9 @@ def load_roles(
     """Merge the layers in precedence order and validate the result once."""
     layers: list[Layer] = [("packaged roles.toml", tomllib.loads(base_text or default_roles_text()))]
     if repo is not None and (repo / "roles.toml").is_file():
-        layers.append(read_layer(repo / "roles.toml"))
+        repo_layer = read_layer(repo / "roles.toml")
+        _refuse_repo_sandbox(repo_layer)
+        layers.append(repo_layer)
     layers += [read_layer(Path(f)) for f in files]
     merged, sources = merge_layers(layers)
     if team is not None:
@@ -203,6 +228,18 @@ def load_roles(
     merged, sources = merge_layers([("merged", merged), *set_layers], sources)
     merged["team"] = team
     return validate(merged, sources)
+
+
+def _refuse_repo_sandbox(layer: Layer) -> None:
+    """A repository cannot loosen the sandbox its own code runs in."""
+    name, data = layer
+    section = data.get("sandbox")
+    if section:
+        keys = ", ".join(f"sandbox.{k}" for k in section) if isinstance(section, dict) else "sandbox"
+        raise ConfigError(
+            f"{name}: {keys}: the repository's roles.toml may not configure the sandbox; "
+            "remove the [sandbox] table (put it in your own config or pass --set sandbox.KEY=VALUE)"
+        )
 
 
 def merge_layers(

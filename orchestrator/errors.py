@@ -24,6 +24,13 @@ class UsageError(OrchestrateError):
     code = "usage"
 
 
+class SandboxUnavailable(OrchestrateError):
+    """Builder commands cannot be sandboxed here; the message names why and the fix."""
+
+    exit_code = 2
+    code = "sandbox_unavailable"
+
+
 class MissingCredentials(ConfigError):
     """A provider needed by the role map has no API key in the environment."""
 

@@ -18,7 +18,6 @@ import logging
 import os
 import re
 import socket
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +25,7 @@ from typing import Any
 
 from . import api
 from .errors import ModelUnavailable, UsageError
+from .gitsafe import git
 from .registry import FINAL_STATES, PostgresRegistry, RunRecord, new_record
 from .store import advisory_key, require_postgres
 from .telemetry import Event, Listener
@@ -269,8 +269,6 @@ def checkout(repo: str, cache_dir: Path) -> Path:
 
 
 def _git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
-    proc = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, env=env,
-                          stdin=subprocess.DEVNULL, check=False, timeout=600)
+    proc = git(*args, cwd=cwd, check=False, timeout=600, network=True)
     if proc.returncode != 0:
         raise OSError(f"git {args[0]} failed: {proc.stderr.strip() or proc.stdout.strip()}")

@@ -15,7 +15,7 @@ from langgraph.types import interrupt
 from . import failures
 from .context import policy_for
 from .digest import build_digest
-from .errors import BudgetExhausted, MissingCredentials, OrchestrateError
+from .errors import BudgetExhausted, MissingCredentials, OrchestrateError, PolicyViolation
 from .runtime import RunContext
 from .session import Session, Summarizer
 from .state import (
@@ -33,6 +33,7 @@ from .state import (
 from .tools.base import Tool, Toolbox
 from .tools.edit import edit_tools
 from .tools.explorer import explorer_tools
+from .tools.gitread import GitHistory
 from .tools.shell import DEFAULT_DENY, CommandPolicy, run_command, scrubbed_env, shell_tool
 from .verify import DirSource, GitCommitSource, Verified, verify_findings
 
@@ -45,19 +46,28 @@ def policy_of(ctx: RunContext) -> CommandPolicy:
 
 def _toolbox(ctx: RunContext, role: Role) -> Toolbox:
     wanted = set(ctx.agents[role].tools)
-    available: list[Tool] = list(explorer_tools(ctx.worktree, git_root=ctx.worktree))
+    available: list[Tool] = list(explorer_tools(ctx.worktree, history=_history(ctx)))
     if role == "builder":
         available += edit_tools(ctx.worktree)
-        available.append(
-            shell_tool(
-                ctx.worktree,
-                policy=policy_of(ctx),
-                timeout=ctx.roles.run.command_timeout_s,
-                output_cap=30_000,
-                env=scrubbed_env(ctx.env),
+        if ctx.sandbox is not None:
+            available.append(
+                shell_tool(
+                    ctx.worktree,
+                    sandbox=ctx.sandbox,
+                    policy=policy_of(ctx),
+                    timeout=ctx.roles.run.command_timeout_s,
+                    output_cap=30_000,
+                    env=scrubbed_env(ctx.env),
+                )
             )
-        )
     return Toolbox.of(t for t in available if t.name in wanted)
+
+
+def _history(ctx: RunContext) -> GitHistory:
+    """git_log/git_blame read the user's (trusted) repository, never a builder-writable .git."""
+    if ctx.workspace is None:
+        return GitHistory(root=ctx.worktree)
+    return GitHistory(root=ctx.worktree, git_dir=ctx.workspace.git_dir, rev=ctx.base_commit)
 
 
 async def _session(ctx: RunContext, role: Role, task: str, n: int):
@@ -207,17 +217,28 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     """Run the acceptance commands in the worktree; failures become the builder's feedback."""
     ctx = runtime.context
     checks: list[CheckResult] = []
+    if ctx.sandbox is None:
+        raise OrchestrateError("verify needs the run's sandbox; none was set up")
     for command in acceptance_commands(ctx, state):
         with ctx.telemetry.busy("tool"):
-            res = await run_command(
-                command,
-                cwd=ctx.worktree,
-                timeout=ctx.roles.run.command_timeout_s,
-                env=scrubbed_env(ctx.env),
-                policy=policy_of(ctx),
-            )
+            try:
+                res = await run_command(
+                    command,
+                    cwd=ctx.worktree,
+                    sandbox=ctx.sandbox,
+                    timeout=ctx.roles.run.command_timeout_s,
+                    env=scrubbed_env(ctx.env),
+                    policy=policy_of(ctx),
+                )
+            except PolicyViolation as exc:  # a planned command the policy refuses fails
+                checks.append(CheckResult(command=command, exit_code=126,
+                                          output=f"refused: {exc}", duration_s=0.0))
+                continue
+        output = res.output[-8000:]
+        if res.limit_note:
+            output = f"{res.limit_note}\n{output}"
         checks.append(
-            CheckResult(command=command, exit_code=res.exit_code, output=res.output[-8000:],
+            CheckResult(command=command, exit_code=res.exit_code, output=output,
                         duration_s=res.duration_s)
         )
     result = VerifyResult(passed=all(c.exit_code == 0 for c in checks), checks=checks)

@@ -18,6 +18,7 @@ from rich.text import Text
 
 from .config import RoleMap
 from .results import ExploreResult, RunResult
+from .sandbox import SandboxInfo
 from .telemetry import Event
 
 
@@ -112,6 +113,8 @@ class Progress:
             status = "pass" if d.get("passed") else "FAIL"
             self.notes.append(f"acceptance (attempt {d.get('attempt')}): {status}")
             return f"● acceptance attempt {d.get('attempt')}: {status}"
+        elif e.kind in ("run_started", "run_resumed") and d.get("sandbox"):
+            return f"■ sandbox: {d.get('sandbox')}"
         elif e.kind == "warning":
             self.notes.append(f"warning: {d.get('message')}")
             return f"! {d.get('message')}"
@@ -155,9 +158,10 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
                       + ("included (first commit on the branch)" if result.included_dirty
                          else "NOT included (use --include-dirty)"))
     console.print(f"artefacts {result.run_dir}")
-    console.print(f"sandbox   commands ran with network isolation: {result.isolation}"
+    box = result.sandbox.summary() if result.sandbox else "none recorded"
+    console.print(f"sandbox   {box}"
                   + (f" · {result.policy_violations} policy violation(s) refused"
-                     if result.policy_violations else ""))
+                     if result.policy_violations else ""), highlight=False, markup=False)
     if result.diff_stat.strip():
         console.print(result.diff_stat.rstrip(), highlight=False, markup=False)
     if result.tests is not None:
@@ -267,6 +271,18 @@ def print_details(console: Console, details) -> None:
         console.print(f"task: {escape(report.get('task', ''))}", highlight=False)
         console.print(f"branch {report.get('branch')} · cost ${report.get('cost_usd', 0):.4f} · "
                       f"{len(details.calls)} calls", highlight=False)
+        box = report.get("sandbox")
+        if box:
+            info = SandboxInfo.model_validate(box)
+            console.print(f"sandbox {info.summary()}", highlight=False, markup=False)
+            if info.limits:
+                lim = info.limits
+                console.print(f"  limits: file {lim.file_size_mb} MiB · memory {lim.memory_mb} MiB"
+                              f" · cpu {lim.cpu_s} s · processes {lim.processes} "
+                              f"({info.process_cap})", highlight=False, markup=False)
+            if info.hidden:
+                console.print(f"  hidden: {', '.join(info.hidden)}", highlight=False,
+                              markup=False)
         if report.get("per_role"):
             console.print(_per_role_table(report["per_role"]))
     t = Table(title="sessions", show_edge=False)

@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .sandbox import SandboxInfo
 from .state import ExplorerResult, Plan, VerifyResult
 
 RunStatus = Literal["succeeded", "failed", "awaiting_approval", "stopped"]
@@ -39,7 +40,7 @@ class RunResult(BaseModel):
     run_dir: str = ""
     included_dirty: bool = False
     dirty: bool = False
-    isolation: str = "none"
+    sandbox: SandboxInfo | None = None  # where builder and verify commands ran
     replayed_calls: int = 0  # answered from the run's journal on resume, not paid again
 
     @property

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
+from .gitsafe import git
 from .workspace import Workspace, list_workspaces
 
 LOCK_NAME = "run.lock"
@@ -113,14 +114,71 @@ def clean(repo: Path) -> list[str]:
     return removed
 
 
-def _git(repo: Path, *args: str, check: bool = False) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, env=env,
-                          check=check, stdin=subprocess.DEVNULL)
+def _git(repo: Path, *args: str, check: bool = False,
+         user_identity: bool = True) -> subprocess.CompletedProcess[str]:
+    """git in the user's own checkout: their config and filters, but no hooks, no secrets."""
+    return git(*args, cwd=repo, check=check, drivers=True, user_identity=user_identity)
 
 
-def apply(repo: Path, run_id: str) -> str:
-    """Merge the run's branch into the user's current branch; refuse on dirt or conflicts."""
+# Paths whose content git itself turns into programs to run or places to fetch from.
+_GIT_CONFIG_FILES = (".gitattributes", ".gitmodules", ".pre-commit-config.yaml")
+
+
+def risky_changes(repo: Path, branch: str) -> list[str]:
+    """What the run branch would bring in that can make git (or its hooks) run something.
+
+    ``.gitattributes`` (filter and diff drivers), ``.gitmodules`` and submodule links (URLs to
+    fetch), ``.pre-commit-config.yaml``, files under a ``core.hooksPath`` inside the repository,
+    and symlinks pointing outside it.
+    """
+    raw = _git(repo, "diff", "--raw", "-z", "--no-renames", "--no-ext-diff", "--no-textconv",
+               f"HEAD...{branch}", check=True).stdout
+    fields = raw.split("\0")
+    hooks = _hooks_dir(repo)
+    found: list[str] = []
+    for i in range(0, len(fields) - 1, 2):
+        meta, path = fields[i], fields[i + 1]
+        if not meta.startswith(":") or not path:
+            continue
+        _old_mode, new_mode, _old, new_sha, status = meta[1:].split(" ")[:5]
+        name = path.rsplit("/", 1)[-1]
+        if status.startswith("D"):
+            continue
+        if name in _GIT_CONFIG_FILES:
+            found.append(f"{path} (git config in the tree)")
+        elif new_mode == "160000":
+            found.append(f"{path} (a submodule link)")
+        elif hooks and (path == hooks or path.startswith(hooks + "/")):
+            found.append(f"{path} (a git hook: core.hooksPath = {hooks})")
+        elif new_mode == "120000":
+            target = _git(repo, "cat-file", "blob", new_sha, check=True).stdout
+            if os.path.isabs(target) or not _inside(path, target):
+                found.append(f"{path} (a symlink to {target!r}, outside the repository)")
+    return found
+
+
+def _hooks_dir(repo: Path) -> str | None:
+    configured = _git(repo, "config", "--get", "core.hooksPath").stdout.strip()
+    if not configured or os.path.isabs(configured):
+        real = os.path.realpath(configured) if configured else ""
+        top = os.path.realpath(repo)
+        if real.startswith(top + os.sep):
+            return os.path.relpath(real, top)
+        return None
+    return configured.rstrip("/").removeprefix("./") or None
+
+
+def _inside(link: str, target: str) -> bool:
+    joined = os.path.normpath(os.path.join(os.path.dirname(link), target))
+    return not (joined == ".." or joined.startswith("../"))
+
+
+def apply(repo: Path, run_id: str, *, allow_git_config: bool = False) -> str:
+    """Merge the run's branch into the user's current branch; refuse on dirt or conflicts.
+
+    A branch that changes files git turns into programs (see ``risky_changes``) is refused
+    unless ``allow_git_config``; hooks never run during the merge.
+    """
     ws = Workspace.open(repo, run_id, reattach=False)
     if is_running(ws.run_dir):
         raise UsageError(f"run {run_id} is still running; wait for it to finish")
@@ -135,10 +193,18 @@ def apply(repo: Path, run_id: str) -> str:
     ahead = _git(ws.repo, "rev-list", "--count", f"HEAD..{ws.branch}").stdout.strip()
     if ahead in ("", "0"):
         raise UsageError(f"{ws.branch} has nothing that {current} does not already have")
-    ident = [] if _git(ws.repo, "config", "user.email").stdout.strip() else [
-        "-c", "user.name=orchestrate", "-c", "user.email=orchestrate@localhost"]
-    merge = _git(ws.repo, *ident, "merge", "--no-ff", "--no-edit", "-m",
-                 f"Merge {ws.branch} (orchestrate run {run_id})", ws.branch)
+    risky = [] if allow_git_config else risky_changes(ws.repo, ws.branch)
+    if risky:
+        shown = "; ".join(risky[:5]) + (f"; +{len(risky) - 5} more" if len(risky) > 5 else "")
+        raise UsageError(
+            f"{ws.branch} changes files that can make git run programs: {shown}. Review them "
+            f"(git diff HEAD...{ws.branch}), then run `orchestrate apply {run_id} "
+            "--allow-git-config`, or merge by hand (nothing was changed)"
+        )
+    has_identity = bool(_git(ws.repo, "config", "user.email").stdout.strip())
+    merge = _git(ws.repo, "merge", "--no-ff", "--no-edit", "-m",
+                 f"Merge {ws.branch} (orchestrate run {run_id})", ws.branch,
+                 user_identity=has_identity)
     if merge.returncode != 0:
         conflicts = _git(ws.repo, "diff", "--name-only", "--diff-filter=U").stdout.split()
         _git(ws.repo, "merge", "--abort")

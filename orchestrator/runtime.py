@@ -18,6 +18,7 @@ from .state import Role
 from .telemetry import Telemetry
 
 if TYPE_CHECKING:
+    from .sandbox import Sandbox
     from .workspace import Workspace
 
 
@@ -42,3 +43,4 @@ class RunContext:
     base_commit: str
     env: Mapping[str, str]
     workspace: Workspace | None = None  # None for `explore`, which has no worktree
+    sandbox: Sandbox | None = None  # where builder and verify commands run; None for `explore`

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Protocol
 
-from .errors import PolicyViolation, UsageError
+from .errors import ToolError, UsageError
+from .gitsafe import git, git_env
 from .state import Citation, Claim, Findings
-from .tools.jail import Jail
+from .tools.jail import Jail, open_regular
 from .tools.search import decode_lines
 
 _READ_PREFIX = re.compile(r"(?m)^[ \t]*\d+[ \t]*\|[ \t]?")  # "  12| " from the read tool
@@ -87,8 +88,11 @@ class DirSource(_CachedSource):
     def _load(self, path: str) -> bytes | None:
         try:
             resolved = self.jail.resolve(path)
-            return resolved.read_bytes() if resolved.is_file() else None
-        except (PolicyViolation, OSError):
+            if not resolved.is_file():
+                return None
+            with open_regular(resolved) as fh:
+                return fh.read()
+        except (ToolError, OSError):
             return None
 
 
@@ -123,7 +127,7 @@ class GitCommitSource(_CachedSource):
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
-                env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"},
+                env=git_env(),  # no secrets; cat-file runs no hooks or drivers
             )
         assert self._proc.stdin is not None and self._proc.stdout is not None
         return self._proc.stdin, self._proc.stdout
@@ -152,14 +156,10 @@ class GitCommitSource(_CachedSource):
 
 
 def _rev_parse(repo: Path, commit: str) -> str:
-    proc = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}"],
-        capture_output=True,
-        stdin=subprocess.DEVNULL,
-    )
+    proc = git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", cwd=repo, check=False)
     if proc.returncode:
         raise UsageError(f"unknown commit {commit!r} in {repo}")
-    return proc.stdout.decode().strip()
+    return str(proc.stdout).strip()
 
 
 def _repo_relative(repo: Path, path: str) -> str | None:

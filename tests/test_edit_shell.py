@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.config import SandboxSettings
 from orchestrator.errors import PolicyViolation, ToolError
+from orchestrator.sandbox import Sandbox, build_sandbox
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.edit import edit_tools
 from orchestrator.tools.shell import (
     CommandPolicy,
-    isolation,
     run_command,
     scrubbed_env,
     shell_tool,
@@ -187,14 +188,19 @@ async def test_apply_patch_good_and_bad(tools: Toolbox, repo: Path) -> None:
 # --- shell: policy, environment, limits ----------------------------------------------------
 
 
+@pytest.fixture
+def box(tmp_path: Path) -> Sandbox:
+    return build_sandbox(SandboxSettings(), worktree=tmp_path)
+
+
 @pytest.mark.parametrize(
     "command",
     ["git push origin main", "curl http://127.0.0.1", "git -C . remote add x y", "sudo true"],
 )
-async def test_policy_refuses(command: str, tmp_path: Path) -> None:
+async def test_policy_refuses(command: str, tmp_path: Path, box: Sandbox) -> None:
     with pytest.raises(PolicyViolation, match="deny rule"):
-        await run_command(command, cwd=tmp_path)
-    tool = shell_tool(tmp_path, policy=CommandPolicy(), timeout=5, output_cap=1000, env={})
+        await run_command(command, cwd=tmp_path, sandbox=box)
+    tool = shell_tool(tmp_path, sandbox=box, policy=CommandPolicy(), timeout=5, output_cap=1000, env={})
     out = await Toolbox.of([tool]).call("run", {"command": command})
     assert out.policy_violation and out.text.startswith("refused:")
 
@@ -223,16 +229,16 @@ def test_scrubbed_env_drops_secrets() -> None:
     }
 
 
-async def test_secret_from_passed_env_is_not_visible(tmp_path: Path) -> None:
+async def test_secret_from_passed_env_is_not_visible(tmp_path: Path, box: Sandbox) -> None:
     env = {**os.environ, "OPENAI_API_KEY": "sk-supersecret-123"}
-    result = await run_command('echo "key=[$OPENAI_API_KEY]"', cwd=tmp_path, env=env)
+    result = await run_command('echo "key=[$OPENAI_API_KEY]"', cwd=tmp_path, sandbox=box, env=env)
     assert result.exit_code == 0
     assert "sk-supersecret" not in result.output and "key=[]" in result.output
 
 
-async def test_huge_output_is_capped(tmp_path: Path) -> None:
+async def test_huge_output_is_capped(tmp_path: Path, box: Sandbox) -> None:
     started = time.monotonic()
-    result = await run_command("yes | head -c 50000000", cwd=tmp_path, output_cap=10_000)
+    result = await run_command("yes | head -c 50000000", cwd=tmp_path, sandbox=box, output_cap=10_000)
     assert result.exit_code == 0 and not result.timed_out
     assert result.output_bytes == 50_000_000 and result.truncated
     assert "bytes omitted ..." in result.output
@@ -240,10 +246,10 @@ async def test_huge_output_is_capped(tmp_path: Path) -> None:
     assert time.monotonic() - started < 60
 
 
-async def test_timeout_kills_the_whole_group(tmp_path: Path) -> None:
+async def test_timeout_kills_the_whole_group(tmp_path: Path, box: Sandbox) -> None:
     marker = f"1000.{os.getpid()}{int(time.time() * 1000) % 100000}"
     command = f"sleep {marker} & sleep {marker} & echo started; wait"
-    result = await run_command(command, cwd=tmp_path, timeout=1)
+    result = await run_command(command, cwd=tmp_path, sandbox=box, timeout=1)
     assert result.timed_out and result.exit_code != 0
     assert "started" in result.output
     assert result.duration_s < 10
@@ -269,28 +275,23 @@ def _live_processes(needle: str) -> list[int]:
     return found
 
 
-async def test_background_child_does_not_outlive_a_finished_command(tmp_path: Path) -> None:
+async def test_background_child_does_not_outlive_a_finished_command(tmp_path: Path, box: Sandbox) -> None:
     marker = f"999.{os.getpid()}"
-    result = await run_command(f"sleep {marker} & echo done", cwd=tmp_path, timeout=30)
+    result = await run_command(f"sleep {marker} & echo done", cwd=tmp_path, sandbox=box, timeout=30)
     assert result.exit_code == 0 and not result.timed_out and "done" in result.output
     assert result.duration_s < 10
     await asyncio.sleep(0.2)
     assert _live_processes(f"sleep {marker}") == []
 
 
-async def test_commands_run_concurrently(tmp_path: Path) -> None:
+async def test_commands_run_concurrently(tmp_path: Path, box: Sandbox) -> None:
     started = time.monotonic()
-    results = await asyncio.gather(*(run_command("sleep 1", cwd=tmp_path) for _ in range(5)))
+    results = await asyncio.gather(*(run_command("sleep 1", cwd=tmp_path, sandbox=box) for _ in range(5)))
     assert all(r.exit_code == 0 for r in results)
     assert time.monotonic() - started < 4
 
 
-def test_isolation_is_known() -> None:
-    assert isolation() in {"unshare", "bwrap", "none"}
-
-
-@pytest.mark.skipif(isolation() == "none", reason="no network namespace available here")
-async def test_network_is_unreachable_inside(tmp_path: Path) -> None:
+async def test_network_is_unreachable_inside(tmp_path: Path, box: Sandbox) -> None:
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
@@ -299,19 +300,20 @@ async def test_network_is_unreachable_inside(tmp_path: Path) -> None:
             f"{sys.executable} -c \"import socket; "
             f"socket.create_connection(('127.0.0.1', {port}), 2); print('CONNECTED')\""
         )
-        inside = await run_command(probe, cwd=tmp_path, timeout=20)
-        assert inside.isolation == isolation()
+        inside = await run_command(probe, cwd=tmp_path, sandbox=box, timeout=20)
+        assert inside.sandbox == "bwrap"
         assert inside.exit_code != 0 and "CONNECTED" not in inside.output
-        outside = await run_command(probe, cwd=tmp_path, timeout=20, network=True)
+        open_box = build_sandbox(SandboxSettings(mode="none"), worktree=tmp_path)
+        outside = await run_command(probe, cwd=tmp_path, sandbox=open_box, timeout=20)
         assert outside.exit_code == 0 and "CONNECTED" in outside.output, outside.output
 
 
-async def test_run_tool_reports_exit_code_and_timeout(tmp_path: Path) -> None:
-    tool = shell_tool(tmp_path, policy=CommandPolicy(), timeout=1, output_cap=1000, env={})
+async def test_run_tool_reports_exit_code_and_timeout(tmp_path: Path, box: Sandbox) -> None:
+    tool = shell_tool(tmp_path, sandbox=box, policy=CommandPolicy(), timeout=1, output_cap=1000, env={})
     box = Toolbox.of([tool])
     out = await box.call("run", {"command": "echo hi; exit 3"})
     assert out.ok and out.text == "exit code 3\nhi"
     out = await box.call("run", {"command": "sleep 30", "timeout_s": 100})
     assert "timed out after 1s" in out.text
     with pytest.raises(ToolError):
-        await run_command("true", cwd=tmp_path / "missing")
+        await run_command("true", cwd=tmp_path / "missing", sandbox=box)

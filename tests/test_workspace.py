@@ -100,8 +100,12 @@ def test_create_commit_remove_leave_user_checkout_identical(repo: Path) -> None:
     (ws.worktree / "app.py").write_text("print('agent')\n")
     (ws.worktree / "new.py").write_text("NEW = True\n")
     sha = ws.commit("agent work")
-    assert sha and git(ws.worktree, "rev-parse", "HEAD").strip() == sha
-    author = git(ws.worktree, "log", "-1", "--format=%an <%ae>|%cn <%ce>").strip()
+    # the result is the branch in the user's repository; the builder's own HEAD stays put
+    assert sha and git(repo, "rev-parse", "orchestrate/r1").strip() == sha
+    assert git(ws.worktree, "rev-parse", "HEAD").strip() == ws.base_commit
+    assert (ws.worktree / ".git").is_dir()  # a repository of its own, not a linked worktree
+    assert "r1" not in git(repo, "worktree", "list")
+    author = git(repo, "log", "-1", "--format=%an <%ae>|%cn <%ce>", sha).strip()
     assert author == "orchestrate <orchestrate@localhost>|orchestrate <orchestrate@localhost>"
     assert snapshot(repo) == before
 

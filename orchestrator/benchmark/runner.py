@@ -13,7 +13,6 @@ import asyncio
 import json
 import os
 import shutil
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -24,10 +23,11 @@ from typing import Any
 from rich.console import Console
 
 from ..api import arun
-from ..config import RoleMap
+from ..config import RoleMap, SandboxSettings
 from ..errors import UsageError
+from ..sandbox import build_sandbox
 from ..telemetry import Event
-from ..tools.shell import scrubbed_env
+from ..tools.shell import CommandPolicy, run_command
 from .records import RunRecord, failed_run
 from .report import BenchReport, build_report, print_report, write_outputs
 from .suite import Suite, Task, load_suite, materialize
@@ -112,9 +112,9 @@ async def run_one(spec: RunSpec, dest: Path, *, env: Mapping[str, str] | None = 
         result = await arun(spec.task.instruction, repo=repo, roles=spec.roles,
                             sets=[acceptance_set(spec.task.acceptance)], env=env,
                             listeners=[count_fallbacks])
-        checked = await asyncio.to_thread(
-            check_acceptance, spec.task, Path(result.run_dir) / "worktree", env,
-            spec.roles.run.command_timeout_s)
+        checked = await check_acceptance(
+            spec.task, Path(result.run_dir) / "worktree", env, spec.roles.run.command_timeout_s,
+            sandbox=spec.roles.sandbox, objects=Path(repo) / ".git" / "objects")
     except Exception as exc:  # a crashed run is a result of the benchmark, not its end
         return failed_run(exc, **where, wall_s=time.monotonic() - t0, fallbacks=len(fallbacks))
     finally:
@@ -129,21 +129,24 @@ def acceptance_set(commands: Sequence[str]) -> str:
     return "verify.commands=[" + ", ".join(json.dumps(c) for c in commands) + "]"
 
 
-def check_acceptance(task: Task, worktree: Path, env: Mapping[str, str] | None,
-                     timeout: float) -> bool:
-    """Run the task's acceptance commands in ``worktree``; True when all exit 0."""
+async def check_acceptance(task: Task, worktree: Path, env: Mapping[str, str] | None,
+                           timeout: float, *, sandbox: SandboxSettings,
+                           objects: Path) -> bool:
+    """Run the task's acceptance commands in ``worktree`` (sandboxed: the builder wrote the
+    code they run); True when all exit 0."""
     if not worktree.is_dir():
         return False
-    run_env = scrubbed_env(os.environ if env is None else env)
-    for command in task.acceptance:
-        try:
-            proc = subprocess.run(["bash", "-c", command], cwd=worktree, env=run_env,
-                                  capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return False
-        if proc.returncode != 0:
-            return False
-    return True
+    run_env = os.environ if env is None else env
+    box = build_sandbox(sandbox, worktree=worktree, read_only=[objects], env=run_env)
+    try:
+        for command in task.acceptance:
+            result = await run_command(command, cwd=worktree, sandbox=box, timeout=timeout,
+                                       env=run_env, policy=CommandPolicy(deny=[]))
+            if result.timed_out or result.exit_code != 0:
+                return False
+        return True
+    finally:
+        box.close()
 
 
 def run_bench(

@@ -1,27 +1,34 @@
 """The builder's file-editing tools: write a file, replace exact text, apply a unified diff.
 
 Every path goes through ``Jail.resolve(..., write=True)`` before anything is written, so edits stay
-inside the workspace root and never reach ``.git``. Failures the model can fix (text not found,
-ambiguous match, a patch that does not apply) raise ``ToolError`` with a hint; escapes raise
-``PolicyViolation``. Each tool answers with a one-line confirmation.
+inside the workspace root and never reach ``.git``. Files are replaced atomically (a temporary file
+renamed over the old one), so a write never goes through a hard link to a file elsewhere; FIFOs,
+sockets and devices are refused, never opened. ``apply_patch`` runs ``git apply`` against a private
+empty repository, so no configuration in the workspace's ``.git`` is ever read. Failures the model
+can fix (text not found, ambiguous match, a patch that does not apply) raise ``ToolError`` with a
+hint; escapes raise ``PolicyViolation``. Each tool answers with a one-line confirmation.
 """
 
 from __future__ import annotations
 
 import codecs
+import contextlib
 import difflib
+import functools
 import os
 import re
+import stat
 import subprocess
+import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
 from ..errors import PolicyViolation, ToolError
+from ..gitsafe import GitError, git
 from .base import Tool
-from .jail import Jail
+from .jail import Jail, open_regular
 
-_GIT_LOCATION_VARS = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR", "GIT_PREFIX")
 _FENCE = re.compile(r"^```[\w-]*\n(.*?)\n?```\s*$", re.S)
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
 _SYMLINK_MODE = re.compile(r"^(?:new file mode|new mode) 120000\s*$", re.M)
@@ -58,8 +65,7 @@ def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000) -> list[Tool]:
             raise ToolError(f"{args.path} is a directory")
         existed = target.exists()
         target.parent.mkdir(parents=True, exist_ok=True)
-        with open(target, "w", encoding="utf-8", newline="") as fh:
-            fh.write(args.content)
+        _write_atomic(target, args.content.encode("utf-8"), args.path)
         verb = "overwrote" if existed else "wrote"
         return f"{verb} {jail.relative(target)} ({_line_count(args.content)} lines)"
 
@@ -83,8 +89,7 @@ def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000) -> list[Tool]:
         )
         if len(updated.encode("utf-8")) > max_file_bytes:
             raise ToolError(f"the result would exceed the {max_file_bytes}-byte file limit")
-        with open(target, "w", encoding="utf-8", newline="") as fh:
-            fh.write(updated)
+        _write_atomic(target, updated.encode("utf-8"), rel)
         done = count if args.replace_all else 1
         return f"replaced {done} occurrence{'s' if done != 1 else ''} in {rel}"
 
@@ -142,15 +147,46 @@ def _line_count(text: str) -> int:
 
 
 def _read_text(target: Path, rel: str, limit: int) -> str:
-    if not target.is_file():
+    if not target.exists():
         raise ToolError(f"no such file: {rel} (use write_file to create a new file)")
-    if target.stat().st_size > limit:
+    with open_regular(target, rel) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
         raise ToolError(f"{rel} is larger than the {limit}-byte limit; edit it with apply_patch")
     try:
-        with open(target, encoding="utf-8", newline="") as fh:
-            return fh.read()
+        return data.decode("utf-8")
     except UnicodeDecodeError:
         raise ToolError(f"{rel} is not UTF-8 text; it cannot be edited with replace") from None
+
+
+def _write_atomic(target: Path, data: bytes, shown: str) -> None:
+    """Replace ``target`` by a new file holding ``data`` (same permissions), never in place.
+
+    Writing into the existing inode would also change every hard link to it, wherever it is.
+    """
+    mode = 0o666 & ~_umask()
+    if os.path.lexists(target):
+        st = os.lstat(target)
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError(f"{shown} is not a regular file; only regular files can be written")
+        mode = stat.S_IMODE(st.st_mode)
+    fd, tmp = tempfile.mkstemp(prefix=".orchestrate-", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@functools.cache
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
 
 
 def _match_lines(text: str, old: str) -> list[int]:
@@ -255,19 +291,28 @@ def _unquote(token: str) -> str:
 
 
 def _git_apply(root: Path, patch: str, strip: int, *flags: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items() if k not in _GIT_LOCATION_VARS}
-    env.update(LC_ALL="C", GIT_TERMINAL_PROMPT="0")
-    argv = ["git", "apply", "--recount", "--whitespace=nowarn", f"-p{strip}", *flags, "-"]
-    return subprocess.run(
-        argv, cwd=root, env=env, input=patch.encode("utf-8"), capture_output=True,
-        timeout=60,
-    )
+    """``git apply`` on the files under ``root``, reading no repository config but our own."""
+    try:
+        return git("apply", "--recount", "--whitespace=nowarn", f"-p{strip}", *flags, "-",
+                   git_dir=_private_repo(), work_tree=root, cwd=root,
+                   input=patch.encode("utf-8"), text=False, check=False, timeout=60)
+    except GitError as exc:
+        raise ToolError(str(exc)) from None
 
 
-def _trim(stderr: bytes, max_lines: int = 6) -> str:
+@functools.cache
+def _private_repo() -> Path:
+    """An empty repository of our own: ``git apply`` needs one, and must not find the builder's."""
+    path = Path(tempfile.mkdtemp(prefix="orchestrate-apply-")) / "git"
+    git("init", "-q", "--bare", "--template=", str(path), cwd=path.parent)
+    return path
+
+
+def _trim(stderr: str | bytes, max_lines: int = 6) -> str:
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
     lines = [
         line.removeprefix("error: ").strip()
-        for line in stderr.decode("utf-8", "replace").splitlines()
+        for line in text.splitlines()
         if line.strip()
     ]
     text = "; ".join(lines[:max_lines]) + (" ..." if len(lines) > max_lines else "")

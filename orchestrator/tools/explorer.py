@@ -39,14 +39,22 @@ class ListArgs(_Args):
     path: str | None = Field(None, description="Directory to list (repo-relative).")
 
 
-def explorer_tools(root: Path, *, git_root: Path | None = None) -> list[Tool]:
-    """The read-only tools an explorer gets for the tree at ``root`` (plus git history)."""
+def explorer_tools(
+    root: Path, *, git_root: Path | None = None, history: gitread.GitHistory | None = None
+) -> list[Tool]:
+    """The read-only tools an explorer gets for the tree at ``root`` (plus git history).
+
+    ``history`` says where git history comes from; ``git_root`` is a shorthand for a trusted
+    repository's own history at HEAD.
+    """
     tools = [
         Tool("search", _SEARCH_DOC, SearchArgs, lambda a: _search_tool(root, a)),
         Tool("read", _READ_DOC, ReadArgs, lambda a: read(root, a.path, a.start_line, a.end_line)),
         Tool("list", _LIST_DOC, ListArgs, lambda a: list_files(root, a.glob, a.path)),
     ]
-    return tools + (gitread.git_tools(git_root) if git_root is not None else [])
+    if history is None and git_root is not None:
+        history = gitread.GitHistory(Path(git_root))
+    return tools + (gitread.git_tools(history) if history is not None else [])
 
 
 def _search_tool(root: Path, a: SearchArgs) -> str:

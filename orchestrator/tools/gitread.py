@@ -1,24 +1,36 @@
 """Read-only git history for explorers: ``git log`` and ``git blame``, rendered for a model.
 
-Only read commands run here, as ``git -C root ...`` with a timeout, no optional locks, no pager,
-literal pathspecs and every path jailed and placed after ``--``.
+History is read from a trusted repository (``GitHistory.git_dir``: the user's, never a ``.git``
+the builder can write) at a fixed revision, through ``gitsafe`` (no hooks, no drivers, no pager,
+no secrets), with literal pathspecs and every path jailed and placed after ``--``.
 """
 
 from __future__ import annotations
 
-import os
+import functools
 import re
-import subprocess
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ConfigError, ToolError
+from ..errors import ToolError
+from ..gitsafe import GitError, git
 from .base import Tool
-from .jail import Jail
+from .jail import Jail, open_regular
 
 MAX_BLAME_LINES = 400
 _HEADER = re.compile(r"^([0-9a-f]{40,64}) \d+ (\d+)")
+
+
+@dataclass(frozen=True)
+class GitHistory:
+    """Where history comes from: ``git_dir`` (None: ``root``'s own repository) at ``rev``."""
+
+    root: Path
+    git_dir: Path | None = None
+    rev: str = "HEAD"
 
 
 class GitLogArgs(BaseModel):
@@ -34,39 +46,50 @@ class GitBlameArgs(BaseModel):
     end_line: int = Field(ge=1)
 
 
-def git_tools(root: Path) -> list[Tool]:
-    """``git_log`` and ``git_blame`` as read-only tools on the repository at ``root``."""
+def git_tools(history: GitHistory) -> list[Tool]:
+    """``git_log`` and ``git_blame`` as read-only tools over ``history``."""
     return [
-        Tool("git_log", _LOG_DOC, GitLogArgs, lambda a: git_log(root, a.path, a.max_count)),
+        Tool("git_log", _LOG_DOC, GitLogArgs,
+             lambda a: git_log(history.root, a.path, a.max_count, history=history)),
         Tool(
             "git_blame",
             _BLAME_DOC,
             GitBlameArgs,
-            lambda a: git_blame(root, a.path, a.start_line, a.end_line),
+            lambda a: git_blame(history.root, a.path, a.start_line, a.end_line, history=history),
         ),
     ]
 
 
-def git_log(root: Path, path: str | None = None, max_count: int = 20) -> str:
+def git_log(root: Path, path: str | None = None, max_count: int = 20, *,
+            history: GitHistory | None = None) -> str:
     """One line per commit, newest first: ``sha date author: subject``."""
+    h = history or GitHistory(root)
     args = ["log", f"--max-count={max(1, min(max_count, 200))}", "--date=short"]
-    args += ["--no-show-signature", "--format=%h %ad %an: %s", "--"]
+    args += ["--no-show-signature", "--format=%h %ad %an: %s", h.rev, "--"]
     rel = _jailed(root, path) if path else None
-    out = _git(root, *args, *([rel] if rel else []))
+    out = _git(h, *args, *([rel] if rel else []))
     if not out.strip():
         return f"no commits touch {rel}" if rel else "no commits"
     return out.rstrip("\n")
 
 
-def git_blame(root: Path, path: str, start: int, end: int) -> str:
+def git_blame(root: Path, path: str, start: int, end: int, *,
+              history: GitHistory | None = None) -> str:
     """``line| sha author: text`` for lines ``start``..``end`` of ``path`` (working tree)."""
+    h = history or GitHistory(root)
     if start < 1 or end < start:
         raise ToolError(f"invalid line range {start}-{end}; need 1 <= start_line <= end_line")
-    rel = _jailed(root, path)
-    if not (Jail(root).root / rel).is_file():
+    jail = Jail(root)
+    file = jail.resolve(path)
+    rel = jail.relative(file)
+    if not file.is_file():
         raise ToolError(f"no such file: {rel}")
+    open_regular(file, rel).close()  # refuses FIFOs and devices before git reads the file
     last = min(end, start + MAX_BLAME_LINES - 1)
-    out = _git(root, "blame", "--porcelain", "--no-textconv", "-L", f"{start},{last}", "--", rel)
+    # git < 2.41 takes --contents only against HEAD: blame in a private view whose HEAD is rev
+    view = GitHistory(h.root, _view_at(h), "HEAD") if h.rev != "HEAD" else h
+    out = _git(view, "blame", "--porcelain", "--no-textconv", "-L", f"{start},{last}",
+               "--contents", str(file), "--", rel)
     lines = _parse_porcelain(out)
     if last < end:
         lines.append(f"(capped at {MAX_BLAME_LINES} lines; blame from line {last + 1} for more)")
@@ -92,27 +115,36 @@ def _jailed(root: Path, path: str) -> str:
     return jail.relative(jail.resolve(path))
 
 
-def _git(root: Path, *args: str, timeout: float = 20) -> str:
-    env = {
-        **os.environ,
-        "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_LITERAL_PATHSPECS": "1",
-        "LC_ALL": "C",
-    }
-    cmd = ["git", "-C", str(root), "--no-pager", *args]
+def _view_at(h: GitHistory) -> Path:
+    """A private, empty repository borrowing ``h``'s objects, its HEAD detached at ``h.rev``."""
+    source = h.git_dir or Path(str(_git(h, "rev-parse", "--absolute-git-dir")).strip())
+    sha = str(_git(h, "rev-parse", "--verify", f"{h.rev}^{{commit}}")).strip()
+    return _view(str(source), sha)
+
+
+@functools.lru_cache(maxsize=32)
+def _view(source: str, sha: str) -> Path:
+    # not bare: in a bare repository blame takes HEAD as a final commit and refuses --contents
+    path = Path(tempfile.mkdtemp(prefix="orchestrate-history-")) / "git"
+    git("init", "-q", "--template=", "--separate-git-dir", str(path),
+        str(path.parent / "tree"), cwd=path.parent)
+    (path / "objects" / "info").mkdir(parents=True, exist_ok=True)
+    (path / "objects" / "info" / "alternates").write_text(f"{source}/objects\n")
+    (path / "HEAD").write_text(sha + "\n")
+    return path
+
+
+def _git(h: GitHistory, *args: str, timeout: float = 20) -> str:
     try:
-        proc = subprocess.run(
-            cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout, env=env
-        )
-    except FileNotFoundError:
-        raise ConfigError("git was not found on PATH") from None
-    except subprocess.TimeoutExpired:
-        raise ToolError(f"git {args[0]} timed out after {timeout:g}s; narrow the path") from None
+        proc = git("--literal-pathspecs", *args, cwd=h.root, git_dir=h.git_dir,
+                   work_tree=h.root if h.git_dir is not None else None, timeout=timeout,
+                   check=False)
+    except GitError as exc:
+        raise ToolError(f"{exc}; narrow the path") from None
     if proc.returncode:
-        message = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+        message = proc.stderr.strip().splitlines()[-3:]
         raise ToolError(f"git {args[0]} failed: " + " ".join(message))
-    return proc.stdout.decode("utf-8", "replace")
+    return str(proc.stdout)
 
 
 _LOG_DOC = "Recent commits, one per line: short sha, date, author, subject; optionally for a path."

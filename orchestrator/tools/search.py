@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import ConfigError, PolicyViolation, ToolError
-from .jail import Jail
+from .jail import Jail, open_regular
 
 LINE_CUT = 300  # search shows at most this many characters of a matching line
 READ_LINE_CUT = 2000  # read shows at most this many characters of one line
@@ -286,6 +286,8 @@ def _target(jail: Jail, path: str | None) -> str:
     resolved = jail.resolve(path)
     if not resolved.exists():
         raise ToolError(f"no such file or directory: {path!r}; use list to see what exists")
+    if not resolved.is_dir():
+        open_regular(resolved, path).close()  # ripgrep would block on a FIFO named directly
     return jail.relative(resolved)
 
 
@@ -339,7 +341,7 @@ def read(
         raise ToolError("start_line must be 1 or more")
     if end is not None and end < start:
         raise ToolError(f"end_line {end} is before start_line {start}")
-    with open(file, "rb") as f:
+    with open_regular(file, rel) as f:
         if b"\0" in f.read(8192):
             raise ToolError(f"{rel} is a binary file; read works on text files only")
         f.seek(0)

