@@ -35,7 +35,7 @@ from .registry import new_record, open_registry
 from .results import ExploreResult, RunResult
 from .runs import run_lock
 from .runtime import RunContext
-from .sandbox import Sandbox, build_sandbox, require_sandbox
+from .sandbox import Sandbox, build_sandbox, kill_leftovers, require_sandbox
 from .state import Plan, Role, RunState
 from .store import open_checkpointer
 from .telemetry import Event, Listener, Telemetry
@@ -44,6 +44,7 @@ from .workspace import Workspace, new_run_id
 RUN_ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer")
 Approver = Callable[[Plan], bool | Awaitable[bool]]
 RUN_FILE = "run.json"
+COMMANDS_FILE = "commands.jsonl"  # commands running now, found and killed on resume
 DATABASE_ENV = "ORCHESTRATE_DATABASE_URL"
 
 __all__ = [
@@ -200,7 +201,7 @@ async def aresume(
     before the stop are answered from the run's journal instead of being paid for again.
     """
     top = repo_root(repo)
-    ws = await asyncio.to_thread(Workspace.open, top, run_id)
+    ws = await asyncio.to_thread(Workspace.open, top, run_id, reattach=False)
     try:
         saved = json.loads((ws.run_dir / RUN_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -244,6 +245,12 @@ async def _drive(
         relay.targets.append(telemetry_listener(telemetry))
         if resumed:
             telemetry.load_history(ws.run_dir / "events.jsonl")
+            # before anything else: a command the dead process left running must not keep
+            # writing into the worktree that is about to be restored
+            killed = await asyncio.to_thread(kill_leftovers, ws.run_dir / COMMANDS_FILE)
+            if killed:
+                telemetry.emit("warning", message=f"killed {killed} process(es) left running "
+                               "by the interrupted run")
         journal = CallJournal(ws.run_dir / "journal.sqlite")
         sandbox = await asyncio.to_thread(run_sandbox, ws, role_map, env)
         ctx = RunContext(
@@ -260,7 +267,7 @@ async def _drive(
             telemetry.emit("warning", message=sandbox.info.warning)
         try:
             final, pending = await _invoke(ctx, initial, approver, database_url)
-            result = await asyncio.to_thread(_result, ctx, ws, final, pending, journal.replayed)
+            result = await asyncio.to_thread(_result, ctx, ws, final, pending, journal)
             telemetry.emit("run_finished", status=result.status, reason=result.reason)
             (ws.run_dir / "report.json").write_text(_report_json(result, telemetry), "utf-8")
             registry.record_finish(ws.run_id, result.status, result.reason, result.cost_usd,
@@ -293,6 +300,7 @@ async def _invoke(
             snapshot = await app.aget_state(config)
             if not snapshot.values:
                 raise UsageError(f"run {ctx.run_id} has no checkpoint to resume from")
+            await _restore_worktree(ctx, RunState.model_validate(snapshot.values))
             if snapshot.interrupts:
                 payload = await _decide(approver, snapshot.values)
                 if payload is None:
@@ -310,6 +318,16 @@ async def _invoke(
             if payload is None:
                 values = {k: v for k, v in out.items() if k != "__interrupt__"}
                 return RunState.model_validate(values), True
+
+
+async def _restore_worktree(ctx: RunContext, state: RunState) -> None:
+    """Put the worktree back to what the last checkpoint saw, so the journal replays exactly."""
+    ws = ctx.workspace
+    if ws is None:
+        return
+    tree = state.worktree_tree or None
+    await asyncio.to_thread(ws.restore, tree)
+    ctx.telemetry.emit("worktree_restored", tree=tree or "start commit")
 
 
 async def _decide(approver: Approver | None, values: Mapping[str, Any]) -> Command | None:
@@ -331,7 +349,7 @@ def check_sandbox(role_map: RoleMap) -> None:
 def run_sandbox(ws: Workspace, role_map: RoleMap, env: Mapping[str, str]) -> Sandbox:
     """The sandbox for this run's worktree: it may write there and read the git objects."""
     return build_sandbox(role_map.sandbox, worktree=ws.worktree, read_only=ws.objects_dirs,
-                         env=env)
+                         env=env, ledger=ws.run_dir / COMMANDS_FILE)
 
 
 def _head_of(ws: Workspace) -> str | None:
@@ -340,7 +358,7 @@ def _head_of(ws: Workspace) -> str | None:
 
 
 def _result(
-    ctx: RunContext, ws: Workspace, final: RunState, pending: bool, replayed: int
+    ctx: RunContext, ws: Workspace, final: RunState, pending: bool, journal: CallJournal
 ) -> RunResult:
     t = ctx.telemetry
     if pending:
@@ -361,7 +379,8 @@ def _result(
         warnings=[str(e.data.get("message")) for e in t.events if e.kind == "warning"],
         forks=[dict(e.data, session=e.session, role=e.role) for e in t.events if e.kind == "fork"],
         run_dir=str(ws.run_dir), included_dirty=ws.included_dirty, dirty=ws.dirty,
-        sandbox=ctx.sandbox.info if ctx.sandbox else None, replayed_calls=replayed,
+        sandbox=ctx.sandbox.info if ctx.sandbox else None, replayed_calls=journal.replayed,
+        paid_calls_repeated=journal.repeated,
     )
 
 

@@ -27,14 +27,42 @@ def _key(session: str, model: str, messages: Any, tools: Any, response_format: A
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, reply TEXT);
+CREATE TABLE IF NOT EXISTS turns (session TEXT, turn INTEGER, key TEXT, PRIMARY KEY (session, turn));
+"""
+
+
+def turn_of(messages: Sequence[Mapping[str, Any]]) -> int:
+    """A call's position in its session: how many replies the session already had."""
+    return sum(1 for m in messages if m.get("role") == "assistant")
+
+
 class CallJournal:
-    """Completed calls of one run, keyed by session and the exact request."""
+    """Completed calls of one run, keyed by session and the exact request.
+
+    It also remembers which request completed at each (session, turn): a resumed run that sends
+    a *different* request at a turn that had completed pays for it again — ``repeated`` counts
+    those, and an exact resume keeps it at 0.
+    """
 
     def __init__(self, path: Path) -> None:
-        self._db = connect(str(path),
-                           schema="CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, reply TEXT);")
+        self._db = connect(str(path), schema=_SCHEMA)
         self._lock = threading.Lock()
         self.replayed = 0
+        self.repeated = 0
+        self.repeats: list[tuple[str, int]] = []
+
+    def check_repeat(self, session: str, turn: int, key: str) -> bool:
+        """Record a paid call at a turn that had completed with another request."""
+        with self._lock:
+            row = self._db.execute("SELECT key FROM turns WHERE session = ? AND turn = ?",
+                                   (session, turn)).fetchone()
+            if row is None or row[0] == key:
+                return False
+            self.repeated += 1
+            self.repeats.append((session, turn))
+            return True
 
     def get(self, key: str) -> Completion | None:
         with self._lock:
@@ -60,6 +88,10 @@ class CallJournal:
         })
         with self._lock:
             self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?)", (key, reply))
+
+    def put_turn(self, session: str, turn: int, key: str) -> None:
+        with self._lock:
+            self._db.execute("INSERT OR IGNORE INTO turns VALUES (?, ?, ?)", (session, turn, key))
 
     def close(self) -> None:
         self._db.close()
@@ -92,11 +124,14 @@ class JournaledClient:
         cached = self.journal.get(key)
         if cached is not None:
             return cached
+        turn = turn_of(messages)
+        self.journal.check_repeat(session, turn, key)
         completion = await self.inner.complete(
             messages, session=session, tools=tools, response_format=response_format,
             progress=progress,
         )
         self.journal.put(key, completion)
+        self.journal.put_turn(session, turn, key)
         return completion
 
 

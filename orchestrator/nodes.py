@@ -202,7 +202,13 @@ async def build(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]
     )
     outcome = await _session(ctx, "builder", task, n=state.attempts + 1)
     report = cast(BuildReport, outcome.payload)
-    return {"build": report, "attempts": state.attempts + 1}
+    return {"build": report, "attempts": state.attempts + 1,
+            "worktree_tree": await _tree(ctx)}
+
+
+async def _tree(ctx: RunContext) -> str:
+    """The worktree's files as a tree object, recorded in the checkpoint for an exact resume."""
+    return await asyncio.to_thread(ctx.workspace.snapshot) if ctx.workspace else ""
 
 
 def _commands_note(commands: list[str]) -> str:
@@ -242,18 +248,19 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
                         duration_s=res.duration_s)
         )
     result = VerifyResult(passed=all(c.exit_code == 0 for c in checks), checks=checks)
+    tree = await _tree(ctx)  # the commands may have written files
     failed = [c for c in checks if c.exit_code]
     ctx.telemetry.emit(
         "test_result", role="verify", passed=result.passed, attempt=state.attempts,
         commands=[c.command for c in checks], exit_codes=[c.exit_code for c in checks],
     )
     if result.passed:
-        return {"verify": result, "feedback": ""}
+        return {"verify": result, "feedback": "", "worktree_tree": tree}
     feedback = "The acceptance commands failed:\n" + "\n\n".join(
         f"$ {c.command}  (exit {c.exit_code})\n{failures.trim(c.output)}" for c in failed
     )
     sig = " || ".join(failures.signature(c.command, c.exit_code, c.output) for c in failed)
-    return {"verify": result, "feedback": feedback, "failures": [sig]}
+    return {"verify": result, "feedback": feedback, "failures": [sig], "worktree_tree": tree}
 
 
 async def review(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:

@@ -42,6 +42,9 @@ class RunResult(BaseModel):
     dirty: bool = False
     sandbox: SandboxInfo | None = None  # where builder and verify commands ran
     replayed_calls: int = 0  # answered from the run's journal on resume, not paid again
+    # paid calls at a (session, turn) that had completed before with another request: an
+    # exact resume keeps this at 0
+    paid_calls_repeated: int = 0
 
     @property
     def exit_code(self) -> int:

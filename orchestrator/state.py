@@ -161,6 +161,8 @@ class RunState(BaseModel):
     approve_plan: bool = False
     plan_rejected: bool = False
     failures: Annotated[list[str], operator.add] = Field(default_factory=list)
+    # the tree the worktree held when the last node that changes it finished: resume restores it
+    worktree_tree: str = ""
 
 
 class Handoff(Frozen):

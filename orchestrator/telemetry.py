@@ -23,6 +23,7 @@ from .state import CallRecord
 EventKind = Literal[
     "run_started",
     "run_resumed",
+    "worktree_restored",
     "role_started",
     "role_finished",
     "call_finished",

@@ -143,6 +143,18 @@ class Workspace:
         git("update-ref", f"refs/heads/{self.branch}", sha, parent, cwd=self.repo)
         return sha
 
+    def restore(self, tree: str | None = None) -> None:
+        """Make the worktree hold exactly ``tree`` again (default: the start commit's files).
+
+        Used when a run resumes: the worktree is rebuilt from scratch — files, and a fresh
+        repository of the builder's own at the start commit — so what the builder did after
+        the checkpoint (edits, its .git, ignored files, stray processes' writes) is gone.
+        """
+        head = self.start_commit or self.base_commit
+        if self.worktree.exists() or self.worktree.is_symlink():
+            _rmtree(self.worktree)
+        self._checkout(head, tree=tree)
+
     def snapshot(self) -> str:
         """The tree object of the worktree's files right now (written to the user's objects)."""
         self._stage()
@@ -210,11 +222,11 @@ class Workspace:
             self.base_commit, "--", text=False,
         ).stdout
 
-    def _checkout(self, commit: str) -> None:
-        """Make ``worktree`` a fresh repository of its own with ``commit`` checked out.
+    def _checkout(self, commit: str, tree: str | None = None) -> None:
+        """Make ``worktree`` a fresh repository of its own at ``commit``, holding ``tree``'s files.
 
-        Its object store borrows the user's through alternates; the files are written with
-        the user's trusted config (their filters and line endings), through our index.
+        Its object store borrows the user's through alternates; the files are written through
+        our index with the user's config (drivers disabled: LFS files stay pointers).
         """
         self.worktree.mkdir(parents=True)
         git("init", "-q", "--template=", f"--initial-branch={self.branch}", str(self.worktree),
@@ -223,17 +235,20 @@ class Workspace:
         info.mkdir(parents=True, exist_ok=True)
         (info / "alternates").write_text(str(self.git_dir / "objects") + "\n", encoding="utf-8")
         (self.run_dir / _INDEX).unlink(missing_ok=True)
-        self._git("read-tree", "--reset", "-u", commit)
-        self._point_builder_repo(commit)
+        self._git("read-tree", "--reset", "-u", tree or commit)
+        self._point_builder_repo(commit, same_tree=tree is None)
 
-    def _point_builder_repo(self, commit: str) -> None:
-        """Set the builder repository's branch to ``commit`` with our index as its own.
+    def _point_builder_repo(self, commit: str, *, same_tree: bool = True) -> None:
+        """Set the builder repository's branch (and index) to ``commit``.
 
         Only done before any builder command has run: afterwards that ``.git`` is untrusted.
         """
         own = self.worktree / ".git"
         git("update-ref", f"refs/heads/{self.branch}", commit, git_dir=own)
-        shutil.copyfile(self.run_dir / _INDEX, own / "index")
+        if same_tree:  # our index matches the files and the commit: reuse its stat data
+            shutil.copyfile(self.run_dir / _INDEX, own / "index")
+        else:
+            git("read-tree", commit, git_dir=own, work_tree=self.worktree)
 
     def _save(self) -> None:
         meta = {

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from conftest import cli, run_env, scenario_with, sim_roles, snapshot
 
 import orchestrator
@@ -128,3 +129,122 @@ def test_ci_bot_example_writes_markdown(sim, sample_repo, tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
     assert text.startswith("## ✅ orchestrate") and "stats.py" in text and "| builder |" in text
+
+
+# --- exact resume: the worktree goes back to the checkpoint, nothing is paid for twice --------
+
+_FIXED = "        return ordered[mid]\n    return (ordered[mid - 1] + ordered[mid]) / 2\n"
+_BUGGY = "        return ordered[mid]\n    return ordered[mid]\n"
+
+
+def _builder_with_slow_third_call() -> ModelBehavior:
+    """read, replace, then a slow third reply: killed while it is in flight."""
+    def call(name: str, delay: float = 0.0, **args) -> Reply:
+        return Reply(tool_calls=[ToolCallSpec(name=name, arguments=args)], delay_s=delay)
+
+    return ModelBehavior(script=[
+        call("read", path="stats.py"),
+        call("replace", path="stats.py", old=_BUGGY, new=_FIXED),
+        call("read", delay=8.0, path="stats.py"),
+        call("run", command="python3 -m unittest discover -s tests"),
+        call("submit", summary="median fixed", files_changed=["stats.py"]),
+    ])
+
+
+def _completed(sim) -> dict[str, int]:
+    bodies: dict[str, int] = {}
+    for r in sim.state.requests:
+        if r.status == 200 and r.finished:
+            bodies[_body_key(r.body)] = bodies.get(_body_key(r.body), 0) + 1
+    return bodies
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "sigint"])
+def test_interrupted_in_the_builders_third_call_resumes_exactly(fresh_sim, sample_repo, sig):
+    sim = fresh_sim
+    sim.set_scenario(scenario_with(**{"sim-builder": _builder_with_slow_third_call()}))
+    before = snapshot(sample_repo)
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", DEMO_TASK,
+                             *_cli_args(sim, sample_repo, "--json")], env=run_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and len(sim.state.requests_for("sim-builder")) < 3:
+        time.sleep(0.02)
+    assert len(sim.state.requests_for("sim-builder")) == 3, proc.stderr.read1().decode()
+    os.kill(proc.pid, sig)
+    proc.wait(timeout=30)
+    done_before = _completed(sim)
+    count_before = len(sim.state.requests)
+    (run_id,) = [p.name for p in (sample_repo / "workspaces").iterdir() if p.is_dir()]
+    worktree = sample_repo / "workspaces" / run_id / "worktree"
+    assert _FIXED in (worktree / "stats.py").read_text()  # the edit after the checkpoint
+
+    result = api.resume(run_id, repo=sample_repo, env=run_env())
+    after = sim.state.requests[count_before:]
+    repeated = [r for r in after if _body_key(r.body) in done_before]
+    assert repeated == [], "a completed call was sent again"
+    assert result.replayed_calls == 2 and result.paid_calls_repeated == 0
+    assert result.status == "succeeded", result.reason
+    builder_after = [r for r in after if r.model == "sim-builder"]
+    assert len(builder_after) == 3  # the third (never finished), then run and submit
+    assert "(ordered[mid - 1] + ordered[mid]) / 2" in subprocess.run(
+        ["git", "show", f"{result.branch}:stats.py"], cwd=sample_repo, capture_output=True,
+        text=True).stdout
+    report = json.loads((Path(result.run_dir) / "report.json").read_text())
+    assert report["replayed_calls"] == 2 and report["paid_calls_repeated"] == 0
+    assert snapshot(sample_repo) == before
+
+
+def test_resume_without_restoring_would_pay_twice(fresh_sim, sample_repo):
+    """The check above can fail: skip the restore and the journal misses."""
+    from orchestrator.journal import CallJournal, turn_of
+
+    journal = CallJournal(sample_repo / "j.sqlite")
+    journal.put_turn("builder-1", 1, "key-a")
+    assert journal.check_repeat("builder-1", 1, "key-b") and journal.repeated == 1
+    assert not journal.check_repeat("builder-1", 1, "key-a")
+    assert not journal.check_repeat("builder-1", 2, "key-c")
+    assert turn_of([{"role": "system"}, {"role": "user"}, {"role": "assistant"},
+                    {"role": "tool"}]) == 1
+    journal.close()
+
+
+@pytest.mark.parametrize("mode", ["bwrap", "none"])
+def test_a_command_alive_at_kill_9_is_gone_after_resume(fresh_sim, sample_repo, mode):
+    from test_hostile import live_processes
+
+    from orchestrator.sandbox import PidsCgroup
+
+    stamp = f"{os.getpid()}{int(time.time() * 1000) % 10000}"
+    marker, escaped = f"{900 + (mode == 'none')}.{stamp}", f"{910 + (mode == 'none')}.{stamp}"
+    long_call = Reply(tool_calls=[ToolCallSpec(name="run", arguments={
+        "command": f"(setsid sleep {escaped} &); sleep {marker}"})])
+    fix = scenario_with().models["sim-builder"].script
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
+        script=[long_call, *fix[:1], *fix[1:]])}))
+    sets = ["--set", "run.command_timeout_s=4"]
+    if mode == "none":
+        sets += ["--set", 'sandbox.mode="none"']
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", DEMO_TASK,
+                             *_cli_args(fresh_sim, sample_repo, *sets, "--json")], env=run_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not live_processes(f"sleep {marker}"):
+        time.sleep(0.02)
+    assert live_processes(f"sleep {marker}")
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    time.sleep(0.5)
+    alive_after_kill = live_processes(f"sleep {marker}")
+    if mode == "bwrap":
+        assert alive_after_kill == []  # --die-with-parent and the PID namespace: gone at once
+    (run_id,) = [p.name for p in (sample_repo / "workspaces").iterdir() if p.is_dir()]
+    try:
+        result = api.resume(run_id, repo=sample_repo, env=run_env())
+        assert result.status == "succeeded", result.reason
+        assert live_processes(f"sleep {marker}") == []  # the one from before the kill included
+        if mode == "bwrap" or PidsCgroup.available():
+            assert live_processes(f"sleep {escaped}") == []
+    finally:
+        for pid in live_processes(marker) + live_processes(escaped):
+            os.kill(pid, signal.SIGKILL)

@@ -169,6 +169,7 @@ async def run_command(
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         start_new_session=True,
     )
+    sandbox.track(proc.pid)
     capture = _Capture(output_cap)
     reader = asyncio.create_task(_pump(proc.stdout, capture))
     timed_out = False
@@ -189,9 +190,18 @@ async def run_command(
         await asyncio.wait_for(reader, 2)
     except TimeoutError:
         pass  # something escaped the group (setsid, unsandboxed) and holds the pipe
+    try:
+        await asyncio.wait_for(proc.wait(), 1)  # reaped, so its transport closes with the loop
+    except TimeoutError:
+        pass
+    sandbox.track(proc.pid, done=True)
     output, truncated = capture.text()
     exit_code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
-    pids_hit = cgroup.hit() if cgroup is not None else False
+    pids_hit = False
+    if cgroup is not None:
+        pids_hit = cgroup.hit()
+        if sandbox.bwrap is None:  # no PID namespace: the group still finds setsid escapees
+            await asyncio.to_thread(cgroup.kill_all, remove=False)
     return CommandResult(
         command=command,
         exit_code=exit_code,

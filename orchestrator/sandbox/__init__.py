@@ -18,40 +18,30 @@ the fix; only the user's own ``[sandbox] mode = "none"`` runs commands unsandbox
 
 from __future__ import annotations
 
-import contextlib
 import functools
+import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import threading
-import time
-import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .config import SandboxSettings
-from .errors import SandboxUnavailable
+from ..config import SandboxSettings
+from ..errors import SandboxUnavailable
+from .mounts import SECRETS, SYSTEM_ROOTS, MountPlan, expand, toolchain_paths
+from .processes import CGROUP_LOCK, CGROUPS, PidsCgroup, kill_leftovers, start_time
 
-SYSTEM_ROOTS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt",
-                "/nix", "/sys")
-SCRATCH = ("/tmp", "/run", "/var", "/dev/shm")
-# Masked wherever they are visible (inside an exposed directory, or the system).
-SECRETS = (
-    "~/.ssh", "~/.aws", "~/.azure", "~/.config", "~/.gnupg", "~/.docker", "~/.kube", "~/.netrc",
-    "~/.git-credentials", "~/.gitconfig", "~/.pypirc", "~/.npmrc", "~/.yarnrc", "~/.pgpass",
-    "~/.cargo/credentials", "~/.cargo/credentials.toml", "~/.local/share/keyrings",
-    "~/.password-store", "~/.vault-token", "~/.terraform.d", "~/.m2/settings.xml",
-    "~/.gradle/gradle.properties", "~/.bash_history", "~/.python_history",
-    "/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers",
-    "/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private", "/etc/security/opasswd",
-)
-_TOOLCHAIN_DIRS = ("bin", "sbin", "shims")
+__all__ = [
+    "Limits", "PidsCgroup", "Sandbox", "SandboxInfo", "build_sandbox", "find_bwrap",
+    "kill_leftovers", "probe", "require_sandbox", "toolchain_paths",
+]
+
 _LIMIT_EXIT = 125  # the wrapper's exit status when a limit could not be set
 
 
@@ -102,6 +92,7 @@ class Sandbox:
     limits: Limits | None = None
     home: str | None = None
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    ledger: Path | None = None  # where running commands are recorded (a run's commands.jsonl)
 
     def argv(self, command: str) -> list[str]:
         """The full argv that runs ``bash -c command`` inside the sandbox, limits applied."""
@@ -124,20 +115,30 @@ class Sandbox:
         One group per sandbox (a run's commands run one after another), so no command pays for
         creating and removing it; ``close()`` removes it.
         """
-        if self.bwrap is None or self.limits is None:
+        if self.limits is None:
             return None
-        with _CGROUP_LOCK:
-            group = _CGROUPS.get(id(self))
+        with CGROUP_LOCK:
+            group = CGROUPS.get(id(self))
             if group is None:
                 group = PidsCgroup.create(self.limits.processes)
                 if group is not None:
-                    _CGROUPS[id(self)] = group
+                    CGROUPS[id(self)] = group
         return group
+
+    def track(self, pid: int, *, done: bool = False) -> None:
+        """Record a command's process (or its end) in the ledger, for ``kill_leftovers``."""
+        if self.ledger is None:
+            return
+        group = CGROUPS.get(id(self))
+        entry = {"pid": pid, "done": True} if done else {
+            "pid": pid, "start": start_time(pid), "cgroup": str(group.path) if group else None}
+        with CGROUP_LOCK, open(self.ledger, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(entry) + "\n")
 
     def close(self) -> None:
         """Release what the sandbox holds between commands (its pids cgroup)."""
-        with _CGROUP_LOCK:
-            group = _CGROUPS.pop(id(self), None)
+        with CGROUP_LOCK:
+            group = CGROUPS.pop(id(self), None)
         if group is not None:
             group.remove()
 
@@ -189,6 +190,7 @@ def build_sandbox(
     worktree: Path,
     read_only: Sequence[Path] = (),
     env: Mapping[str, str] | None = None,
+    ledger: Path | None = None,
 ) -> Sandbox:
     """The sandbox for commands in ``worktree``; ``read_only`` adds paths (the git objects).
 
@@ -205,12 +207,12 @@ def build_sandbox(
             warning="builder commands run WITHOUT a sandbox ([sandbox] mode = \"none\" in your "
                     "config): they can read and change anything you can",
         )
-        return Sandbox(info=info, worktree=worktree, limits=limits)
+        return Sandbox(info=info, worktree=worktree, limits=limits, ledger=ledger)
     bwrap, version = require_sandbox(settings)
     home = env.get("HOME") or None
-    plan = _MountPlan(home=home, tmp_mb=settings.tmp_mb)
+    plan = MountPlan(home=home, tmp_mb=settings.tmp_mb)
     exposed = [*toolchain_paths(env.get("PATH", ""), home), *read_only,
-               *(_expand(p, home) for p in settings.read_only)]
+               *(expand(p, home) for p in settings.read_only)]
     plan.expose(exposed)
     plan.hide([*SECRETS, *settings.hidden])
     plan.writable(worktree)
@@ -226,7 +228,7 @@ def build_sandbox(
                  GIT_COMMITTER_NAME="orchestrate-builder",
                  GIT_COMMITTER_EMAIL="builder@localhost")
     return Sandbox(info=info, worktree=worktree, bwrap=bwrap, mounts=tuple(plan.args),
-                   limits=limits, home=home, extra_env=extra)
+                   limits=limits, home=home, extra_env=extra, ledger=ledger)
 
 
 def require_sandbox(settings: SandboxSettings) -> tuple[str, str | None]:
@@ -306,153 +308,3 @@ def _unavailable_message(problem: str) -> str:
             '[sandbox] mode = "none" in your own config to run them unsandboxed')
 
 
-def toolchain_paths(path_var: str, home: str | None) -> list[Path]:
-    """What a toolchain on ``PATH`` needs: each entry, and its root for ``bin``/``shims`` dirs.
-
-    ``~/.pyenv/shims`` brings ``~/.pyenv`` (the shims exec the versions there); a root is never
-    the home directory itself or ``/``, so ``~/bin`` exposes only ``~/bin``.
-    """
-    found = [Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent]
-    for entry in path_var.split(os.pathsep):
-        if not entry or not os.path.isabs(entry) or not os.path.isdir(entry):
-            continue
-        p = Path(entry)
-        found.append(p)
-        parent = p.parent
-        if p.name in _TOOLCHAIN_DIRS and parent != Path("/") and str(parent) != home \
-                and not (home and Path(home).is_relative_to(parent)):
-            found.append(parent)
-    return found
-
-
-def _expand(raw: str, home: str | None) -> Path:
-    if raw.startswith("~") and home:
-        return Path(home + raw[1:])
-    return Path(raw)
-
-
-class _MountPlan:
-    """bwrap's mount arguments, in the order that layers them right."""
-
-    def __init__(self, *, home: str | None, tmp_mb: int) -> None:
-        self.home = home
-        self.args = ["--die-with-parent", "--new-session", "--unshare-all", "--cap-drop", "ALL"]
-        self.visible: list[str] = []
-        self.read_only: list[str] = []
-        self.hidden: list[str] = []
-        for root in SYSTEM_ROOTS:
-            if os.path.islink(root):
-                self.args += ["--symlink", os.readlink(root), root]
-            elif os.path.isdir(root):
-                self.args += ["--ro-bind", root, root]
-                self.visible.append(root)
-        self.args += ["--dev", "/dev", "--proc", "/proc"]
-        size = str(tmp_mb * 1024 * 1024)
-        for scratch in SCRATCH:
-            self.args += ["--size", size, "--tmpfs", scratch]
-        if home and home != "/" and not self._covered(home):
-            self.args += ["--size", size, "--tmpfs", home]
-        self.args += ["--remount-ro", "/dev"]  # device nodes stay usable; no files in /dev
-
-    def _covered(self, path: str) -> bool:
-        return any(path == v or path.startswith(v.rstrip("/") + "/") for v in self.visible)
-
-    def expose(self, paths: Iterable[Path]) -> None:
-        real = {os.path.realpath(p): str(p) for p in paths if os.path.exists(p)}
-        for target in sorted(real, key=len):
-            if self._covered(target):
-                continue
-            self.args += ["--ro-bind", target, target]
-            self.visible.append(target)
-            self.read_only.append(target)
-
-    def hide(self, paths: Iterable[str]) -> None:
-        for raw in paths:
-            path = str(_expand(raw, self.home))
-            if not os.path.lexists(path) or not self._covered(path):
-                continue
-            real = os.path.realpath(path)
-            if os.path.isdir(real):
-                self.args += ["--tmpfs", path, "--remount-ro", path]
-            else:
-                self.args += ["--ro-bind", "/dev/null", path]
-            self.hidden.append(path)
-
-    def writable(self, path: Path) -> None:
-        # last: the root (a tmpfs holding mount points) becomes read-only, so the worktree and
-        # the size-capped scratch mounts are the only places a command can write
-        self.args += ["--bind", str(path), str(path), "--remount-ro", "/"]
-
-
-_CGROUPS: dict[int, PidsCgroup] = {}
-_CGROUP_LOCK = threading.Lock()
-
-
-class PidsCgroup:
-    """A cgroup-v1 ``pids`` group for a run's commands, where we are root (the rlimit is not)."""
-
-    ROOT = Path("/sys/fs/cgroup/pids")
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._seen = self._max_events()
-
-    @classmethod
-    def available(cls) -> bool:
-        return _pids_cgroup_writable(str(cls.ROOT))
-
-    @classmethod
-    def create(cls, limit: int) -> PidsCgroup | None:
-        if not cls.available():
-            return None
-        cls._sweep()
-        path = cls.ROOT / f"orchestrate-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        try:
-            path.mkdir()
-            (path / "pids.max").write_text(str(limit))
-        except OSError:
-            return None
-        return cls(path)
-
-    def wrap(self, argv: list[str]) -> list[str]:
-        """``argv`` started from inside the group, so every descendant is counted."""
-        script = 'echo $$ > "$0/cgroup.procs" && exec "$@"'
-        return ["/bin/sh", "-c", script, str(self.path), *argv]
-
-    def hit(self) -> bool:
-        """Whether a fork failed at the limit since the last call."""
-        now = self._max_events()
-        hit, self._seen = now > self._seen, now
-        return hit
-
-    def _max_events(self) -> int:
-        try:
-            events = (self.path / "pids.events").read_text().split()
-        except OSError:
-            return 0
-        return int(events[1]) if len(events) >= 2 and events[0] == "max" else 0
-
-    def remove(self) -> None:
-        for _ in range(100):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:  # a dying process still listed; the namespace is being torn down
-                time.sleep(0.01)
-
-    @classmethod
-    def _sweep(cls) -> None:
-        """Remove groups left by processes that died (``kill -9``) before removing theirs."""
-        for path in cls.ROOT.glob("orchestrate-*"):
-            owner = path.name.split("-")[1]
-            if owner.isdigit() and not os.path.exists(f"/proc/{owner}"):
-                with contextlib.suppress(OSError):
-                    path.rmdir()
-
-
-@functools.cache
-def _pids_cgroup_writable(root: str) -> bool:
-    return os.geteuid() == 0 and os.path.isfile(os.path.join(root, "cgroup.procs")) \
-        and os.access(root, os.W_OK)
