@@ -8,6 +8,7 @@ configuration, 1 for a task not achieved), never a traceback.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
@@ -32,6 +33,7 @@ from .render import (
     print_runs,
 )
 from .results import RunResult
+from .tracing import configure_from_env
 
 app = typer.Typer(
     add_completion=False,
@@ -297,8 +299,6 @@ def quota(
     as_json: JsonOpt = False,
 ) -> None:
     """Today's token and USD use per model, caps, and which models are exhausted until when."""
-    import os
-
     from .models.client import ClientPool
     from .models.fallback import quota_key
     from .models.quota_pg import build_ledger
@@ -427,6 +427,8 @@ def sim(
 
 def main() -> None:
     try:
+        # spans go out over OTLP when the standard OTEL_EXPORTER_OTLP_* variables say where
+        configure_from_env(os.environ)
         app()
     except OrchestrateError as exc:  # raised outside a command body
         err.print(f"error: {exc}")
