@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import os
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -25,12 +24,12 @@ from .errors import BudgetExhausted, UsageError
 from .gitsafe import git
 from .graph import build_explore_graph, build_graph
 from .lifecycle import (
-    RUN_FILE,
     OpenRun,
     Relay,
     build_pool,
     check_sandbox,
     close_pool,
+    read_run_file,
     write_run_file,
 )
 from .models.client import ClientPool
@@ -162,11 +161,7 @@ async def aresume(
     """
     top = repo_root(repo)
     ws = await asyncio.to_thread(Workspace.open, top, run_id)
-    try:
-        saved = json.loads((ws.run_dir / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise UsageError(f"run {run_id} has no run.json; it cannot be resumed") from None
-    role_map = RoleMap.model_validate_json(json.dumps(saved["roles"]))
+    task, role_map = read_run_file(ws.run_dir)
     env = dict(os.environ if env is None else env)
     database_url = _database_url(database_url, env)
     relay = Relay()
@@ -180,7 +175,7 @@ async def aresume(
         raise
     if approve is not None:
         approver = lambda _plan: approve  # noqa: E731
-    return await _drive(ws, saved["task"], role_map, pool, relay, env, listeners, None, approver,
+    return await _drive(ws, task, role_map, pool, relay, env, listeners, None, approver,
                         resumed=True, database_url=database_url)
 
 

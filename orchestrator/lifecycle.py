@@ -9,6 +9,7 @@ cannot cross the platform's JSON boundary.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import time
@@ -19,6 +20,7 @@ from typing import Any
 
 from .config import RoleMap
 from .definitions import load_agents
+from .errors import UsageError
 from .journal import CallJournal, JournaledPool
 from .models.budget import Budget
 from .models.client import ClientPool
@@ -90,6 +92,15 @@ def run_sandbox(ws: Workspace, role_map: RoleMap, env: Mapping[str, str]) -> San
     """The sandbox for this run's worktree: it may write there and read the git objects."""
     return build_sandbox(role_map.sandbox, worktree=ws.worktree, read_only=ws.objects_dirs,
                          env=env)
+
+
+def read_run_file(run_dir: Path) -> tuple[str, RoleMap]:
+    """The task and role map a run started with; a usage error when there is no run.json."""
+    try:
+        saved = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise UsageError(f"run {run_dir.name} has no run.json; it cannot be resumed") from None
+    return saved["task"], RoleMap.model_validate_json(json.dumps(saved["roles"]))
 
 
 class OpenRun:
@@ -165,7 +176,7 @@ class OpenRun:
         try:
             await close_pool(self.pool)
         finally:
-            self._stack.close()
+            await asyncio.to_thread(self._stack.close)  # SQLite files and a file lock
 
 
 def _head_of(ws: Workspace) -> str | None:
