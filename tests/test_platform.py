@@ -74,9 +74,7 @@ async def test_a_rejected_plan_ends_the_run_and_the_thread_takes_no_second_task(
         await app.ainvoke({"task": "another task"}, config, context=context)
 
 
-# --- langgraph dev -------------------------------------------------------------------------------
-
-pytest.importorskip("langgraph_api", reason="the platform extra is not installed")
+# --- langgraph dev (the platform extra) ----------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
