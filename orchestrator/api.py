@@ -194,14 +194,14 @@ async def _drive(
     database_url: str | None,
 ) -> RunResult:
     try:
-        run = await asyncio.to_thread(OpenRun, ws, task, role_map, pool, relay, env, listeners,
-                                      resumed=resumed, database_url=database_url)
+        run = await OpenRun.open(ws, task, role_map, pool, relay, env, listeners,
+                                 resumed=resumed, database_url=database_url)
     except BaseException:
         await close_pool(pool)
         raise
     try:
         final, pending = await _invoke(run.ctx, initial, approver, database_url)
-        return await asyncio.to_thread(run.finish, final, pending)
+        return await run.finish(final, pending)
     except BaseException as exc:
         run.stop(exc)
         raise

@@ -107,9 +107,16 @@ class OpenRun:
     """One run's lock, registry entry, telemetry, journal, sandbox and client pool, and its
     ``RunContext``.
 
-    Built synchronously (it takes a file lock and opens SQLite files); ``aclose`` closes it and
-    the pool. If building fails, the pool stays the caller's to close.
+    ``OpenRun.open`` builds it in a worker thread (a file lock, SQLite files, the sandbox) and
+    announces the run on the event loop: listeners are only ever called from the loop.
+    ``aclose`` closes it and the pool; if building fails, the pool stays the caller's to close.
     """
+
+    @classmethod
+    async def open(cls, *args: Any, **kwargs: Any) -> OpenRun:
+        run = await asyncio.to_thread(cls, *args, **kwargs)
+        run.announce()
+        return run
 
     def __init__(
         self,
@@ -124,7 +131,7 @@ class OpenRun:
         resumed: bool,
         database_url: str | None = None,
     ) -> None:
-        self.ws, self.pool = ws, pool
+        self.ws, self.pool, self.resumed = ws, pool, resumed
         self._stack = ExitStack()
         try:
             self._stack.enter_context(run_lock(ws.run_dir))
@@ -138,7 +145,7 @@ class OpenRun:
                 self.telemetry.load_history(ws.run_dir / "events.jsonl")
             self.journal = CallJournal(ws.run_dir / "journal.sqlite")
             self._stack.callback(self.journal.close)
-            sandbox = run_sandbox(ws, role_map, env)
+            self.sandbox = sandbox = run_sandbox(ws, role_map, env)
             self._stack.callback(sandbox.close)
             self.ctx = RunContext(
                 run_id=ws.run_id, roles=role_map, agents=load_agents(ws.repo),
@@ -150,20 +157,27 @@ class OpenRun:
         except BaseException:
             self._stack.close()
             raise
-        self.telemetry.emit("run_resumed" if resumed else "run_started", repo=str(ws.repo),
-                            branch=ws.branch, base_commit=ws.base_commit, dirty=ws.dirty,
-                            included_dirty=ws.included_dirty, sandbox=sandbox.info.summary())
-        if sandbox.info.warning:
-            self.telemetry.emit("warning", message=sandbox.info.warning)
 
-    def finish(self, final: RunState, pending: bool) -> RunResult:
+    def announce(self) -> None:
+        ws, info = self.ws, self.sandbox.info
+        self.telemetry.emit("run_resumed" if self.resumed else "run_started", repo=str(ws.repo),
+                            branch=ws.branch, base_commit=ws.base_commit, dirty=ws.dirty,
+                            included_dirty=ws.included_dirty, sandbox=info.summary())
+        if info.warning:
+            self.telemetry.emit("warning", message=info.warning)
+
+    async def finish(self, final: RunState, pending: bool) -> RunResult:
         """The run's result; ``pending`` means a plan awaits approval. Writes report.json."""
-        result = _result(self.ctx, self.ws, final, pending, self.journal.replayed)
+        result = await asyncio.to_thread(_result, self.ctx, self.ws, final, pending,
+                                         self.journal.replayed)
         self.telemetry.emit("run_finished", status=result.status, reason=result.reason)
+        await asyncio.to_thread(self._record, result)
+        return result
+
+    def _record(self, result: RunResult) -> None:
         (self.ws.run_dir / "report.json").write_text(_report_json(result, self.telemetry), "utf-8")
         self.registry.record_finish(self.ws.run_id, result.status, result.reason,
                                     result.cost_usd, result.commit)
-        return result
 
     def stop(self, exc: BaseException) -> None:
         """Record a run that ended without a result (crash, Ctrl-C, cancellation)."""

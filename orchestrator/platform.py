@@ -33,6 +33,7 @@ from .lifecycle import (
     OpenRun,
     Relay,
     build_pool,
+    check_sandbox,
     close_pool,
     read_run_file,
     write_run_file,
@@ -160,6 +161,7 @@ def _open(thread_id: str, config: PlatformConfig, task: str, approve_plan: bool,
     pool = build_pool(role_map, env, relay, database_url=database_url)
     pools.append(pool)
     pool.check_credentials(RUN_ROLES)
+    check_sandbox(role_map)
     if resumed:
         ws = Workspace.open(top, run_id)
     else:
@@ -198,6 +200,7 @@ class LiveRuns:
                     for pool in pools:
                         await close_pool(pool)
                     raise
+                live.run.announce()  # on the loop, like every event
                 self._open[thread_id] = live
             return live
 
@@ -210,7 +213,7 @@ class LiveRuns:
         result = None
         try:
             if final is not None:
-                result = await asyncio.to_thread(live.run.finish, final, pending)
+                result = await live.run.finish(final, pending)
             elif error is not None:
                 await asyncio.to_thread(live.run.stop, error)
         finally:
