@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import os
 import tempfile
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,17 +23,19 @@ from .definitions import load_agents
 from .errors import BudgetExhausted, UsageError
 from .gitsafe import git
 from .graph import build_explore_graph, build_graph
-from .journal import CallJournal, JournaledPool
-from .models.budget import Budget
+from .lifecycle import (
+    OpenRun,
+    Relay,
+    build_pool,
+    check_sandbox,
+    close_pool,
+    read_run_file,
+    write_run_file,
+)
 from .models.client import ClientPool
-from .models.quota import QuotaLedger
-from .models.quota_pg import build_ledger
 from .models.routing import telemetry_listener
-from .registry import new_record, open_registry
 from .results import ExploreResult, RunResult
-from .runs import run_lock
 from .runtime import RunContext
-from .sandbox import Sandbox, build_sandbox, kill_leftovers, require_sandbox
 from .state import Plan, Role, RunState
 from .store import open_checkpointer
 from .telemetry import Event, Listener, Telemetry
@@ -43,8 +43,6 @@ from .workspace import Workspace, new_run_id
 
 RUN_ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer")
 Approver = Callable[[Plan], bool | Awaitable[bool]]
-RUN_FILE = "run.json"
-COMMANDS_FILE = "commands.jsonl"  # commands running now, found and killed on resume
 DATABASE_ENV = "ORCHESTRATE_DATABASE_URL"
 
 __all__ = [
@@ -91,45 +89,9 @@ def resolve_overrides(roles: RoleMap, sets: Sequence[str]) -> RoleMap:
 # --- run and resume ------------------------------------------------------------------------------
 
 
-class _Relay:
-    """Routing events of a pool built before the run's telemetry exists, delivered to it later."""
-
-    def __init__(self) -> None:
-        self.targets: list[Callable[[Any], None]] = []
-
-    def __call__(self, event: Any) -> None:
-        for target in self.targets:
-            target(event)
-
-
 def _database_url(database_url: str | None, env: Mapping[str, str]) -> str | None:
     """An explicit URL, else ``ORCHESTRATE_DATABASE_URL`` from the run's environment."""
     return database_url or env.get(DATABASE_ENV) or None
-
-
-def _pool(
-    role_map: RoleMap,
-    env: Mapping[str, str],
-    relay: _Relay,
-    *,
-    quota_path: str | os.PathLike[str] | None,
-    max_usd: float | None,
-    max_tokens: int | None,
-    database_url: str | None = None,
-) -> ClientPool:
-    """Clients for every role, sharing the quota ledger (the user's, or the fleet's) and a budget."""
-    if quota_path:
-        ledger: Any = QuotaLedger(Path(quota_path))
-    else:
-        ledger = build_ledger(database_url, env)
-    limited = max_usd is not None or max_tokens is not None  # 0 is a limit too
-    budget = Budget(max_usd, max_tokens) if limited else None
-    return ClientPool(role_map, env, ledger=ledger, budget=budget, listeners=[relay])
-
-
-async def _close(pool: ClientPool) -> None:
-    await pool.aclose()
-    pool.routing.ledger.close()
 
 
 async def arun(
@@ -161,21 +123,18 @@ async def arun(
     env = dict(os.environ if env is None else env)
     role_map = resolve_roles(top, roles, role_files, sets, team)
     database_url = _database_url(database_url, env)
-    relay = _Relay()
-    pool = _pool(role_map, env, relay, quota_path=quota_path, max_usd=max_usd,
-                 max_tokens=max_tokens, database_url=database_url)
+    relay = Relay()
+    pool = build_pool(role_map, env, relay, quota_path=quota_path, max_usd=max_usd,
+                      max_tokens=max_tokens, database_url=database_url)
     try:
         pool.check_credentials(RUN_ROLES)
         await asyncio.to_thread(check_sandbox, role_map)
         ws = await asyncio.to_thread(Workspace.create, top, new_run_id(),
                                      include_dirty=include_dirty)
     except BaseException:
-        await _close(pool)
+        await close_pool(pool)
         raise
-    (ws.run_dir / RUN_FILE).write_text(json.dumps({
-        "task": task, "created": time.time(), "approve_plan": approve_plan,
-        "roles": role_map.model_dump(mode="json"),
-    }, indent=2), encoding="utf-8")
+    write_run_file(ws, task, role_map, approve_plan=approve_plan)
     initial = RunState(task=task, max_attempts=role_map.run.max_attempts,
                        max_reviews=role_map.run.max_reviews, approve_plan=approve_plan)
     return await _drive(ws, task, role_map, pool, relay, env, listeners, initial, approver,
@@ -201,26 +160,23 @@ async def aresume(
     before the stop are answered from the run's journal instead of being paid for again.
     """
     top = repo_root(repo)
+    # reattach=False: the worktree is rebuilt from the checkpoint before the graph resumes
     ws = await asyncio.to_thread(Workspace.open, top, run_id, reattach=False)
-    try:
-        saved = json.loads((ws.run_dir / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise UsageError(f"run {run_id} has no run.json; it cannot be resumed") from None
-    role_map = RoleMap.model_validate_json(json.dumps(saved["roles"]))
+    task, role_map = read_run_file(ws.run_dir)
     env = dict(os.environ if env is None else env)
     database_url = _database_url(database_url, env)
-    relay = _Relay()
-    pool = _pool(role_map, env, relay, quota_path=quota_path, max_usd=max_usd,
-                 max_tokens=max_tokens, database_url=database_url)
+    relay = Relay()
+    pool = build_pool(role_map, env, relay, quota_path=quota_path, max_usd=max_usd,
+                      max_tokens=max_tokens, database_url=database_url)
     try:
         pool.check_credentials(RUN_ROLES)
         await asyncio.to_thread(check_sandbox, role_map)
     except BaseException:
-        await _close(pool)
+        await close_pool(pool)
         raise
     if approve is not None:
         approver = lambda _plan: approve  # noqa: E731
-    return await _drive(ws, saved["task"], role_map, pool, relay, env, listeners, None, approver,
+    return await _drive(ws, task, role_map, pool, relay, env, listeners, None, approver,
                         resumed=True, database_url=database_url)
 
 
@@ -229,7 +185,7 @@ async def _drive(
     task: str,
     role_map: RoleMap,
     pool: ClientPool,
-    relay: _Relay,
+    relay: Relay,
     env: dict[str, str],
     listeners: Sequence[Listener],
     initial: RunState | None,
@@ -238,50 +194,20 @@ async def _drive(
     resumed: bool,
     database_url: str | None,
 ) -> RunResult:
-    with run_lock(ws.run_dir), open_registry(ws.repo, database_url) as registry:
-        registry.record_start(new_record(ws.run_id, task, str(ws.repo), ws.branch))
-        telemetry = Telemetry(ws.run_id, log_path=ws.run_dir / "events.jsonl",
-                              listeners=tuple(listeners), env=env)
-        relay.targets.append(telemetry_listener(telemetry))
-        if resumed:
-            telemetry.load_history(ws.run_dir / "events.jsonl")
-            # before anything else: a command the dead process left running must not keep
-            # writing into the worktree that is about to be restored
-            killed = await asyncio.to_thread(kill_leftovers, ws.run_dir / COMMANDS_FILE)
-            if killed:
-                telemetry.emit("warning", message=f"killed {killed} process(es) left running "
-                               "by the interrupted run")
-        journal = CallJournal(ws.run_dir / "journal.sqlite")
-        sandbox = await asyncio.to_thread(run_sandbox, ws, role_map, env)
-        ctx = RunContext(
-            run_id=ws.run_id, roles=role_map, agents=load_agents(ws.repo),
-            pool=JournaledPool(pool, journal), telemetry=telemetry, repo=ws.repo,
-            worktree=ws.worktree, run_dir=ws.run_dir,
-            base_commit=ws.start_commit or ws.base_commit, env=env, workspace=ws,
-            sandbox=sandbox,
-        )
-        telemetry.emit("run_resumed" if resumed else "run_started", repo=str(ws.repo),
-                       branch=ws.branch, base_commit=ws.base_commit, dirty=ws.dirty,
-                       included_dirty=ws.included_dirty, sandbox=sandbox.info.summary())
-        if sandbox.info.warning:
-            telemetry.emit("warning", message=sandbox.info.warning)
-        try:
-            final, pending = await _invoke(ctx, initial, approver, database_url)
-            result = await asyncio.to_thread(_result, ctx, ws, final, pending, journal)
-            telemetry.emit("run_finished", status=result.status, reason=result.reason)
-            (ws.run_dir / "report.json").write_text(_report_json(result, telemetry), "utf-8")
-            registry.record_finish(ws.run_id, result.status, result.reason, result.cost_usd,
-                                   result.commit)
-            return result
-        except BaseException as exc:
-            spent = sum(c.cost_usd for c in telemetry.calls)
-            registry.record_finish(ws.run_id, "stopped", str(exc) or type(exc).__name__, spent, None)
-            raise
-        finally:
-            journal.close()
-            telemetry.close()
-            sandbox.close()
-            await _close(pool)
+    try:
+        run = await OpenRun.open(ws, task, role_map, pool, relay, env, listeners,
+                                 resumed=resumed, database_url=database_url)
+    except BaseException:
+        await close_pool(pool)
+        raise
+    try:
+        final, pending = await _invoke(run.ctx, initial, approver, database_url)
+        return await run.finish(final, pending)
+    except BaseException as exc:
+        run.stop(exc)
+        raise
+    finally:
+        await run.aclose()
 
 
 async def _invoke(
@@ -339,57 +265,6 @@ async def _decide(approver: Approver | None, values: Mapping[str, Any]) -> Comma
     if inspect.isawaitable(decision):
         decision = await decision
     return Command(resume=bool(decision))
-
-
-def check_sandbox(role_map: RoleMap) -> None:
-    """Fail before any model is paid when builder commands could not be sandboxed here."""
-    require_sandbox(role_map.sandbox)
-
-
-def run_sandbox(ws: Workspace, role_map: RoleMap, env: Mapping[str, str]) -> Sandbox:
-    """The sandbox for this run's worktree: it may write there and read the git objects."""
-    return build_sandbox(role_map.sandbox, worktree=ws.worktree, read_only=ws.objects_dirs,
-                         env=env, ledger=ws.run_dir / COMMANDS_FILE)
-
-
-def _head_of(ws: Workspace) -> str | None:
-    sha = ws.tip()
-    return sha if sha and sha != ws.base_commit else None
-
-
-def _result(
-    ctx: RunContext, ws: Workspace, final: RunState, pending: bool, journal: CallJournal
-) -> RunResult:
-    t = ctx.telemetry
-    if pending:
-        status, reason = "awaiting_approval", f"the plan awaits approval: orchestrate resume {ws.run_id} --approve (or --reject)"
-    elif final.status == "running":
-        status, reason = "stopped", final.reason or "the run stopped before its end"
-    else:
-        status, reason = final.status, final.reason
-    return RunResult(
-        run_id=ctx.run_id, task=final.task, status=status, reason=reason, repo=str(ctx.repo),
-        branch=ws.branch, commit=_head_of(ws), base_commit=ws.base_commit,
-        diff_stat=ws.diff_stat(), tests=final.verify, attempts=final.attempts, plan=final.plan,
-        review=final.review.model_dump() if final.review else None,
-        explorers=sorted(final.explorers, key=lambda r: r.index),
-        per_role=t.per_role(), time_split=t.time_split(),
-        cost_usd=sum(c.cost_usd for c in t.calls),
-        policy_violations=t.counters.get("policy_violations", 0),
-        warnings=[str(e.data.get("message")) for e in t.events if e.kind == "warning"],
-        forks=[dict(e.data, session=e.session, role=e.role) for e in t.events if e.kind == "fork"],
-        run_dir=str(ws.run_dir), included_dirty=ws.included_dirty, dirty=ws.dirty,
-        sandbox=ctx.sandbox.info if ctx.sandbox else None, replayed_calls=journal.replayed,
-        paid_calls_repeated=journal.repeated,
-    )
-
-
-def _report_json(result: RunResult, telemetry: Telemetry) -> str:
-    report = result.model_dump(mode="json")
-    report["calls"] = [c.model_dump(mode="json") for c in telemetry.calls]
-    turns = max(1, len(telemetry.calls))
-    report["overhead_per_turn_ms"] = 1000 * result.time_split.get("orchestration_s", 0.0) / turns
-    return json.dumps(report, indent=2)
 
 
 def run(task: str, **kwargs: Any) -> RunResult:
@@ -463,9 +338,9 @@ async def aexplore(
     if parallel:
         role_map = resolve_overrides(role_map, [f"explorer.parallel={parallel}"])
     telemetry = Telemetry(new_run_id(), listeners=tuple(listeners), env=env)
-    relay = _Relay()
+    relay = Relay()
     relay.targets.append(telemetry_listener(telemetry))
-    pool = _pool(role_map, env, relay, quota_path=None, max_usd=None, max_tokens=None)
+    pool = build_pool(role_map, env, relay)
     pool.check_credentials(("planner", "explorer"))
     # paged tool outputs and fork transcripts need a home; never the user's repository
     scratch = None if workdir else tempfile.TemporaryDirectory(prefix="orchestrate-explore-")
@@ -485,7 +360,7 @@ async def aexplore(
         final = RunState.model_validate(out)
     finally:
         telemetry.close()
-        await _close(pool)
+        await close_pool(pool)
         if scratch is not None:
             scratch.cleanup()
     return ExploreResult(

@@ -8,6 +8,7 @@ configuration, 1 for a task not achieved), never a traceback.
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
@@ -32,6 +33,7 @@ from .render import (
     print_runs,
 )
 from .results import RunResult
+from .tracing import configure_from_env
 
 app = typer.Typer(
     add_completion=False,
@@ -297,8 +299,6 @@ def quota(
     as_json: JsonOpt = False,
 ) -> None:
     """Today's token and USD use per model, caps, and which models are exhausted until when."""
-    import os
-
     from .models.client import ClientPool
     from .models.fallback import quota_key
     from .models.quota_pg import build_ledger
@@ -406,6 +406,32 @@ def bench(
 
 
 @app.command()
+def mcp(
+    repo: RepoOpt = None,
+    roles: RolesOpt = [],  # noqa: B006
+    set_: SetOpt = [],  # noqa: B006
+    team: TeamOpt = None,
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP on 127.0.0.1 instead of stdio.")] = False,
+    port: Annotated[int, typer.Option(help="Port on 127.0.0.1 for --http.")] = 8765,
+) -> None:
+    """Serve explore, run, show and runs as MCP tools (Claude Code, Codex, Cursor)."""
+    import importlib.util
+
+    def go() -> None:
+        if importlib.util.find_spec("mcp") is None:
+            raise UsageError("the MCP server needs the mcp extra: pip install 'orchestrate[mcp]'")
+        from .mcp_server import ServerSettings, serve
+
+        top = api.repo_root(repo) if repo is not None else _maybe_repo()
+        api.resolve_roles(top, None, roles, set_, team)  # a bad role map fails now, not per call
+        settings = ServerSettings(repo=top, role_files=tuple(str(Path(f).resolve()) for f in roles),
+                                  sets=tuple(set_), team=team)
+        serve(settings, "http" if http else "stdio", port)
+
+    _guarded(go)
+
+
+@app.command()
 def sim(
     scenario: Annotated[Path | None, typer.Option(help="Scenario file (TOML or JSON); default: the demo's.")] = None,
     port: Annotated[int, typer.Option(help="Port on 127.0.0.1 (0 picks a free one).")] = 8787,
@@ -427,6 +453,8 @@ def sim(
 
 def main() -> None:
     try:
+        # spans go out over OTLP when the standard OTEL_EXPORTER_OTLP_* variables say where
+        configure_from_env(os.environ)
         app()
     except OrchestrateError as exc:  # raised outside a command body
         err.print(f"error: {exc}")

@@ -6,6 +6,7 @@ routing functions are small, pure and typed.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal, cast
 
 from langgraph.graph import END, START, StateGraph
@@ -51,16 +52,29 @@ def after_review(state: RunState) -> Literal["build", "report"]:
     return "report"
 
 
-def build_graph() -> StateGraph[RunState, RunContext, RunState, RunState]:
-    g = StateGraph(RunState, context_schema=RunContext)
-    g.add_node("plan", nodes.plan)
-    g.add_node("approve", nodes.approve)
-    g.add_node("explore", _EXPLORE)
-    g.add_node("gather", nodes.gather)
-    g.add_node("build", nodes.build)
-    g.add_node("verify", nodes.verify)
-    g.add_node("review", nodes.review)
-    g.add_node("report", nodes.report)
+NodeFn = Callable[..., Awaitable[dict[str, Any]]]
+NodeAdapter = Callable[[str, NodeFn], NodeFn]
+RUN_NODES: tuple[tuple[str, NodeFn], ...] = (
+    ("plan", nodes.plan), ("approve", nodes.approve), ("explore", _EXPLORE),
+    ("gather", nodes.gather), ("build", nodes.build), ("verify", nodes.verify),
+    ("review", nodes.review), ("report", nodes.report),
+)
+
+
+def build_graph(
+    *,
+    adapt: NodeAdapter | None = None,
+    state_schema: type[RunState] = RunState,
+    context_schema: type[Any] = RunContext,
+    input_schema: type[Any] | None = None,
+    output_schema: type[Any] | None = None,
+) -> StateGraph[Any, Any, Any, Any]:
+    """The run's graph. ``adapt(name, node)`` may wrap each node, and the schemas may be
+    widened: the platform graph rebuilds every node's live context that way (``platform.py``)."""
+    g = StateGraph(state_schema, context_schema=context_schema, input_schema=input_schema,
+                   output_schema=output_schema)
+    for name, node in RUN_NODES:
+        g.add_node(name, adapt(name, node) if adapt else node)
     g.add_edge(START, "plan")
     g.add_edge("plan", "approve")
     g.add_conditional_edges("approve", fan_out, ["explore", "gather", "report"])

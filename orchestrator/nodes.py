@@ -114,11 +114,26 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     return {"plan": result}
 
 
+APPROVE_QUESTION = "Approve this plan? Resume with true to go ahead, false to reject it."
+_YES = frozenset({"true", "yes", "y", "approve", "approved", "ok", "go"})
+
+
+def approved(decision: Any) -> bool:
+    """A resume value as yes or no: a bool, a word a person typed (Studio sends what it is
+    given, and "no" must not count as yes), or ``{"approve": ...}``."""
+    if isinstance(decision, str):
+        return decision.strip().lower() in _YES
+    if isinstance(decision, dict):
+        return approved(decision.get("approve", decision.get("approved", False)))
+    return bool(decision)
+
+
 async def approve(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """With ``--approve-plan``, pause for a human; resumed with ``True`` (go) or ``False``."""
     if not state.approve_plan or state.plan is None:
         return {}
-    decision = interrupt({"run_id": runtime.context.run_id, "plan": state.plan.model_dump()})
+    decision = approved(interrupt({"run_id": runtime.context.run_id, "question": APPROVE_QUESTION,
+                                   "plan": state.plan.model_dump()}))
     runtime.context.telemetry.emit("review", role="human", verdict="approve" if decision else "reject")
     return {} if decision else {"plan_rejected": True}
 

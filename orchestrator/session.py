@@ -163,8 +163,8 @@ class Session:
         route = self.client.route
         self.telemetry.emit(
             "role_started", role=self.agent.role, session=self.id, model=route.model.id,
-            tier=route.tier, effort=route.effort, parent=parent, purpose=purpose,
-            window=self.policy.window,
+            provider=route.provider_name, tier=route.tier, effort=route.effort, parent=parent,
+            purpose=purpose, window=self.policy.window,
         )
 
     def _add(self, message: dict[str, Any]) -> None:
@@ -244,7 +244,8 @@ class Session:
 
     def _account(self, completion: Completion, estimate: int, started: float) -> None:
         record = completion.record
-        self.telemetry.call(record, (started, time.monotonic()))
+        self.telemetry.call(record, (started, time.monotonic()), messages=self.messages,
+                            reply=completion.content)
         self.ledger.observe(record.prompt_tokens)
         used = (record.prompt_tokens or estimate) + record.output_tokens
         fraction = used / self.policy.window
@@ -373,6 +374,7 @@ class Session:
                     self._invalid_submission()
             else:
                 self.tool_calls += 1
+                started = time.monotonic()
                 with self.telemetry.busy("tool"):
                     outcome = await self.toolbox.call(call.name, call.arguments)
                 text = outcome.text
@@ -384,7 +386,7 @@ class Session:
                     )
                 self.telemetry.emit(
                     "tool_called", role=self.agent.role, session=self.id, tool=call.name,
-                    ok=outcome.ok, chars=len(text),
+                    ok=outcome.ok, chars=len(text), duration_s=round(time.monotonic() - started, 4),
                 )
                 if call.name != READ_ARTIFACT:
                     text = self._page(call, text)

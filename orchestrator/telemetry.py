@@ -2,7 +2,8 @@
 
 Each run gets its own structlog logger writing to ``workspaces/<run-id>/events.jsonl``; nothing
 is configured globally, so embedding the library never changes the host's logging. Values that
-look like secrets from the environment are redacted before anything is written.
+look like secrets from the environment are redacted before anything is written. When
+OpenTelemetry is set up, the same events become spans (``tracing.py``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import IO, Any, Literal
 import structlog
 
 from .state import CallRecord
+from .tracing import span_hook
 
 EventKind = Literal[
     "run_started",
@@ -104,6 +106,7 @@ class Telemetry:
         self.started = time.monotonic()
         self._file: IO[str] | None = None
         self._log = None
+        self._spans = span_hook(run_id, env or {}, secret_values(env or {}))
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             self._file = log_path.open("a", encoding="utf-8")
@@ -125,15 +128,23 @@ class Telemetry:
             if self._log is not None:
                 self._log.info(kind, role=role, session=session, **data)
                 self._file.flush()  # type: ignore[union-attr]
+            if self._spans is not None:
+                self._spans.event(event)
         for listener in self.listeners:
             listener(event)
 
-    def call(self, record: CallRecord, busy: tuple[float, float]) -> None:
+    def call(
+        self, record: CallRecord, busy: tuple[float, float], *,
+        messages: list[dict[str, Any]] | None = None, reply: str | None = None,
+    ) -> None:
+        """One model call; ``messages`` and ``reply`` reach only spans that were asked to keep them."""
         if record.replayed:  # already counted by the process that paid for it
             self.emit("call_replayed", role=record.role, session=record.session)
             return
         self.calls.append(record)
         self.intervals["model"].append(busy)
+        if self._spans is not None:
+            self._spans.call(record, busy, messages=messages, reply=reply)
         data = record.model_dump(exclude={"role", "session"})
         self.emit("call_finished", role=record.role, session=record.session, **data)
 
@@ -206,6 +217,9 @@ class Telemetry:
         return out
 
     def close(self) -> None:
+        if self._spans is not None:
+            self._spans.close()
+            self._spans = None
         if self._file is not None:
             self._file.close()
             self._file = None

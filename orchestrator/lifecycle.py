@@ -1,0 +1,241 @@
+"""What a run holds open while its graph runs, and how it ends.
+
+``OpenRun`` takes the run lock and the registry entry, opens the telemetry and the call journal,
+and assembles the ``RunContext`` that nodes receive; at the end it writes the result, the report
+and the registry's verdict, then closes everything. The library API drives one around a local
+graph; the platform graph (``platform.py``) rebuilds one inside its nodes, because live objects
+cannot cross the platform's JSON boundary.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from .config import RoleMap
+from .definitions import load_agents
+from .errors import UsageError
+from .journal import CallJournal, JournaledPool
+from .models.budget import Budget
+from .models.client import ClientPool
+from .models.quota import QuotaLedger
+from .models.quota_pg import build_ledger
+from .models.routing import telemetry_listener
+from .registry import new_record, open_registry
+from .results import RunResult
+from .runs import run_lock
+from .runtime import RunContext
+from .sandbox import Sandbox, build_sandbox, kill_leftovers, require_sandbox
+from .state import RunState
+from .telemetry import Listener, Telemetry
+from .workspace import Workspace
+
+RUN_FILE = "run.json"
+COMMANDS_FILE = "commands.jsonl"  # commands running now, found and killed on resume
+
+
+class Relay:
+    """Routing events of a pool built before the run's telemetry exists, delivered to it later."""
+
+    def __init__(self) -> None:
+        self.targets: list[Callable[[Any], None]] = []
+
+    def __call__(self, event: Any) -> None:
+        for target in self.targets:
+            target(event)
+
+
+def build_pool(
+    role_map: RoleMap,
+    env: Mapping[str, str],
+    relay: Relay,
+    *,
+    quota_path: str | os.PathLike[str] | None = None,
+    max_usd: float | None = None,
+    max_tokens: int | None = None,
+    database_url: str | None = None,
+) -> ClientPool:
+    """Clients for every role, sharing the quota ledger (the user's, or the fleet's) and a budget."""
+    if quota_path:
+        ledger: Any = QuotaLedger(Path(quota_path))
+    else:
+        ledger = build_ledger(database_url, env)
+    limited = max_usd is not None or max_tokens is not None  # 0 is a limit too
+    budget = Budget(max_usd, max_tokens) if limited else None
+    return ClientPool(role_map, env, ledger=ledger, budget=budget, listeners=[relay])
+
+
+async def close_pool(pool: ClientPool) -> None:
+    await pool.aclose()
+    pool.routing.ledger.close()
+
+
+def write_run_file(ws: Workspace, task: str, role_map: RoleMap, *, approve_plan: bool) -> None:
+    """What ``resume`` needs to rebuild a run: its task and its resolved role map."""
+    (ws.run_dir / RUN_FILE).write_text(json.dumps({
+        "task": task, "created": time.time(), "approve_plan": approve_plan,
+        "roles": role_map.model_dump(mode="json"),
+    }, indent=2), encoding="utf-8")
+
+
+def check_sandbox(role_map: RoleMap) -> None:
+    """Fail before any model is paid when builder commands could not be sandboxed here."""
+    require_sandbox(role_map.sandbox)
+
+
+def run_sandbox(ws: Workspace, role_map: RoleMap, env: Mapping[str, str]) -> Sandbox:
+    """The sandbox for this run's worktree: it may write there and read the git objects."""
+    return build_sandbox(role_map.sandbox, worktree=ws.worktree, read_only=ws.objects_dirs,
+                         env=env, ledger=ws.run_dir / COMMANDS_FILE)
+
+
+def read_run_file(run_dir: Path) -> tuple[str, RoleMap]:
+    """The task and role map a run started with; a usage error when there is no run.json."""
+    try:
+        saved = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        raise UsageError(f"run {run_dir.name} has no run.json; it cannot be resumed") from None
+    return saved["task"], RoleMap.model_validate_json(json.dumps(saved["roles"]))
+
+
+class OpenRun:
+    """One run's lock, registry entry, telemetry, journal, sandbox and client pool, and its
+    ``RunContext``.
+
+    ``OpenRun.open`` builds it in a worker thread (a file lock, SQLite files, the sandbox) and
+    announces the run on the event loop: listeners are only ever called from the loop.
+    ``aclose`` closes it and the pool; if building fails, the pool stays the caller's to close.
+    """
+
+    @classmethod
+    async def open(cls, *args: Any, **kwargs: Any) -> OpenRun:
+        run = await asyncio.to_thread(cls, *args, **kwargs)
+        run.announce()
+        return run
+
+    def __init__(
+        self,
+        ws: Workspace,
+        task: str,
+        role_map: RoleMap,
+        pool: ClientPool,
+        relay: Relay,
+        env: Mapping[str, str],
+        listeners: Sequence[Listener] = (),
+        *,
+        resumed: bool,
+        database_url: str | None = None,
+    ) -> None:
+        self.ws, self.pool, self.resumed = ws, pool, resumed
+        self.leftovers = 0
+        self._stack = ExitStack()
+        try:
+            self._stack.enter_context(run_lock(ws.run_dir))
+            self.registry = self._stack.enter_context(open_registry(ws.repo, database_url))
+            self.registry.record_start(new_record(ws.run_id, task, str(ws.repo), ws.branch))
+            self.telemetry = Telemetry(ws.run_id, log_path=ws.run_dir / "events.jsonl",
+                                       listeners=tuple(listeners), env=env)
+            self._stack.callback(self.telemetry.close)
+            relay.targets.append(telemetry_listener(self.telemetry))
+            if resumed:
+                self.telemetry.load_history(ws.run_dir / "events.jsonl")
+                # before anything else: a command the dead process left running must not keep
+                # writing into the worktree that is about to be restored
+                self.leftovers = kill_leftovers(ws.run_dir / COMMANDS_FILE)
+            self.journal = CallJournal(ws.run_dir / "journal.sqlite")
+            self._stack.callback(self.journal.close)
+            self.sandbox = sandbox = run_sandbox(ws, role_map, env)
+            self._stack.callback(sandbox.close)
+            self.ctx = RunContext(
+                run_id=ws.run_id, roles=role_map, agents=load_agents(ws.repo),
+                pool=JournaledPool(pool, self.journal), telemetry=self.telemetry, repo=ws.repo,
+                worktree=ws.worktree, run_dir=ws.run_dir,
+                base_commit=ws.start_commit or ws.base_commit, env=dict(env), workspace=ws,
+                sandbox=sandbox,
+            )
+        except BaseException:
+            self._stack.close()
+            raise
+
+    def announce(self) -> None:
+        ws, info = self.ws, self.sandbox.info
+        self.telemetry.emit("run_resumed" if self.resumed else "run_started", repo=str(ws.repo),
+                            branch=ws.branch, base_commit=ws.base_commit, dirty=ws.dirty,
+                            included_dirty=ws.included_dirty, sandbox=info.summary())
+        if info.warning:
+            self.telemetry.emit("warning", message=info.warning)
+        if self.leftovers:
+            self.telemetry.emit("warning", message=f"killed {self.leftovers} process(es) left "
+                                "running by the interrupted run")
+
+    async def finish(self, final: RunState, pending: bool) -> RunResult:
+        """The run's result; ``pending`` means a plan awaits approval. Writes report.json."""
+        result = await asyncio.to_thread(_result, self.ctx, self.ws, final, pending,
+                                         self.journal)
+        self.telemetry.emit("run_finished", status=result.status, reason=result.reason)
+        await asyncio.to_thread(self._record, result)
+        return result
+
+    def _record(self, result: RunResult) -> None:
+        (self.ws.run_dir / "report.json").write_text(_report_json(result, self.telemetry), "utf-8")
+        self.registry.record_finish(self.ws.run_id, result.status, result.reason,
+                                    result.cost_usd, result.commit)
+
+    def stop(self, exc: BaseException) -> None:
+        """Record a run that ended without a result (crash, Ctrl-C, cancellation)."""
+        spent = sum(c.cost_usd for c in self.telemetry.calls)
+        self.registry.record_finish(self.ws.run_id, "stopped", str(exc) or type(exc).__name__,
+                                    spent, None)
+
+    async def aclose(self) -> None:
+        """Close the pool, the sandbox, the journal, the telemetry and the registry; unlock."""
+        try:
+            await close_pool(self.pool)
+        finally:
+            await asyncio.to_thread(self._stack.close)  # SQLite files and a file lock
+
+
+def _head_of(ws: Workspace) -> str | None:
+    sha = ws.tip()
+    return sha if sha and sha != ws.base_commit else None
+
+
+def _result(
+    ctx: RunContext, ws: Workspace, final: RunState, pending: bool, journal: CallJournal
+) -> RunResult:
+    t = ctx.telemetry
+    if pending:
+        status, reason = "awaiting_approval", f"the plan awaits approval: orchestrate resume {ws.run_id} --approve (or --reject)"
+    elif final.status == "running":
+        status, reason = "stopped", final.reason or "the run stopped before its end"
+    else:
+        status, reason = final.status, final.reason
+    return RunResult(
+        run_id=ctx.run_id, task=final.task, status=status, reason=reason, repo=str(ctx.repo),
+        branch=ws.branch, commit=_head_of(ws), base_commit=ws.base_commit,
+        diff_stat=ws.diff_stat(), tests=final.verify, attempts=final.attempts, plan=final.plan,
+        review=final.review.model_dump() if final.review else None,
+        explorers=sorted(final.explorers, key=lambda r: r.index),
+        per_role=t.per_role(), time_split=t.time_split(),
+        cost_usd=sum(c.cost_usd for c in t.calls),
+        policy_violations=t.counters.get("policy_violations", 0),
+        warnings=[str(e.data.get("message")) for e in t.events if e.kind == "warning"],
+        forks=[dict(e.data, session=e.session, role=e.role) for e in t.events if e.kind == "fork"],
+        run_dir=str(ws.run_dir), included_dirty=ws.included_dirty, dirty=ws.dirty,
+        sandbox=ctx.sandbox.info if ctx.sandbox else None, replayed_calls=journal.replayed,
+        paid_calls_repeated=journal.repeated,
+    )
+
+
+def _report_json(result: RunResult, telemetry: Telemetry) -> str:
+    report = result.model_dump(mode="json")
+    report["calls"] = [c.model_dump(mode="json") for c in telemetry.calls]
+    turns = max(1, len(telemetry.calls))
+    report["overhead_per_turn_ms"] = 1000 * result.time_split.get("orchestration_s", 0.0) / turns
+    return json.dumps(report, indent=2)

@@ -1,0 +1,177 @@
+"""OpenTelemetry spans: run -> role -> session -> model call / tool call, from a real run against
+the simulator, read back with the SDK's in-memory exporter; and OTLP export set up by the
+standard environment variables, received by a collector on 127.0.0.1."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from conftest import cli, run_env, sim_roles
+
+from orchestrator import api
+from orchestrator.demo import DEMO_TASK, demo_roles_sets, scenario_path
+from orchestrator.errors import UsageError
+from orchestrator.telemetry import Telemetry
+from orchestrator.tracing import CAPTURE_ENV, configure_from_env, traced_by
+
+pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
+from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
+    InMemorySpanExporter,
+)
+from opentelemetry.trace import NoOpTracerProvider, StatusCode  # noqa: E402
+
+CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
+
+
+@pytest.fixture
+def exporter():
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    with traced_by(provider):
+        yield memory
+    provider.shutdown()
+
+
+async def test_a_run_becomes_run_role_session_call_and_tool_spans(exporter, fresh_sim, sample_repo):
+    result = await api.arun(DEMO_TASK, repo=sample_repo, roles=sim_roles(fresh_sim), env=run_env())
+    assert result.status == "succeeded", result.reason
+    spans = exporter.get_finished_spans()
+    by_id = {s.context.span_id: s for s in spans}
+
+    def parent_of(span):
+        return by_id[span.parent.span_id] if span.parent else None
+
+    [root] = [s for s in spans if s.name == "orchestrate.run"]
+    assert root.parent is None
+    assert root.attributes["orchestrate.run.id"] == result.run_id
+    assert root.attributes["orchestrate.run.status"] == "succeeded"
+    assert root.status.status_code != StatusCode.ERROR
+
+    roles = [s for s in spans if s.name.startswith("invoke_agent ")]
+    assert {s.attributes["gen_ai.agent.name"] for s in roles} == {
+        "planner", "explorer", "builder", "reviewer"}
+    assert all(parent_of(s) is root for s in roles)
+    explorers = sorted((s for s in roles if s.attributes["gen_ai.agent.name"] == "explorer"),
+                       key=lambda s: s.attributes["gen_ai.agent.id"])
+    assert [s.attributes["orchestrate.claims.verified"] for s in explorers] == [
+        e.verified for e in result.explorers]
+
+    sessions = [s for s in spans if s.name.startswith("session ")]
+    assert sessions and all(parent_of(s) in roles for s in sessions)
+    chats = [s for s in spans if s.name.startswith("chat ")]
+    tools = [s for s in spans if s.name.startswith("execute_tool ")]
+    assert chats and all(parent_of(s) in sessions for s in chats)
+    assert tools and all(parent_of(s) in sessions for s in tools)
+    assert {"read", "replace", "run"} <= {s.attributes["gen_ai.tool.name"] for s in tools}
+
+    # the GenAI attributes: the same tokens the run report counts, the tier each role asked for
+    per_role = result.per_role
+    assert sum(s.attributes["gen_ai.usage.input_tokens"] for s in chats) == sum(
+        r["prompt_tokens"] for r in per_role.values())
+    assert sum(s.attributes["gen_ai.usage.output_tokens"] for s in chats) == sum(
+        r["output_tokens"] for r in per_role.values())
+    planner = next(s for s in chats if s.attributes["orchestrate.role"] == "planner")
+    assert planner.attributes["gen_ai.operation.name"] == "chat"
+    assert planner.attributes["gen_ai.request.model"] == "sim-planner"
+    assert planner.attributes["gen_ai.response.model"] == "sim-planner"
+    assert planner.attributes["gen_ai.provider.name"] == "sim"
+    assert planner.attributes["openai.request.service_tier"] == "default"
+    assert planner.attributes["orchestrate.tier"] == "standard"
+    explorer_chat = next(s for s in chats if s.attributes["orchestrate.role"] == "explorer")
+    assert explorer_chat.attributes["orchestrate.tier"] == "ultrafast"
+    assert explorer_chat.attributes["openai.request.service_tier"] == "priority"
+    assert all(s.end_time >= s.start_time for s in spans)
+
+    # no prompt text unless asked
+    for span in spans:
+        assert not set(CONTENT_KEYS) & set(span.attributes or {})
+        assert not any(DEMO_TASK in str(v) for v in (span.attributes or {}).values())
+
+
+async def test_message_content_is_kept_only_when_asked_and_secrets_are_redacted(
+        exporter, fresh_sim, sample_repo):
+    secret = "sk-not-a-real-key-0123456789"
+    env = run_env(**{CAPTURE_ENV: "true", "ANOTHER_API_KEY": secret})
+    question = f"Where is `def median` defined? (ticket {secret})"
+    await api.aexplore(question, repo=sample_repo, roles=sim_roles(fresh_sim), env=env)
+    chats = [s for s in exporter.get_finished_spans() if s.name.startswith("chat ")]
+    planner = next(s for s in chats if s.attributes["orchestrate.role"] == "planner")
+    assert "Where is `def median` defined?" in planner.attributes["gen_ai.input.messages"]
+    assert planner.attributes["gen_ai.system_instructions"].startswith('[{"type": "text"')
+    assert '"role": "assistant"' in planner.attributes["gen_ai.output.messages"]
+    every_value = " ".join(str(v) for s in exporter.get_finished_spans()
+                           for v in (s.attributes or {}).values())
+    assert secret not in every_value and "(ticket ***)" in every_value
+
+
+def test_without_a_recording_provider_nothing_is_built():
+    with traced_by(NoOpTracerProvider()):
+        telemetry = Telemetry("no-spans")
+    assert telemetry._spans is None  # the per-event cost is one attribute check
+    telemetry.close()
+
+
+def test_configure_from_env_needs_an_endpoint_and_a_known_protocol():
+    assert configure_from_env({}) is False
+    assert configure_from_env({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+                               "OTEL_SDK_DISABLED": "true"}) is False
+    assert configure_from_env({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+                               "OTEL_TRACES_EXPORTER": "none"}) is False
+    with pytest.raises(UsageError, match="http/protobuf"):
+        configure_from_env({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
+                            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
+
+
+class _Collector(BaseHTTPRequestHandler):
+    """An OTLP/HTTP trace receiver: keeps every request body posted to /v1/traces."""
+
+    bodies: list[bytes] = []
+
+    def do_POST(self):  # noqa: N802 (http.server's naming)
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        if self.path == "/v1/traces":
+            type(self).bodies.append(body)
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_cli_exports_spans_over_otlp_from_the_standard_variables(sim, sample_repo):
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
+
+    _Collector.bodies = []
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        sets = [arg for s in demo_roles_sets(sim.base_url) for arg in ("--set", s)]
+        env = run_env(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{server.server_port}",
+                      NO_PROXY="127.0.0.1,localhost", no_proxy="127.0.0.1,localhost")
+        env.pop("OTEL_SERVICE_NAME", None)
+        proc = cli("explore", "Where is `def median` defined?", "--repo", str(sample_repo),
+                   "--roles", str(scenario_path("demo-roles.toml")), *sets, "--json", env=env)
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert _Collector.bodies, "no spans reached the collector"
+    names, services = set(), set()
+    for body in _Collector.bodies:
+        request = ExportTraceServiceRequest.FromString(body)
+        for resource_spans in request.resource_spans:
+            services |= {a.value.string_value for a in resource_spans.resource.attributes
+                         if a.key == "service.name"}
+            names |= {s.name for scope in resource_spans.scope_spans for s in scope.spans}
+    assert services == {"orchestrate"}
+    assert {"orchestrate.run", "invoke_agent planner", "invoke_agent explorer",
+            "chat sim-explorer"} <= names
