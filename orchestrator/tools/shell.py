@@ -160,7 +160,7 @@ async def run_command(
     if not Path(cwd).is_dir():
         raise ToolError(f"working directory does not exist: {cwd}")
     started = time.monotonic()
-    cgroup = sandbox.process_cap()
+    cgroup = await asyncio.to_thread(sandbox.process_cap)  # file I/O: off the event loop
     argv = sandbox.argv(command)
     if cgroup is not None:
         argv = cgroup.wrap(argv)
@@ -169,7 +169,7 @@ async def run_command(
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    sandbox.track(proc.pid)
+    await asyncio.to_thread(sandbox.track, proc.pid)
     capture = _Capture(output_cap)
     reader = asyncio.create_task(_pump(proc.stdout, capture))
     timed_out = False
@@ -194,12 +194,12 @@ async def run_command(
         await asyncio.wait_for(proc.wait(), 1)  # reaped, so its transport closes with the loop
     except TimeoutError:
         pass
-    sandbox.track(proc.pid, done=True)
+    await asyncio.to_thread(sandbox.track, proc.pid, done=True)
     output, truncated = capture.text()
     exit_code = proc.returncode if proc.returncode is not None else -signal.SIGKILL
     pids_hit = False
     if cgroup is not None:
-        pids_hit = cgroup.hit()
+        pids_hit = await asyncio.to_thread(cgroup.hit)
         if sandbox.bwrap is None:  # no PID namespace: the group still finds setsid escapees
             await asyncio.to_thread(cgroup.kill_all, remove=False)
     return CommandResult(
