@@ -497,7 +497,8 @@ def mcp(
         from .mcp_server import ServerSettings, serve
 
         top = api.repo_root(repo) if repo is not None else _maybe_repo()
-        api.resolve_roles(top, None, roles, set_, team)  # a bad role map fails now, not per call
+        # a bad (or untrusted) role map fails now, not per call
+        api.resolve_roles(top, None, roles, set_, team, env=os.environ)
         settings = ServerSettings(repo=top, role_files=tuple(str(Path(f).resolve()) for f in roles),
                                   sets=tuple(set_), team=team)
         serve(settings, "http" if http else "stdio", port)
