@@ -5,7 +5,7 @@
 2. The ledger's own per-turn work (append the new messages, estimate, observe) at turn 1,000 vs
    turn 10, without HTTP: the ratio should stay near 1 (targets: <= 2).
 
-Run: /work/venv/bin/python bench/context_ledger.py
+Run: .venv/bin/python bench/context_ledger.py
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from orchestrator.sim import (
     ToolCallSpec,
     register_behavior,
 )
-from orchestrator.telemetry import Telemetry
+from orchestrator.telemetry import Event, Telemetry
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 
@@ -76,16 +76,21 @@ async def estimate_errors(tokenizer: str) -> list[float]:
                   "explorer.max_turns=400"],
         )
         pool = ClientPool(roles, {"ORCHESTRATE_SIM_KEY": "bench"})
-        telemetry = Telemetry("bench")
+        ticks: list[Event] = []  # progress ticks reach listeners only; the run keeps no copy
+        telemetry = Telemetry("bench", listeners=(ticks.append,))
         session = Session(session_id="bench-1", agent=load_agents()["explorer"],
                           client=pool.for_role("explorer"),
                           toolbox=Toolbox.of(explorer_tools(repo)), telemetry=telemetry,
                           max_turns=400, run_dir=Path(tmp) / "run")
         await session.run("Question: read the files, in small windows.")
         await pool.aclose()
-    pairs = [(e.data["estimate"], e.data["prompt_tokens"]) for e in telemetry.events
-             if e.kind == "progress" and "estimate" in e.data]
-    return [abs(est - real) / real for est, real in pairs[1:]]  # the first call has no anchor
+    pairs = [(e.data["estimate"], e.data["prompt_tokens"]) for e in ticks
+             if e.kind == "progress" and "estimate" in e.data and e.data.get("prompt_tokens")]
+    errors = [abs(est - real) / real for est, real in pairs[1:]]  # the first call has no anchor
+    if not errors:
+        raise SystemExit("bench/context_ledger.py: the session reported no estimate/prompt_tokens "
+                         f"pairs ({len(ticks)} events seen); the ledger's progress events changed")
+    return errors
 
 
 def per_turn_cost(turn: int, count, repeats: int = 400) -> float:

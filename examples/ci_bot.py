@@ -5,8 +5,9 @@
 
 It drives the library API exactly as any bot would: ``orchestrator.start`` for a run with an
 event stream (progress goes to stderr as plain lines), then the typed ``RunResult``. It exits
-0 when the task was achieved, 1 when not, 2 on a configuration error — and always writes the
-Markdown file, so the CI job can post it as a comment.
+with ``result.exit_code``: 0 when the task was achieved cleanly, 3 when achieved but a role
+session was lost on the way (see ``result.losses``), 1 when not achieved, 2 on a configuration
+error — and always writes the Markdown file, so the CI job can post it as a comment.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import orchestrator
 
 
 def to_markdown(result: orchestrator.RunResult) -> str:
-    icon = "✅" if result.status == "succeeded" else "❌"
+    icon = {0: "✅", 3: "⚠️"}.get(result.exit_code, "❌")
     lines = [
         f"## {icon} orchestrate: {result.task}",
         "",
@@ -63,7 +64,8 @@ async def main() -> int:
         handle = orchestrator.start(args.task, repo=args.repo, role_files=args.roles,
                                     sets=args.sets)
         async for event in handle.events():
-            if event.kind in ("role_started", "explorer_finished", "test_result", "warning"):
+            if event.kind in ("role_started", "explorer_finished", "test_result", "warning",
+                              "role_lost"):
                 print(f"[{event.t:6.1f}s] {event.kind} {event.session or event.role or ''}",
                       file=sys.stderr)
         result = await handle.result()

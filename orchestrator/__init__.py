@@ -9,6 +9,7 @@ from .config import RoleMap, load_roles
 from .errors import (
     BudgetExhausted,
     ConfigError,
+    DatabaseUnavailable,
     MissingCredentials,
     ModelError,
     ModelUnavailable,
@@ -17,13 +18,14 @@ from .errors import (
     UsageError,
 )
 from .results import ExploreResult, RunResult
-from .state import Citation, Claim, ExplorerResult, Findings, Plan, Review, VerifyResult
+from .state import Citation, Claim, ExplorerResult, Findings, Plan, Review, RoleLoss, VerifyResult
 from .telemetry import Event
+from .trust import UntrustedConfig
 
 __all__ = [
-    "BudgetExhausted", "Citation", "Claim", "ConfigError", "Event", "ExploreResult",
-    "ExplorerResult", "Findings", "MissingCredentials", "ModelError", "ModelUnavailable",
-    "OrchestrateError", "Plan", "Review", "RoleMap", "RunHandle", "RunResult", "SessionFailed",
-    "UsageError", "VerifyResult", "aexplore", "aresume", "arun", "explore", "load_roles",
-    "resume", "run", "start",
+    "BudgetExhausted", "Citation", "Claim", "ConfigError", "DatabaseUnavailable", "Event",
+    "ExploreResult", "ExplorerResult", "Findings", "MissingCredentials", "ModelError",
+    "ModelUnavailable", "OrchestrateError", "Plan", "Review", "RoleLoss", "RoleMap", "RunHandle",
+    "RunResult", "SessionFailed", "UntrustedConfig", "UsageError", "VerifyResult", "aexplore",
+    "aresume", "arun", "explore", "load_roles", "resume", "run", "start",
 ]

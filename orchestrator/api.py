@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import os
-import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,17 +29,23 @@ from .lifecycle import (
     build_pool,
     check_sandbox,
     close_pool,
+    is_final,
     read_run_file,
+    run_warnings,
+    write_explore_file,
+    write_failure,
     write_run_file,
 )
 from .models.client import ClientPool
 from .models.routing import telemetry_listener
 from .results import ExploreResult, RunResult
+from .runs import run_lock
 from .runtime import RunContext
 from .state import Plan, Role, RunState
 from .store import open_checkpointer
 from .telemetry import Event, Listener, Telemetry
-from .workspace import Workspace, new_run_id
+from .trust import user_config_dir
+from .workspace import Workspace, create_record_dir, new_run_id
 
 RUN_ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer")
 Approver = Callable[[Plan], bool | Awaitable[bool]]
@@ -71,11 +77,21 @@ def resolve_roles(
     role_files: Sequence[str | os.PathLike[str]] = (),
     sets: Sequence[str] = (),
     team: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    trust_repo_config: bool = False,
 ) -> RoleMap:
-    """The role map of a run: the one given, or the layers merged (see config.load_roles)."""
+    """The role map of a run: the one given, or the layers merged (see config.load_roles).
+
+    The user's config directory comes from ``env`` (``XDG_CONFIG_HOME``); without ``env`` there
+    is no user layer and no recorded trust. ``trust_repo_config`` trusts the repository's own
+    ``roles.toml`` for this call (see ``orchestrator.trust``).
+    """
     if roles is not None:
         return resolve_overrides(roles, sets) if sets else roles
-    return load_roles(repo=repo, files=[Path(f) for f in role_files], sets=sets, team=team)
+    user_dir = user_config_dir(env) if env is not None else None
+    return load_roles(repo=repo, files=[Path(f) for f in role_files], sets=sets, team=team,
+                      user_dir=user_dir, trust_repo=trust_repo_config)
 
 
 def resolve_overrides(roles: RoleMap, sets: Sequence[str]) -> RoleMap:
@@ -111,17 +127,22 @@ async def arun(
     max_tokens: int | None = None,
     quota_path: str | os.PathLike[str] | None = None,
     database_url: str | None = None,
+    trust_repo_config: bool = False,
 ) -> RunResult:
     """Plan, explore, build, verify and review ``task`` in a worktree of ``repo``.
 
     With ``approve_plan`` the run pauses after planning: ``approver(plan)`` decides, or, with
     no approver, the result has status ``awaiting_approval`` and ``aresume`` continues it.
+    ``trust_repo_config`` trusts the repository's own ``roles.toml`` for this run (see
+    ``orchestrator.trust``); ``result.exit_code`` tells a clean success (0) from one that lost
+    a role on the way (3).
     """
     if not task.strip():
         raise UsageError("the task is empty: say what should be done, e.g. 'fix the failing test'")
     top = repo_root(repo)
     env = dict(os.environ if env is None else env)
-    role_map = resolve_roles(top, roles, role_files, sets, team)
+    role_map = resolve_roles(top, roles, role_files, sets, team, env=env,
+                             trust_repo_config=trust_repo_config)
     database_url = _database_url(database_url, env)
     relay = Relay()
     pool = build_pool(role_map, env, relay, quota_path=quota_path, max_usd=max_usd,
@@ -324,52 +345,90 @@ async def aexplore(
     listeners: Sequence[Listener] = (),
     parallel: int | None = None,
     workdir: str | os.PathLike[str] | None = None,
+    trust_repo_config: bool = False,
 ) -> ExploreResult:
-    """Split ``question`` and answer it with the explorer swarm; nothing is written to the repo.
+    """Split ``question`` and answer it with the explorer swarm; the checkout is only read.
 
-    Paged tool outputs and fork transcripts go to ``workdir`` when given (kept), else to a
-    temporary directory removed at the end.
+    The run is recorded like ``run``'s, without a worktree or branch, in
+    ``workspaces/<run-id>/`` (or ``workdir`` when given): ``events.jsonl`` as it happens,
+    ``explorers.jsonl`` as each explorer finishes, paged tool outputs, and ``report.json`` at
+    the end, so a run cut short still leaves what it found.
     """
     if not question.strip():
         raise UsageError("the question is empty")
     top = repo_root(repo)
     env = dict(os.environ if env is None else env)
-    role_map = resolve_roles(top, roles, role_files, sets, team)
+    role_map = resolve_roles(top, roles, role_files, sets, team, env=env,
+                             trust_repo_config=trust_repo_config)
     if parallel:
         role_map = resolve_overrides(role_map, [f"explorer.parallel={parallel}"])
-    telemetry = Telemetry(new_run_id(), listeners=tuple(listeners), env=env)
     relay = Relay()
-    relay.targets.append(telemetry_listener(telemetry))
     pool = build_pool(role_map, env, relay)
-    pool.check_credentials(("planner", "explorer"))
-    # paged tool outputs and fork transcripts need a home; never the user's repository
-    scratch = None if workdir else tempfile.TemporaryDirectory(prefix="orchestrate-explore-")
-    run_dir = Path(workdir) if workdir else Path(scratch.name)  # type: ignore[union-attr]
-    ctx = RunContext(
-        run_id=telemetry.run_id, roles=role_map, agents=load_agents(top), pool=pool,
-        telemetry=telemetry, repo=top, worktree=top, run_dir=run_dir,
-        base_commit="HEAD", env=env,
-    )
     try:
-        app = build_explore_graph().compile()
-        out = await app.ainvoke(
-            RunState(task=question, mode="explore"),
-            {"max_concurrency": role_map.roles["explorer"].parallel, "recursion_limit": 50},
-            context=ctx,
-        )
-        final = RunState.model_validate(out)
-    finally:
-        telemetry.close()
+        pool.check_credentials(("planner", "explorer"))
+        run_id = new_run_id()
+        if workdir:
+            run_dir = Path(workdir)
+            run_dir.mkdir(parents=True, exist_ok=True)
+        else:
+            run_dir = await asyncio.to_thread(create_record_dir, top, run_id, "explore")
+    except BaseException:
         await close_pool(pool)
-        if scratch is not None:
-            scratch.cleanup()
+        raise
+    write_explore_file(run_dir, question, role_map)
+    with run_lock(run_dir):
+        telemetry = Telemetry(run_id, log_path=run_dir / "events.jsonl",
+                              listeners=tuple(listeners), env=env)
+        relay.targets.append(telemetry_listener(telemetry))
+        ctx = RunContext(
+            run_id=run_id, roles=role_map, agents=load_agents(top), pool=pool,
+            telemetry=telemetry, repo=top, worktree=top, run_dir=run_dir,
+            base_commit="HEAD", env=env,
+        )
+        telemetry.emit("run_started", repo=str(top), kind="explore")
+        try:
+            app = build_explore_graph().compile()
+            out = await app.ainvoke(
+                RunState(task=question, mode="explore"),
+                {"max_concurrency": role_map.roles["explorer"].parallel, "recursion_limit": 50},
+                context=ctx,
+            )
+            final = RunState.model_validate(out)
+            result = _explore_result(question, top, run_dir, final, telemetry)
+            (run_dir / "report.json").write_text(_explore_report(result, telemetry), "utf-8")
+            return result
+        except BaseException as exc:
+            if is_final(exc):
+                write_failure(run_dir, question, exc, telemetry, kind="explore")
+            raise
+        finally:
+            telemetry.close()
+            await close_pool(pool)
+
+
+def _explore_result(question: str, top: Path, run_dir: Path, final: RunState,
+                    telemetry: Telemetry) -> ExploreResult:
     return ExploreResult(
         question=question, repo=str(top),
         sub_questions=list(final.plan.questions) if final.plan else [],
         explorers=sorted(final.explorers, key=lambda r: r.index), digest=final.digest,
         per_role=telemetry.per_role(), time_split=telemetry.time_split(),
-        cost_usd=sum(c.cost_usd for c in telemetry.calls),
+        cost_usd=sum(c.cost_usd for c in telemetry.calls), run_id=telemetry.run_id,
+        run_dir=str(run_dir), losses=list(telemetry.losses), warnings=run_warnings(telemetry),
     )
+
+
+def _explore_report(result: ExploreResult, telemetry: Telemetry) -> str:
+    """The explore run's ``report.json``: the result plus what ``runs`` and ``show`` read."""
+    answered = result.exit_code != 1
+    reason = (f"{sum(e.verified for e in result.explorers)} verified claim(s) from "
+              f"{len(result.explorers)} explorer(s)" if answered else "no verified findings")
+    telemetry.emit("run_finished", status="succeeded" if answered else "failed", reason=reason)
+    report = result.model_dump(mode="json")
+    report.update(kind="explore", task=result.question, branch="",
+                  status="succeeded" if answered else "failed", reason=reason,
+                  calls=[c.model_dump(mode="json") for c in telemetry.calls])
+    return json.dumps(report, indent=2)
 
 
 def explore(question: str, **kwargs: Any) -> ExploreResult:

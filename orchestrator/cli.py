@@ -2,7 +2,8 @@
 
 Parsing is typer's, tables and live progress are rich's. Every command takes ``--json`` where
 it prints a result; errors of ours print one line and exit with their code (2 for usage and
-configuration, 1 for a task not achieved), never a traceback.
+configuration, 1 for a task not achieved), never a traceback. A result exits with its own
+``exit_code``: 0 clean, 1 not achieved, 3 done with a role session lost (see ``results``).
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from . import api
-from .config import load_roles
 from .errors import OrchestrateError, UsageError
 from .render import (
     Progress,
@@ -31,9 +32,12 @@ from .render import (
     print_roles,
     print_run_summary,
     print_runs,
+    print_trust,
+    print_trust_request,
 )
 from .results import RunResult
 from .tracing import configure_from_env
+from .trust import UntrustedConfig, record_trust, user_config_dir
 
 app = typer.Typer(
     add_completion=False,
@@ -54,11 +58,31 @@ UsdOpt = Annotated[float | None, typer.Option("--max-usd", help="Stop (resumably
 TokensOpt = Annotated[int | None, typer.Option("--max-tokens", help="Stop (resumably) after this many tokens.")]
 DbOpt = Annotated[str | None, typer.Option("--database-url", envvar="ORCHESTRATE_DATABASE_URL",
                                               help="postgresql://... to share state (default: local SQLite).")]
+TrustOpt = Annotated[bool, typer.Option(
+    "--trust-repo-config",
+    help="Trust the repository's roles.toml for this run only (see `orchestrate trust`).")]
 
 
 def _fail(exc: OrchestrateError) -> None:
-    err.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True, soft_wrap=True)
+    line = escape(" ".join(str(exc).split()))  # one line, whatever the message carried
+    err.print(f"[bold red]error:[/] {line}", highlight=False, markup=True, soft_wrap=True)
     raise typer.Exit(exc.exit_code)
+
+
+def _trusting(call: Callable[[bool], Any], *, interactive: bool, trust_flag: bool) -> Any:
+    """``call(trust_repo_config)``; at a terminal, an untrusted repository config is shown and
+    the user asked once (as the peers ask before trusting a folder); elsewhere it is refused."""
+    try:
+        return call(trust_flag)
+    except UntrustedConfig as exc:
+        if not interactive or not sys.stdin.isatty():
+            raise
+        print_trust_request(err, exc)
+        if not typer.confirm("Trust this file (recorded until it changes)?", default=False,
+                             err=True):
+            raise
+        record_trust(user_config_dir(os.environ), exc.repo, {exc.file.name: exc.digest})
+        return call(trust_flag)
 
 
 def _guarded(fn: Callable[[], Any]) -> Any:
@@ -91,22 +115,25 @@ def run(
     max_usd: UsdOpt = None,
     max_tokens: TokensOpt = None,
     database_url: DbOpt = None,
+    trust_repo_config: TrustOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Plan, explore, build and review TASK in an isolated worktree of the repository."""
     progress = Progress(err, enabled=not as_json)
     approver = _ask_approval(progress) if approve_plan and sys.stdin.isatty() and not as_json else None
 
-    def go() -> RunResult:
+    def go(trusted: bool) -> RunResult:
         with progress:
             return asyncio.run(
                 api.arun(task, repo=repo, role_files=roles, sets=set_, team=team,
                          listeners=[progress.on_event], include_dirty=include_dirty,
                          approve_plan=approve_plan, approver=approver, max_usd=max_usd,
-                         max_tokens=max_tokens, database_url=database_url)
+                         max_tokens=max_tokens, database_url=database_url,
+                         trust_repo_config=trusted)
             )
 
-    _emit_result(_guarded(go), as_json)
+    _emit_result(_guarded(lambda: _trusting(go, interactive=not as_json,
+                                            trust_flag=trust_repo_config)), as_json)
 
 
 def _ask_approval(progress: Progress):
@@ -195,23 +222,26 @@ def explore(
     roles: RolesOpt = [],  # noqa: B006
     set_: SetOpt = [],  # noqa: B006
     team: TeamOpt = None,
+    trust_repo_config: TrustOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Answer QUESTION with the explorer swarm; every citation is checked. Writes nothing."""
-    progress = Progress(err, enabled=not as_json)
+    """Answer QUESTION with the explorer swarm; every citation is checked. Your checkout is
+    only read; the record goes to workspaces/<run-id>/ (see `orchestrate runs`)."""
+    progress = Progress(err)  # on stderr in --json mode too: stdout carries only the result
 
-    def go():
+    def go(trusted: bool):
         with progress:
             return asyncio.run(api.aexplore(question, repo=repo, role_files=roles, sets=set_,
                                             team=team, parallel=parallel,
-                                            listeners=[progress.on_event]))
+                                            listeners=[progress.on_event],
+                                            trust_repo_config=trusted))
 
-    result = _guarded(go)
+    result = _guarded(lambda: _trusting(go, interactive=not as_json, trust_flag=trust_repo_config))
     if as_json:
         out.print_json(result.model_dump_json())
     else:
         print_explore(out, result)
-    raise typer.Exit(0 if any(e.claims for e in result.explorers) else 1)
+    raise typer.Exit(result.exit_code)
 
 
 @app.command("roles")
@@ -220,14 +250,15 @@ def roles_cmd(
     roles: RolesOpt = [],  # noqa: B006
     set_: SetOpt = [],  # noqa: B006
     team: TeamOpt = None,
+    trust_repo_config: TrustOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Print the resolved role map (after every layer and override)."""
 
     def go():
         top = api.repo_root(repo) if repo is not None else _maybe_repo()
-        return api.resolve_roles(top, None, roles, set_, team) if top else load_roles(
-            files=roles, sets=set_, team=team)
+        return api.resolve_roles(top, None, roles, set_, team, env=os.environ,
+                                 trust_repo_config=trust_repo_config)
 
     role_map = _guarded(go)
     if as_json:
@@ -241,6 +272,45 @@ def _maybe_repo() -> Path | None:
         return api.repo_root(None)
     except OrchestrateError:
         return None
+
+
+@app.command()
+def trust(
+    repo: RepoOpt = None,
+    revoke: Annotated[bool, typer.Option("--revoke", help="Forget the trust given to the repository.")] = False,
+    list_: Annotated[bool, typer.Option("--list", help="List the repositories you trust.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Trust the repository's own roles.toml (provider URLs and key variables, policy allows,
+    sandbox), as it is now; a change to the file needs trust again."""
+    from . import trust as trusting
+    from .config import read_layer
+
+    user_dir = trusting.user_config_dir(os.environ)
+    store = str(user_dir / trusting.TRUST_FILE)
+
+    def go() -> dict[str, Any]:
+        if list_:
+            records = trusting.load_records(user_dir)
+            return {"trusted": [asdict(r) for r in records.values()], "store": store}
+        top = api.repo_root(repo)
+        if revoke:
+            return {"repo": str(top), "revoked": trusting.revoke_trust(user_dir, top)}
+        # what is shown is what is recorded: the bytes read once, hashed once
+        layers = [read_layer(f, repo=True) for f in trusting.repo_config_files(top)]
+        trusting.record_trust(user_dir, top, {Path(lay.name).name: lay.digest for lay in layers})
+        files = [{"path": lay.name, "sha256": lay.digest,
+                  "protected": [{"key": k, "value": v}
+                                for k, v in trusting.protected_settings(lay.data)]}
+                 for lay in layers]
+        return {"repo": str(top), "files": files, "store": store,
+                "agent_overrides": [str(a) for a in trusting.agent_overrides(top)]}
+
+    data = _guarded(go)
+    if as_json:
+        out.print_json(data=data)
+    else:
+        print_trust(out, data)
 
 
 @app.command()
@@ -296,6 +366,7 @@ def quota(
     set_: SetOpt = [],  # noqa: B006
     team: TeamOpt = None,
     database_url: DbOpt = None,
+    trust_repo_config: TrustOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Today's token and USD use per model, caps, and which models are exhausted until when."""
@@ -305,7 +376,8 @@ def quota(
 
     def go():
         top = api.repo_root(repo) if repo is not None else _maybe_repo()
-        role_map = api.resolve_roles(top, None, roles, set_, team)
+        role_map = api.resolve_roles(top, None, roles, set_, team, env=os.environ,
+                                     trust_repo_config=trust_repo_config)
         pool = ClientPool(role_map, os.environ)
         caps = {quota_key(pool.route(role, alias)): role_map.models[alias].quota_tokens_per_day
                 for role in role_map.roles for alias in role_map.chain(role)}
@@ -330,6 +402,7 @@ def submit(
     set_: SetOpt = [],  # noqa: B006
     team: TeamOpt = None,
     database_url: DbOpt = None,
+    trust_repo_config: TrustOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Queue TASK for the fleet (`orchestrate worker` on any machine takes it)."""
@@ -339,7 +412,8 @@ def submit(
         url = _need_database(database_url)
         files = [str(Path(f).resolve()) for f in roles]
         return asyncio.run(fleet.submit(task, repo, database_url=url, role_files=files,
-                                        sets=set_, team=team))
+                                        sets=set_, team=team,
+                                        trust_repo_config=trust_repo_config))
 
     job_id = _guarded(go)
     if as_json:
@@ -423,7 +497,8 @@ def mcp(
         from .mcp_server import ServerSettings, serve
 
         top = api.repo_root(repo) if repo is not None else _maybe_repo()
-        api.resolve_roles(top, None, roles, set_, team)  # a bad role map fails now, not per call
+        # a bad (or untrusted) role map fails now, not per call
+        api.resolve_roles(top, None, roles, set_, team, env=os.environ)
         settings = ServerSettings(repo=top, role_files=tuple(str(Path(f).resolve()) for f in roles),
                                   sets=tuple(set_), team=team)
         serve(settings, "http" if http else "stdio", port)
@@ -457,7 +532,7 @@ def main() -> None:
         configure_from_env(os.environ)
         app()
     except OrchestrateError as exc:  # raised outside a command body
-        err.print(f"error: {exc}")
+        err.print(f"error: {' '.join(str(exc).split())}", markup=False, highlight=False)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         sys.exit(130)

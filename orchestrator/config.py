@@ -1,21 +1,25 @@
 """The role map: ``roles.toml`` layers merged once into frozen, strict pydantic models.
 
-Precedence, lowest first: the packaged default, the repository's ``roles.toml``, each
-``--roles FILE``, the ``--team`` overlay, then ``--set role.key=value`` flags. Every leaf
-remembers which layer set it, so an error names the file, the key path and what is allowed.
+Precedence, lowest first: the packaged default, the user's ``roles.toml`` (in
+``$XDG_CONFIG_HOME/orchestrate/``), the repository's ``roles.toml``, each ``--roles FILE``, the
+``--team`` overlay, then ``--set role.key=value`` flags. Every leaf remembers which layer set it,
+so an error names the file, the key path and what is allowed, and keys that touch secrets or
+safety are refused when the repository's own file set them without the user's trust (``trust``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tomllib
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, NamedTuple
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from . import trust
 from .errors import ConfigError
 from .state import ROLES, Role
 
@@ -113,7 +117,7 @@ class PolicySettings(_Strict):
 class SandboxSettings(_Strict):
     """The OS sandbox around every builder and verify command (see ``orchestrator/sandbox.py``).
 
-    Only the user's own configuration may set these: a repository's ``roles.toml`` cannot.
+    A repository's own ``roles.toml`` may set these only once the user trusts it (``trust``).
     """
 
     mode: Literal["auto", "bwrap", "none"] = Field(
@@ -154,7 +158,16 @@ class RoleMap(_Strict):
 
 # --- loading -------------------------------------------------------------------------------------
 
-Layer = tuple[str, dict[str, Any]]
+KeyPath = tuple[str, ...]
+
+
+class Layer(NamedTuple):
+    """One source of role map keys, in precedence order."""
+
+    name: str  # what errors call it: a file path, "--set KEY=VALUE", ...
+    data: dict[str, Any]
+    repo: bool = False  # the repository's own file: its protected keys need the user's trust
+    digest: str = ""  # sha256 of the bytes parsed, which is what trust is given to
 
 
 def default_roles_text() -> str:
@@ -169,14 +182,17 @@ def packaged_file(name: str):
     return Path(__file__).resolve().parent.parent / "agents" / name  # editable install
 
 
-def read_layer(path: Path) -> Layer:
+def read_layer(path: Path, *, repo: bool = False) -> Layer:
     """Parse one TOML file; a syntax error becomes a ConfigError naming the file and line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read role map ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
     try:
-        return str(path), tomllib.loads(text)
+        return Layer(str(path), tomllib.loads(text), repo, hashlib.sha256(raw).hexdigest())
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
@@ -202,6 +218,22 @@ def parse_set(item: str) -> dict[str, Any]:
     return tree
 
 
+def role_layers(
+    *,
+    repo: Path | None = None,
+    files: Sequence[Path] = (),
+    base_text: str | None = None,
+    user_dir: Path | None = None,
+) -> list[Layer]:
+    """The files of a role map, lowest precedence first (``--team`` and ``--set`` come later)."""
+    layers = [Layer("packaged roles.toml", tomllib.loads(base_text or default_roles_text()))]
+    if user_dir is not None and (user_dir / trust.USER_ROLES).is_file():
+        layers.append(read_layer(user_dir / trust.USER_ROLES))
+    layers += [read_layer(f, repo=True) for f in (trust.repo_config_files(repo) if repo else ())]
+    layers += [read_layer(Path(f)) for f in files]
+    return layers
+
+
 def load_roles(
     *,
     repo: Path | None = None,
@@ -209,45 +241,65 @@ def load_roles(
     sets: Sequence[str] = (),
     team: str | None = None,
     base_text: str | None = None,
+    user_dir: Path | None = None,
+    trust_repo: bool = False,
 ) -> RoleMap:
-    """Merge the layers in precedence order and validate the result once."""
-    layers: list[Layer] = [("packaged roles.toml", tomllib.loads(base_text or default_roles_text()))]
-    if repo is not None and (repo / "roles.toml").is_file():
-        repo_layer = read_layer(repo / "roles.toml")
-        _refuse_repo_sandbox(repo_layer)
-        layers.append(repo_layer)
-    layers += [read_layer(Path(f)) for f in files]
+    """Merge the layers in precedence order and validate the result once.
+
+    ``user_dir`` is the user's config directory (its ``roles.toml`` layer and trust records);
+    ``trust_repo`` trusts the repository's own file for this call only.
+    """
+    layers = role_layers(repo=repo, files=files, base_text=base_text, user_dir=user_dir)
     merged, sources = merge_layers(layers)
+    untrusted = {layer.name for layer in layers if layer.repo}
     if team is not None:
-        overlay = merged.get("teams", {}).get(team)
-        if overlay is None:
-            known = ", ".join(sorted(merged.get("teams", {}))) or "none defined"
-            raise ConfigError(f"--team {team}: no [teams.{team}] in the role map (teams: {known})")
-        merged, sources = merge_layers([("merged", merged), (f"[teams.{team}]", overlay)], sources)
-    set_layers = [(f"--set {s}", parse_set(s)) for s in sets]
-    merged, sources = merge_layers([("merged", merged), *set_layers], sources)
+        merged, sources = _apply_team(merged, sources, team, untrusted)
+    set_layers = [Layer(f"--set {s}", parse_set(s)) for s in sets]
+    merged, sources = merge_layers([Layer("merged", merged), *set_layers], sources)
     merged["team"] = team
+    if repo is not None and untrusted and not trust_repo:
+        first = next(i for i, layer in enumerate(layers) if layer.repo)
+        below, _ = merge_layers(layers[:first])
+        trust.check(repo, {Path(lay.name): lay.digest for lay in layers if lay.repo}, merged,
+                    below, lambda path: _source_of(path, sources) in untrusted, user_dir)
     return validate(merged, sources)
 
 
-def _refuse_repo_sandbox(layer: Layer) -> None:
-    """A repository cannot loosen the sandbox its own code runs in."""
-    name, data = layer
-    section = data.get("sandbox")
-    if section:
-        keys = ", ".join(f"sandbox.{k}" for k in section) if isinstance(section, dict) else "sandbox"
-        raise ConfigError(
-            f"{name}: {keys}: the repository's roles.toml may not configure the sandbox; "
-            "remove the [sandbox] table (put it in your own config or pass --set sandbox.KEY=VALUE)"
-        )
+def _apply_team(
+    merged: dict[str, Any], sources: dict[KeyPath, str], team: str, untrusted: set[str]
+) -> tuple[dict[str, Any], dict[KeyPath, str]]:
+    """Overlay ``[teams.TEAM]``; each key keeps the name of the file that wrote it."""
+    overlay = merged.get("teams", {}).get(team)
+    if overlay is None:
+        known = ", ".join(sorted(merged.get("teams", {}))) or "none defined"
+        raise ConfigError(f"--team {team}: no [teams.{team}] in the role map (teams: {known})")
+    by_file: dict[str, dict[str, Any]] = {}
+    for path, value in trust.leaves(overlay):
+        origin = _source_of(("teams", team, *path), sources)
+        name = f"{origin} [teams.{team}]"
+        if origin in untrusted:
+            untrusted.add(name)
+        _set_path(by_file.setdefault(name, {}), path, value)
+    return merge_layers([Layer("merged", merged), *(Layer(n, d) for n, d in by_file.items())],
+                        sources)
+
+
+def _set_path(tree: dict[str, Any], path: KeyPath, value: Any) -> None:
+    for key in path[:-1]:
+        tree = tree.setdefault(key, {})
+    tree[path[-1]] = value
 
 
 def merge_layers(
-    layers: Sequence[Layer], sources: dict[tuple[str, ...], str] | None = None
-) -> tuple[dict[str, Any], dict[tuple[str, ...], str]]:
+    layers: Sequence[Layer | tuple[str, dict[str, Any]]],
+    sources: dict[KeyPath, str] | None = None,
+) -> tuple[dict[str, Any], dict[KeyPath, str]]:
+    """Merge layers in order (later wins, tables merge key by key); ``sources`` records which
+    layer set each key. A layer named "merged" is an earlier result and records nothing."""
     merged: dict[str, Any] = {}
     sources = dict(sources or {})
-    for name, data in layers:
+    for layer in layers:
+        name, data = layer[0], layer[1]
         _merge_into(merged, data, (), name if name != "merged" else None, sources)
     return merged, sources
 

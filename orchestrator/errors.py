@@ -31,6 +31,12 @@ class SandboxUnavailable(OrchestrateError):
     code = "sandbox_unavailable"
 
 
+class DatabaseUnavailable(ConfigError):
+    """The configured database URL cannot be used: unreachable, login refused, malformed."""
+
+    code = "database"
+
+
 class MissingCredentials(ConfigError):
     """A provider needed by the role map has no API key in the environment."""
 

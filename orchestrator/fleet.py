@@ -27,7 +27,7 @@ from . import api
 from .errors import ModelUnavailable, UsageError
 from .gitsafe import git
 from .registry import FINAL_STATES, PostgresRegistry, RunRecord, new_record
-from .store import advisory_key, require_postgres
+from .store import CONNECT_TIMEOUT_S, advisory_key, database_errors, require_postgres
 from .telemetry import Event, Listener
 
 QUEUE = "orchestrate"
@@ -55,7 +55,7 @@ class WorkerConfig:
 
 @dataclass(frozen=True)
 class JobInfo:
-    """A queued or finished run job, for ``orchestrate fleet`` style listings."""
+    """A queued or finished run job, as ``orchestrate jobs`` lists it."""
 
     job_id: int
     status: str
@@ -92,8 +92,11 @@ async def prepare(database_url: str) -> None:
     import psycopg
 
     app = _app(database_url)
-    async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        async with conn.transaction():
+    with database_errors(database_url, "connect to"):
+        conn = await psycopg.AsyncConnection.connect(database_url, autocommit=True,
+                                                     connect_timeout=CONNECT_TIMEOUT_S)
+    async with conn, conn.transaction():
+        with database_errors(database_url, "create the queue tables in"):
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_key("orchestrate.queue"),))
             row = await (await conn.execute("SELECT to_regclass('procrastinate_jobs')")).fetchone()
             if row is None or row[0] is None:
@@ -108,8 +111,13 @@ async def submit(
     role_files: Sequence[str] = (),
     sets: Sequence[str] = (),
     team: str | None = None,
+    trust_repo_config: bool = False,
 ) -> int:
-    """Queue ``task`` on ``repo`` (a URL to clone, or a path every worker can reach); the job id."""
+    """Queue ``task`` on ``repo`` (a URL to clone, or a path every worker can reach); the job id.
+
+    ``trust_repo_config`` is the submitter's trust in the repository's own ``roles.toml``
+    (provider URLs, key variables, policy allows, sandbox); without it the worker refuses them.
+    """
     if not task.strip():
         raise UsageError("the task is empty: say what should be done, e.g. 'fix the failing test'")
     if not is_url(repo):
@@ -119,12 +127,13 @@ async def submit(
     async with app.open_async():
         return await app.configure_task(TASK_NAME, queue=QUEUE).defer_async(
             task=task, repo=repo, role_files=[str(f) for f in role_files], sets=list(sets),
-            team=team,
+            team=team, trust_repo_config=trust_repo_config,
         )
 
 
 async def jobs(database_url: str, *, stalled_after_s: float = 30.0) -> list[JobInfo]:
     """Every run job, oldest first, with ``stalled`` set for those whose worker went silent."""
+    await prepare(database_url)  # fails fast, in one line, on a database that cannot be used
     app = _app(database_url)
     async with app.open_async():
         stalled = {j.id for j in await app.job_manager.get_stalled_jobs(
@@ -191,7 +200,8 @@ async def _reap_forever(app: Any, config: WorkerConfig) -> None:
 
 
 async def _run_job(context: Any, *, task: str, repo: str, role_files: list[str],
-                   sets: list[str], team: str | None) -> dict[str, Any]:
+                   sets: list[str], team: str | None,
+                   trust_repo_config: bool = False) -> dict[str, Any]:
     config: WorkerConfig = context.additional_context["config"]
     job_id = context.job.id
     path = await asyncio.to_thread(checkout, repo, config.cache_dir)
@@ -208,7 +218,8 @@ async def _run_job(context: Any, *, task: str, repo: str, role_files: list[str],
             log.info("job %s on %s: new run for %r", job_id, config.name, task)
             result = await api.arun(task, repo=path, role_files=role_files, sets=sets, team=team,
                                     env=config.env, listeners=listeners,
-                                    database_url=config.database_url)
+                                    database_url=config.database_url,
+                                    trust_repo_config=trust_repo_config)
         await asyncio.to_thread(registry.record_finish, result.run_id, result.status,
                                 result.reason, result.cost_usd, result.commit)
         return {"run_id": result.run_id, "status": result.status}

@@ -20,7 +20,7 @@ from typing import Any
 
 from .config import RoleMap
 from .definitions import load_agents
-from .errors import UsageError
+from .errors import OrchestrateError, UsageError
 from .journal import CallJournal, JournaledPool
 from .models.budget import Budget
 from .models.client import ClientPool
@@ -28,7 +28,7 @@ from .models.quota import QuotaLedger
 from .models.quota_pg import build_ledger
 from .models.routing import telemetry_listener
 from .registry import new_record, open_registry
-from .results import RunResult
+from .results import EXIT_USAGE, RunResult
 from .runs import run_lock
 from .runtime import RunContext
 from .sandbox import Sandbox, build_sandbox, kill_leftovers, require_sandbox
@@ -95,13 +95,49 @@ def run_sandbox(ws: Workspace, role_map: RoleMap, env: Mapping[str, str]) -> San
                          env=env, ledger=ws.run_dir / COMMANDS_FILE)
 
 
+def write_explore_file(run_dir: Path, question: str, role_map: RoleMap) -> None:
+    """``run.json`` of an ``explore`` run: listed with the runs, never resumed."""
+    (run_dir / RUN_FILE).write_text(json.dumps({
+        "kind": "explore", "task": question, "created": time.time(),
+        "roles": role_map.model_dump(mode="json"),
+    }, indent=2), encoding="utf-8")
+
+
 def read_run_file(run_dir: Path) -> tuple[str, RoleMap]:
     """The task and role map a run started with; a usage error when there is no run.json."""
     try:
         saved = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         raise UsageError(f"run {run_dir.name} has no run.json; it cannot be resumed") from None
+    if saved.get("kind") == "explore":
+        raise UsageError(f"run {run_dir.name} is an `orchestrate explore` run: there is nothing "
+                         "to resume (ask the question again)")
     return saved["task"], RoleMap.model_validate_json(json.dumps(saved["roles"]))
+
+
+def is_final(exc: BaseException) -> bool:
+    """A configuration error (a refused key, an unknown model): resuming would not help."""
+    return isinstance(exc, OrchestrateError) and exc.exit_code == EXIT_USAGE
+
+
+def write_failure(run_dir: Path, task: str, exc: BaseException, telemetry: Telemetry,
+                  **extra: Any) -> None:
+    """``report.json`` of a run that an error ended, so ``runs`` and ``show`` say why."""
+    reason = " ".join(str(exc).split())
+    telemetry.emit("run_finished", status="failed", reason=reason)
+    report = {"run_id": telemetry.run_id, "task": task, "status": "failed", "reason": reason,
+              "error": getattr(exc, "code", type(exc).__name__), **extra,
+              "cost_usd": sum(c.cost_usd for c in telemetry.calls),
+              "per_role": telemetry.per_role(), "exit_code": getattr(exc, "exit_code", 1),
+              "losses": [loss.model_dump() for loss in telemetry.losses],
+              "calls": [c.model_dump(mode="json") for c in telemetry.calls]}
+    (run_dir / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
+
+
+def run_warnings(telemetry: Telemetry) -> list[str]:
+    """The run's warnings, the role sessions it lost included."""
+    said = [str(e.data.get("message")) for e in telemetry.events if e.kind == "warning"]
+    return said + [loss.message for loss in telemetry.losses]
 
 
 class OpenRun:
@@ -132,7 +168,7 @@ class OpenRun:
         resumed: bool,
         database_url: str | None = None,
     ) -> None:
-        self.ws, self.pool, self.resumed = ws, pool, resumed
+        self.ws, self.pool, self.resumed, self._task = ws, pool, resumed, task
         self.leftovers = 0
         self._stack = ExitStack()
         try:
@@ -188,10 +224,15 @@ class OpenRun:
                                     result.cost_usd, result.commit)
 
     def stop(self, exc: BaseException) -> None:
-        """Record a run that ended without a result (crash, Ctrl-C, cancellation)."""
+        """Record a run that ended without a result: ``failed`` (with a report) for a
+        configuration error such as a refused key or an unknown model, else ``stopped`` (crash,
+        Ctrl-C, cancellation, an outage), which ``resume`` continues."""
         spent = sum(c.cost_usd for c in self.telemetry.calls)
-        self.registry.record_finish(self.ws.run_id, "stopped", str(exc) or type(exc).__name__,
-                                    spent, None)
+        failed = is_final(exc)
+        if failed:
+            write_failure(self.ws.run_dir, self._task, exc, self.telemetry, branch=self.ws.branch)
+        self.registry.record_finish(self.ws.run_id, "failed" if failed else "stopped",
+                                    " ".join(str(exc).split()) or type(exc).__name__, spent, None)
 
     async def aclose(self) -> None:
         """Close the pool, the sandbox, the journal, the telemetry and the registry; unlock."""
@@ -225,7 +266,7 @@ def _result(
         per_role=t.per_role(), time_split=t.time_split(),
         cost_usd=sum(c.cost_usd for c in t.calls),
         policy_violations=t.counters.get("policy_violations", 0),
-        warnings=[str(e.data.get("message")) for e in t.events if e.kind == "warning"],
+        warnings=run_warnings(t), losses=list(t.losses),
         forks=[dict(e.data, session=e.session, role=e.role) for e in t.events if e.kind == "fork"],
         run_dir=str(ws.run_dir), included_dirty=ws.included_dirty, dirty=ws.dirty,
         sandbox=ctx.sandbox.info if ctx.sandbox else None, replayed_calls=journal.replayed,

@@ -258,7 +258,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
         parallel: Annotated[int | None, Field(ge=1, le=32,
                                               description="Explorers at once.")] = None,
     ) -> Annotated[CallToolResult, ExploreOutput]:
-        """Answer a question about a repository with verified, cited findings. Writes nothing."""
+        """Answer a question about a repository with verified, cited findings. Only reads the files."""
         try:
             top = settings.repo_for(repo)
             result = await _with_progress(ctx, lambda listen: api.aexplore(

@@ -16,6 +16,7 @@ from . import failures
 from .context import policy_for
 from .digest import build_digest
 from .errors import BudgetExhausted, MissingCredentials, OrchestrateError, PolicyViolation
+from .models.errors import ModelRefused
 from .runtime import RunContext
 from .session import Session, Summarizer
 from .state import (
@@ -27,6 +28,7 @@ from .state import (
     Plan,
     Review,
     Role,
+    RoleLoss,
     RunState,
     VerifyResult,
 )
@@ -139,20 +141,32 @@ async def approve(state: RunState, runtime: Runtime[RunContext]) -> dict[str, An
 
 
 async def explore(payload: ExploreTask, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    """One explorer: answer one question, then keep only the claims that verify."""
+    """One explorer: answer one question, then keep only the claims that verify.
+
+    A refused call (key, unknown model) fails the run: the role map is wrong for every
+    explorer. Any other error loses this explorer only; the run goes on and reports the loss.
+    """
     ctx = runtime.context
     question, index = payload["question"], payload["index"]
+    sid = f"explorer-{index + 1}"
     task = ctx.agents["explorer"].render_task(question=question, task=payload["task"])
     limit = ctx.roles.run.explorer_timeout_s
+    lost: RoleLoss | None = None
     try:
         outcome = await asyncio.wait_for(_session(ctx, "explorer", task, n=index + 1), limit)
-    except BudgetExhausted:
-        raise  # the run stops (resumably); this explorer runs again on resume
+    except (BudgetExhausted, ModelRefused):
+        raise  # a budget stops the run resumably (this explorer runs again on resume)
     except TimeoutError:
         result = ExplorerResult(question=question, index=index,
                                 error=f"timed out after {limit:g}s (run.explorer_timeout_s)")
+        lost = RoleLoss(role="explorer", session=sid, code="timeout",
+                        message=f"{_where(ctx, 'explorer')} ({sid}): {result.error}")
     except (OrchestrateError, OSError) as exc:
-        result = ExplorerResult(question=question, index=index, error=str(exc))
+        result = ExplorerResult(question=question, index=index, error=_one_line(str(exc)))
+        text = result.error if str(result.error).startswith("role ") else (
+            f"{_where(ctx, 'explorer')} ({sid}): {result.error}")
+        lost = RoleLoss(role="explorer", session=sid, message=text,
+                        code=getattr(exc, "code", "os_error"))
     else:
         findings = cast(Findings, outcome.payload)
         checked = await asyncio.to_thread(_verify, ctx, findings, outcome.tool_calls)
@@ -167,12 +181,32 @@ async def explore(payload: ExploreTask, runtime: Runtime[RunContext]) -> dict[st
             tool_calls=outcome.tool_calls,
             drop_reasons=checked.reasons[:20],
         )
+    _keep_partial(ctx, result)  # on disk before anyone is told, so a cut run keeps it
     ctx.telemetry.emit(
-        "explorer_finished", role="explorer", session=f"explorer-{index + 1}",
+        "explorer_finished", role="explorer", session=sid,
         question=question, submitted=result.submitted, verified=result.verified,
         dropped=result.dropped, error=result.error,
     )
+    if lost is not None:
+        ctx.telemetry.lose(lost)
     return {"explorers": [result]}
+
+
+def _where(ctx: RunContext, role: Role) -> str:
+    """``role explorer: model spark (gpt-x) at provider openai`` for the role's first model."""
+    alias = ctx.roles.roles[role].model
+    model = ctx.roles.models[alias]
+    return f"role {role}: model {alias} ({model.id}) at provider {model.provider}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _keep_partial(ctx: RunContext, result: ExplorerResult) -> None:
+    """Append the explorer's result to ``explorers.jsonl``, so a cut run keeps what finished."""
+    with (ctx.run_dir / "explorers.jsonl").open("a", encoding="utf-8") as fh:
+        fh.write(result.model_dump_json() + "\n")
 
 
 def _verify(ctx: RunContext, findings: Findings, tool_calls: int) -> Verified:

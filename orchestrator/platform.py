@@ -155,7 +155,7 @@ def _open(thread_id: str, config: PlatformConfig, task: str, approve_plan: bool,
     if resumed:
         _, role_map = read_run_file(run_dir)
     else:
-        role_map = resolve_roles(top, None, config.role_files, config.sets, config.team)
+        role_map = resolve_roles(top, None, config.role_files, config.sets, config.team, env=env)
     relay, stream = Relay(), _Stream()
     database_url = env.get(DATABASE_ENV) or None
     pool = build_pool(role_map, env, relay, database_url=database_url)

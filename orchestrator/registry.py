@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from .sqlite import connect
-from .store import advisory_key, connect_postgres, state_dir
+from .store import advisory_key, connect_postgres, database_errors, state_dir
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "stopped", "awaiting_approval"]
 FINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "stopped"})
@@ -176,7 +176,8 @@ class PostgresRegistry(_SqlRegistry):
         self._lock = threading.Lock()
         key = advisory_key("orchestrate.registry")
         # Concurrent CREATE TABLE IF NOT EXISTS can still collide in Postgres; queue them.
-        with self._lock, self._db.transaction():
+        with database_errors(database_url, "create the run registry in"), self._lock, \
+                self._db.transaction():
             self._db.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
             for statement in _SCHEMA.format(ts="TIMESTAMPTZ").split(";"):
                 self._db.execute(statement)

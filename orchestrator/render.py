@@ -118,6 +118,9 @@ class Progress:
         elif e.kind == "warning":
             self.notes.append(f"warning: {d.get('message')}")
             return f"! {d.get('message')}"
+        elif e.kind == "role_lost":
+            self.notes.append(f"lost: {d.get('message')}")
+            return f"! lost: {d.get('message')}"
         elif e.kind == "fork":
             return f"⑂ {sid} forked: {d.get('reason')}"
         return None
@@ -147,6 +150,8 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
         return
     label = {"succeeded": "✔ task done", "stopped": "■ run stopped"}.get(
         result.status, "✘ task not achieved")
+    if ok and result.losses:
+        label += f" with {len(result.losses)} role session(s) lost (exit 3)"
     console.print(f"[bold {'green' if ok else 'red'}]{label}[/]: {escape(result.reason)}",
                   highlight=False)
     if simulated:
@@ -240,7 +245,9 @@ def print_explore(console: Console, result: ExploreResult) -> None:
     verified = sum(r.verified for r in result.explorers)
     console.print(f"\n{len(result.explorers)} explorers · {verified} verified claims · "
                   f"{len(result.failures)} failed · {result.time_split.get('wall_s', 0):.1f}s · "
-                  f"${result.cost_usd:.4f}")
+                  f"${result.cost_usd:.4f} · record {escape(result.run_dir)}", highlight=False)
+    for w in result.warnings:
+        console.print(f"[yellow]warning[/] {escape(w)}", highlight=False)
 
 
 def print_runs(console: Console, runs: list) -> None:
@@ -248,7 +255,7 @@ def print_runs(console: Console, runs: list) -> None:
     for col in ("run", "state", "age", "branch", "worktree", "cost $", "task"):
         t.add_column(col)
     for r in runs:
-        t.add_row(r.run_id, r.state, r.age, r.branch, "yes" if r.has_worktree else "-",
+        t.add_row(r.run_id, r.state, r.age, r.branch or "(explore)", "yes" if r.has_worktree else "-",
                   f"{r.cost_usd:.4f}", escape(r.task[:60]))
     console.print(t)
 
@@ -269,8 +276,9 @@ def print_details(console: Console, details) -> None:
                   + (f" — {escape(report.get('reason', ''))}" if report else ""), highlight=False)
     if report:
         console.print(f"task: {escape(report.get('task', ''))}", highlight=False)
-        console.print(f"branch {report.get('branch')} · cost ${report.get('cost_usd', 0):.4f} · "
-                      f"{len(details.calls)} calls", highlight=False)
+        console.print(f"branch {report.get('branch') or '(explore: none)'} · "
+                      f"cost ${report.get('cost_usd', 0):.4f} · {len(details.calls)} calls",
+                      highlight=False)
         box = report.get("sandbox")
         if box:
             info = SandboxInfo.model_validate(box)
@@ -328,3 +336,43 @@ def print_jobs(console: Console, jobs: list) -> None:
         t.add_row(str(j.job_id), j.status, str(j.attempts), str(j.worker_id or "-"),
                   "STALLED" if j.stalled else "", escape(j.repo), escape(j.task[:50]))
     console.print(t if jobs else "the queue is empty")
+
+
+def print_trust_request(console: Console, exc: Any) -> None:
+    """What an untrusted repository config would change, before asking to trust it."""
+    state = "changed since you trusted it" if exc.changed else "is not trusted yet"
+    console.print(f"[bold yellow]{escape(str(exc.file))}[/] {state}; it sets:", highlight=False)
+    for key, value in exc.keys:
+        console.print(f"  {escape(key)} = {escape(repr(value))}", highlight=False)
+    console.print("These keys decide where your API keys are sent and what commands may run.")
+
+
+def print_trust(console: Console, data: dict) -> None:
+    """The result of ``orchestrate trust``: what is trusted now, or the list of trusted repos."""
+    if "trusted" in data:
+        for rec in data["trusted"]:
+            files = ", ".join(f"{n} ({h[:12]})" for n, h in rec["files"].items()) or "no files"
+            console.print(f"{escape(rec['repo'])}: {escape(files)} · since {rec['trusted_at']}",
+                          highlight=False)
+        if not data["trusted"]:
+            console.print("no trusted repositories")
+        return
+    if "revoked" in data:
+        console.print(("no longer trusted: " if data["revoked"] else "was not trusted: ")
+                      + escape(data["repo"]), highlight=False)
+        return
+    if not data["files"]:
+        console.print(f"{escape(data['repo'])} has no roles.toml: nothing needs trust",
+                      highlight=False)
+    for f in data["files"]:
+        console.print(f"trusted {escape(f['path'])} (sha256 {f['sha256'][:12]})", highlight=False)
+        for item in f["protected"]:
+            console.print(f"  {escape(item['key'])} = {escape(repr(item['value']))}",
+                          highlight=False)
+        if not f["protected"]:
+            console.print("  (it sets no key that needs trust today)")
+    for path in data["agent_overrides"]:
+        console.print(f"agent prompt {escape(path)} (used with or without trust)",
+                      highlight=False)
+    console.print(f"recorded in {escape(data['store'])}; a change to the file needs trust again",
+                  highlight=False)

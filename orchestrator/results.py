@@ -1,15 +1,26 @@
-"""What the library API returns: typed, frozen results that print as tables or as ``--json``."""
+"""What the library API returns: typed, frozen results that print as tables or as ``--json``.
+
+Exit statuses, for the CLI and for bots reading ``exit_code``: 0 done cleanly (or paused for a
+plan approval); 1 not achieved (failed, stopped); 2 usage or configuration error (raised, never
+a result); 3 done, but a role session was lost on the way (``losses``: an explorer or the
+summarizer stopped by an error while the run went on without it).
+"""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from .sandbox import SandboxInfo
-from .state import ExplorerResult, Plan, VerifyResult
+from .state import ExplorerResult, Plan, RoleLoss, VerifyResult
 
 RunStatus = Literal["succeeded", "failed", "awaiting_approval", "stopped"]
+ExitCode = Literal[0, 1, 2, 3]
+EXIT_OK: ExitCode = 0
+EXIT_NOT_ACHIEVED: ExitCode = 1
+EXIT_USAGE: ExitCode = 2
+EXIT_DEGRADED: ExitCode = 3
 
 
 class RunResult(BaseModel):
@@ -45,10 +56,15 @@ class RunResult(BaseModel):
     # paid calls at a (session, turn) that had completed before with another request: an
     # exact resume keeps this at 0
     paid_calls_repeated: int = 0
+    losses: list[RoleLoss] = Field(default_factory=list)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
-    def exit_code(self) -> int:
-        return 0 if self.status in ("succeeded", "awaiting_approval") else 1
+    def exit_code(self) -> ExitCode:
+        """0 clean, 3 done with a role lost on the way, 1 not achieved (see the module doc)."""
+        if self.status not in ("succeeded", "awaiting_approval"):
+            return EXIT_NOT_ACHIEVED
+        return EXIT_DEGRADED if self.losses else EXIT_OK
 
     @property
     def verified_findings(self) -> list[Any]:
@@ -68,7 +84,19 @@ class ExploreResult(BaseModel):
     per_role: dict[str, dict[str, Any]] = Field(default_factory=dict)
     time_split: dict[str, float] = Field(default_factory=dict)
     cost_usd: float = 0.0
+    run_id: str = ""
+    run_dir: str = Field("", description="workspaces/<run-id>: events, partial results, report")
+    losses: list[RoleLoss] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
 
     @property
     def failures(self) -> list[ExplorerResult]:
         return [e for e in self.explorers if e.error]
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def exit_code(self) -> ExitCode:
+        """1 no verified finding at all, 3 answered with an explorer lost, else 0."""
+        if not any(e.claims for e in self.explorers):
+            return EXIT_NOT_ACHIEVED
+        return EXIT_DEGRADED if self.losses else EXIT_OK

@@ -180,6 +180,9 @@ def apply(repo: Path, run_id: str, *, allow_git_config: bool = False) -> str:
     unless ``allow_git_config``; hooks never run during the merge.
     """
     ws = Workspace.open(repo, run_id, reattach=False)
+    if not ws.branch:
+        raise UsageError(f"run {run_id} is an `orchestrate explore` run: it changed nothing, so "
+                         "there is nothing to apply")
     if is_running(ws.run_dir):
         raise UsageError(f"run {run_id} is still running; wait for it to finish")
     if _git(ws.repo, "status", "--porcelain", "--untracked-files=no").stdout.strip():

@@ -37,11 +37,12 @@ from .context import (
     token_counter,
 )
 from .definitions import AgentDef
-from .errors import ContextOverflow, OrchestrateError, SessionFailed
+from .errors import BudgetExhausted, ContextOverflow, OrchestrateError, SessionFailed
 from .models.client import Completion, ModelClient, ToolCallData
+from .models.errors import ModelRefused
 from .models.fallback import demote
 from .models.toolmode import parse_tool_calls
-from .state import Handoff
+from .state import Handoff, RoleLoss
 from .telemetry import Telemetry
 from .tools.artifacts import READ_ARTIFACT, ArtifactStore, paged_message, preview
 from .tools.base import Toolbox
@@ -349,11 +350,14 @@ class Session:
         )
         try:
             outcome = await writer.run(s.agent.render_task(task=task, transcript=text))
+        except (BudgetExhausted, ModelRefused):
+            raise  # a spent budget stops the run; a refusal means the role map is wrong
         except OrchestrateError as exc:
-            self.telemetry.emit(
-                "warning", role=self.agent.role, session=self.id,
-                message=f"the summarizer could not write a handoff ({exc}); a plain one was used",
-            )
+            self.telemetry.lose(RoleLoss(
+                role="summarizer", session=writer.id, code=exc.code,
+                message=f"the summarizer could not write a handoff for {self.id} "
+                        f"({' '.join(str(exc).split())}); a plain one was used",
+            ))
             return self._plain_handoff(task), writer.id
         return outcome.payload, writer.id  # type: ignore[return-value]
 

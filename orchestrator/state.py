@@ -124,6 +124,15 @@ class ExplorerResult(Frozen):
     drop_reasons: list[str] = Field(default_factory=list)
 
 
+class RoleLoss(Frozen):
+    """A role session an error stopped while the run went on without it (a warning, exit 3)."""
+
+    role: str
+    session: str | None = None
+    code: str = Field(description="What stopped it: model_unavailable, timeout, session_failed, ...")
+    message: str = Field(description="One line naming the role, model and provider.")
+
+
 class CheckResult(Frozen):
     """One acceptance command's result."""
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import re
 import zlib
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,13 +23,15 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from . import state
-from .errors import UsageError
+from .errors import DatabaseUnavailable, UsageError
 
 if TYPE_CHECKING:
     import psycopg
 
 STATE_DIR = ".orchestrate"
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+CONNECT_TIMEOUT_S = 10
+_PASSWORD = re.compile(r"(://[^:/@]*:)([^@/]*)@")
 _STATE_TYPES = [
     state.RunState, state.Plan, state.Citation, state.Claim, state.Findings, state.BuildReport,
     state.Review, state.ExplorerResult, state.CheckResult, state.VerifyResult, state.Handoff,
@@ -54,8 +57,9 @@ def is_postgres(database_url: str | None) -> bool:
 def require_postgres(database_url: str | None) -> str:
     """The URL itself, or a usage error that says what a shared database URL looks like."""
     if not is_postgres(database_url):
+        shown = redact_url(database_url) if database_url else database_url
         raise UsageError(
-            f"not a PostgreSQL URL: {database_url!r} (expected postgresql://user@host:port/db)"
+            f"not a PostgreSQL URL: {shown!r} (expected postgresql://user@host:port/db)"
         )
     return database_url  # type: ignore[return-value]
 
@@ -65,15 +69,51 @@ def advisory_key(name: str) -> int:
     return zlib.crc32(name.encode("utf-8"))
 
 
-def connect_postgres(database_url: str) -> psycopg.Connection:
-    """A synchronous autocommit connection, with a clear message when the driver is missing."""
+def redact_url(database_url: str) -> str:
+    """The URL with its password (if any) replaced by ``***``, for messages."""
+    return _PASSWORD.sub(r"\1***@", database_url)
+
+
+def _connect_options(database_url: str) -> dict[str, Any]:
+    # An address that swallows packets would otherwise hang for the OS's TCP timeout.
+    return {} if "connect_timeout" in database_url else {"connect_timeout": CONNECT_TIMEOUT_S}
+
+
+@contextmanager
+def database_errors(database_url: str, doing: str) -> Iterator[None]:
+    """psycopg's errors while ``doing`` something with the database become one line, exit 2:
+    what failed, the server's reason, and where the URL came from."""
+    import psycopg
+
+    try:
+        yield
+    except psycopg.Error as exc:
+        reason = redact_url(" ".join(str(exc).split()) or type(exc).__name__)
+        secret = _PASSWORD.search(database_url)
+        if secret and len(secret.group(2)) >= 6:  # a driver may echo it outside a URL too
+            reason = reason.replace(secret.group(2), "***")
+        raise DatabaseUnavailable(
+            f"cannot {doing} the database {redact_url(database_url)}: {reason} "
+            "(check --database-url or ORCHESTRATE_DATABASE_URL)"
+        ) from None
+
+
+def _driver() -> Any:
     try:
         import psycopg
     except ImportError:
         raise UsageError(
             "a PostgreSQL URL needs the driver: pip install 'orchestrate[postgres]'"
         ) from None
-    return psycopg.connect(require_postgres(database_url), autocommit=True)
+    return psycopg
+
+
+def connect_postgres(database_url: str) -> psycopg.Connection:
+    """A synchronous autocommit connection; a refused or unreachable server is one clear line."""
+    psycopg = _driver()
+    url = require_postgres(database_url)
+    with database_errors(url, "connect to"):
+        return psycopg.connect(url, autocommit=True, **_connect_options(url))
 
 
 @asynccontextmanager
@@ -118,13 +158,15 @@ async def postgres_checkpointer(database_url: str) -> AsyncIterator[BaseCheckpoi
         ) from None
     # The saver's own from_conn_string uses these connection settings; we open the connection
     # ourselves to hold an advisory lock around setup(), whose migrations are not race-free.
-    async with await AsyncConnection.connect(
-        require_postgres(database_url), autocommit=True, prepare_threshold=0,
-        row_factory=dict_row,
-    ) as conn:
+    url = require_postgres(database_url)
+    with database_errors(url, "connect to"):
+        conn = await AsyncConnection.connect(url, autocommit=True, prepare_threshold=0,
+                                             row_factory=dict_row, **_connect_options(url))
+    async with conn:
         saver = AsyncPostgresSaver(conn, serde=serializer())
-        async with _advisory_lock(conn, "orchestrate.checkpoints"):
-            await saver.setup()
+        with database_errors(url, "create the checkpoint tables in"):
+            async with _advisory_lock(conn, "orchestrate.checkpoints"):
+                await saver.setup()
         yield saver
 
 

@@ -19,7 +19,7 @@ from typing import IO, Any, Literal
 
 import structlog
 
-from .state import CallRecord
+from .state import CallRecord, RoleLoss
 from .tracing import span_hook
 
 EventKind = Literal[
@@ -37,6 +37,7 @@ EventKind = Literal[
     "test_result",
     "review",
     "warning",
+    "role_lost",
     "run_finished",
     "progress",
 ]
@@ -103,6 +104,7 @@ class Telemetry:
         self.events: list[Event] = []
         self.intervals: dict[str, list[tuple[float, float]]] = defaultdict(list)
         self.counters: dict[str, int] = defaultdict(int)
+        self.losses: list[RoleLoss] = []
         self.started = time.monotonic()
         self._file: IO[str] | None = None
         self._log = None
@@ -148,6 +150,12 @@ class Telemetry:
         data = record.model_dump(exclude={"role", "session"})
         self.emit("call_finished", role=record.role, session=record.session, **data)
 
+    def lose(self, loss: RoleLoss) -> None:
+        """Record a role session lost to an error while the run goes on (a warning)."""
+        self.losses.append(loss)
+        self.emit("role_lost", role=loss.role, session=loss.session, code=loss.code,
+                  message=loss.message)
+
     @contextmanager
     def busy(self, kind: str) -> Iterator[None]:
         """Time a stretch of work of one kind ("model", "tool") for the time split."""
@@ -158,7 +166,7 @@ class Telemetry:
             self.intervals[kind].append((start, time.monotonic()))
 
     def load_history(self, path: Path) -> int:
-        """Take in the calls and counters an earlier process of this run recorded."""
+        """Take in the calls, counters and lost roles an earlier process of this run recorded."""
         if not path.exists():
             return 0
         fields = set(CallRecord.model_fields)
@@ -174,6 +182,9 @@ class Telemetry:
                 n += 1
             elif entry.get("event") == "warning" and entry.get("kind") == "policy_violation":
                 self.counters["policy_violations"] += 1
+            elif entry.get("event") == "role_lost":
+                self.losses.append(RoleLoss(role=str(entry.get("role")), session=entry.get("session"),
+                                            code=str(entry.get("code")), message=str(entry.get("message"))))
         return n
 
     def count(self, name: str, n: int = 1) -> None:

@@ -259,6 +259,22 @@ class Workspace:
         (self.run_dir / _META).write_text(json.dumps(meta, indent=2) + "\n")
 
 
+def create_record_dir(repo: Path, run_id: str, kind: str) -> Path:
+    """``workspaces/<run_id>/`` for a run that only reads the checkout (``explore``): its
+    artefacts and no worktree or branch; listed with the other runs."""
+    top = _toplevel(repo)
+    _check_run_id(run_id)
+    run_dir = top / "workspaces" / run_id
+    if run_dir.exists():
+        raise UsageError(f"run {run_id} already exists in {top}")
+    _ensure_excluded(top)
+    head = git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=top, check=False)
+    run_dir.mkdir(parents=True)
+    meta = {"run_id": run_id, "branch": "", "base_commit": head.stdout.strip(), "kind": kind}
+    (run_dir / _META).write_text(json.dumps(meta, indent=2) + "\n")
+    return run_dir
+
+
 def list_workspaces(repo: Path) -> list[Workspace]:
     """Every run recorded under ``<repo>/workspaces``, oldest first."""
     top = _toplevel(repo)

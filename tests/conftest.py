@@ -16,8 +16,10 @@ from orchestrator.demo import demo_roles_sets, demo_scenario, make_sample_repo, 
 from orchestrator.sim import Scenario, SimServer
 
 SIM_ENV = {"ORCHESTRATE_SIM_KEY": "simulated-key"}
-# Runs record usage in the per-user quota ledger (XDG state dir): keep the tests' out of $HOME.
+# Runs record usage in the per-user quota ledger (XDG state dir), and read the user's role map
+# and trust records (XDG config dir): keep the tests' out of $HOME.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="orchestrate-test-state-")
+os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="orchestrate-test-config-")
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,24 @@ class PgCluster:
                              "-w", "-o", options, "start")
         return cluster
 
+    def require_password(self, user: str, password: str) -> tuple[str, str, int]:
+        """Create ``user`` with ``password`` and make the server ask for it (first hba line)."""
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f"CREATE ROLE {user} LOGIN PASSWORD '{password}'")
+            hba = self.data / "pg_hba.conf"
+            hba.write_text(f"host all {user} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+            conn.execute("SELECT pg_reload_conf()")
+        wrong = f"postgresql://{user}:not-{password}@127.0.0.1:{self.port}/postgres"
+        for _ in range(100):  # the postmaster re-reads the file on its own time
+            try:
+                psycopg.connect(wrong).close()
+            except psycopg.OperationalError:
+                return user, password, self.port
+            time.sleep(0.05)
+        raise RuntimeError("the server never started asking for the password")
+
     def url(self, db: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{db}"
 
@@ -91,12 +110,11 @@ def create_database(server_url: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[str]:
-    """The URL of the session's PostgreSQL server (its ``postgres`` database)."""
+def pg_cluster() -> Iterator[PgCluster | None]:
+    """The cluster this test session started, or None when using an existing server."""
     pytest.importorskip("psycopg", reason="the postgres extra is not installed")
-    existing = os.environ.get("ORCHESTRATE_TEST_DATABASE_URL")
-    if existing:
-        yield existing
+    if os.environ.get("ORCHESTRATE_TEST_DATABASE_URL"):
+        yield None
         return
     pgbin = pg_bin()
     if pgbin is None:
@@ -104,9 +122,25 @@ def pg_server() -> Iterator[str]:
                     "(apt-get install postgresql, as .ci/run does)")
     cluster = PgCluster.start(pgbin)
     try:
-        yield cluster.url()
+        yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_server(pg_cluster: PgCluster | None) -> str:
+    """The URL of the session's PostgreSQL server (its ``postgres`` database)."""
+    if pg_cluster is None:
+        return os.environ["ORCHESTRATE_TEST_DATABASE_URL"]
+    return pg_cluster.url()
+
+
+@pytest.fixture(scope="session")
+def pg_password_user(pg_cluster: PgCluster | None) -> tuple[str, str, int]:
+    """``(user, password, port)`` of a role that must log in with its password (scram)."""
+    if pg_cluster is None:
+        pytest.skip("needs a PostgreSQL cluster this test session started (its pg_hba.conf)")
+    return pg_cluster.require_password("orchestrate_pw", "right-password-123")
 
 
 @pytest.fixture

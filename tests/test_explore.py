@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
+import time
 
-from conftest import cli, run_env, scenario_with, sim_roles
+from conftest import cli, run_env, scenario_with, sim_roles, snapshot
 
 from orchestrator import api
 from orchestrator.demo import scenario_path
@@ -51,6 +53,7 @@ async def test_twenty_explorers_one_failing_still_give_a_digest(fresh_sim, sampl
     assert sum(e.verified for e in result.explorers) >= 15
     assert "median" in result.digest and "doomed" not in result.digest
     assert fresh_sim.state.max_in_flight["sim-explorer"] >= 10
+    assert result.exit_code == 3 and [loss.session for loss in result.losses] == ["explorer-20"]
 
 
 async def test_explorer_without_tool_calls_contributes_nothing(fresh_sim, sample_repo):
@@ -78,22 +81,22 @@ async def test_fabricated_citations_are_dropped_real_ones_kept(fresh_sim, sample
     assert "imaginary" not in result.digest
 
 
-def test_cli_explore_prints_citations_and_leaves_repo_clean(sim, sample_repo):
+def test_cli_explore_prints_citations_and_leaves_checkout_untouched(sim, sample_repo):
     sim.set_scenario(scenario_with(**{"sim-planner": _planner(["Where is `def median` defined?"])}))
-    before = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=sample_repo,
-                            capture_output=True, text=True).stdout
+    before = snapshot(sample_repo)
     args = ["explore", "Where is median defined?", "--repo", str(sample_repo),
             "--roles", str(scenario_path("demo-roles.toml")),
             "--set", f'providers.sim.base_url="{sim.base_url}"', "--parallel", "4"]
     proc = cli(*args)
     assert proc.returncode == 0, proc.stderr
     assert "stats.py:" in proc.stdout and "1 verified" in proc.stdout
-    after = subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=sample_repo,
-                           capture_output=True, text=True).stdout
-    assert after == before == ""
-    assert not (sample_repo / "workspaces").exists() and not (sample_repo / ".orchestrate").exists()
+    assert snapshot(sample_repo) == before  # files, index, branch, HEAD: only read
+    branches = subprocess.run(["git", "branch", "--list", "orchestrate/*"], cwd=sample_repo,
+                              capture_output=True, text=True).stdout
+    assert branches == "" and not list(sample_repo.glob("workspaces/*/worktree"))
     data = json.loads(cli(*args, "--json").stdout)
     assert data["explorers"][0]["claims"][0]["citations"][0]["path"] == "stats.py"
+    assert data["exit_code"] == 0 and data["losses"] == []
 
 
 async def test_a_slow_explorer_times_out_without_sinking_the_rest(fresh_sim, sample_repo):
@@ -105,6 +108,8 @@ async def test_a_slow_explorer_times_out_without_sinking_the_rest(fresh_sim, sam
     result = await api.aexplore("q", repo=sample_repo, roles=roles, env=run_env())
     fast, slow = result.explorers
     assert fast.verified == 1 and slow.error and "timed out after 1.5s" in slow.error
+    (loss,) = result.losses
+    assert loss.code == "timeout" and "role explorer: model explorer-sim" in loss.message
 
 
 @register_behavior("explorer-cite-or-stall")
@@ -146,3 +151,60 @@ async def test_a_plan_without_questions_explores_the_question_itself(fresh_sim, 
     sent = fresh_sim.state.requests_for("sim-explorer")
     assert {r.body.get("temperature") for r in sent} == {0.0}
     assert all("temperature" not in r.body for r in fresh_sim.state.requests_for("sim-planner"))
+
+
+async def test_explore_keeps_its_record_like_run(fresh_sim, sample_repo):
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": _planner(["Where is `median`?", "Where is `mean`?"])}))
+    result = await api.aexplore("q", repo=sample_repo, roles=sim_roles(fresh_sim), env=run_env())
+    run_dir = sample_repo / "workspaces" / result.run_id
+    assert result.run_dir == str(run_dir) and result.exit_code == 0
+    partial = [json.loads(line) for line in (run_dir / "explorers.jsonl").read_text().splitlines()]
+    assert sorted(p["question"] for p in partial) == ["Where is `mean`?", "Where is `median`?"]
+    events = [json.loads(line)["event"] for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert events[0] == "run_started" and events.count("explorer_finished") == 2
+    assert events[-1] == "run_finished"
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["kind"] == "explore" and report["status"] == "succeeded" and report["calls"]
+    listed = json.loads(cli("runs", "--repo", str(sample_repo), "--json").stdout)
+    assert [(r["run_id"], r["state"], r["branch"]) for r in listed] == [
+        (result.run_id, "succeeded", "")]
+    shown = cli("show", result.run_id, "--repo", str(sample_repo))
+    assert shown.returncode == 0 and "explorer-2" in shown.stdout
+    for command in ("resume", "apply"):
+        proc = cli(command, result.run_id, "--repo", str(sample_repo))
+        assert proc.returncode == 2 and "explore` run" in proc.stderr, proc.stderr
+
+
+def test_a_cut_explore_streams_progress_and_keeps_partial_results(sim, sample_repo):
+    """`explore --json` killed mid-run: stderr showed progress as it went, and the workspace
+    holds the finished explorer's result and the events so far."""
+    sim.set_scenario(scenario_with(**{
+        "sim-planner": _planner(["Where is `median`?", "Where is the `slowpoke`?"]),
+        "sim-explorer": ModelBehavior(behavior="explorer-cite-or-stall")}))
+    args = ["explore", "q", "--json", "--repo", str(sample_repo),
+            "--roles", str(scenario_path("demo-roles.toml")),
+            "--set", f'providers.sim.base_url="{sim.base_url}"']
+    proc = subprocess.Popen([sys.executable, "-m", "orchestrator", *args], env=run_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    seen: list[str] = []
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()  # type: ignore[union-attr]
+            if not line:
+                break
+            seen.append(line)
+            if "claims verified" in line:  # the fast explorer is done; the other one stalls
+                break
+    finally:
+        proc.kill()
+        stdout, _ = proc.communicate(timeout=30)
+    assert any("▶ explorer-1" in s for s in seen) and any("claims verified 1/1" in s for s in seen)
+    assert stdout == ""
+    (run_dir,) = sample_repo.glob("workspaces/*")
+    (partial,) = [json.loads(x) for x in (run_dir / "explorers.jsonl").read_text().splitlines()]
+    assert partial["question"] == "Where is `median`?" and partial["verified"] == 1
+    assert "explorer_finished" in (run_dir / "events.jsonl").read_text()
+    listed = json.loads(cli("runs", "--repo", str(sample_repo), "--json").stdout)
+    assert [r["state"] for r in listed] == ["stopped"]

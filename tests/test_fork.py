@@ -15,7 +15,14 @@ from orchestrator.context import MASK_PREFIX, policy_for
 from orchestrator.definitions import load_agents
 from orchestrator.models.client import ClientPool
 from orchestrator.session import Session, Summarizer
-from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec, register_behavior
+from orchestrator.sim import (
+    ChatRequestView,
+    FaultSpec,
+    ModelBehavior,
+    Reply,
+    ToolCallSpec,
+    register_behavior,
+)
 from orchestrator.telemetry import Telemetry
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
@@ -206,3 +213,26 @@ async def test_context_length_exceeded_is_recovered_from(fresh_sim, tmp_path):
     assert 400 in statuses and statuses[-1] == 200
     assert statuses.count(400) <= 2  # it learned the window after the first refusal
     assert not any(e.kind == "warning" for e in events)
+
+
+async def test_a_summarizer_lost_mid_run_is_reported_not_silent(fresh_sim, tmp_path):
+    """Its quota gone and no fallback: forks get a plain handoff, and the loss is reported."""
+    repo, _ = log_repo(tmp_path / "repo", size=60_000)
+    question = ("Find the `ERROR` in `app.log` and read the 180 lines before it "
+                "in windows of 10 lines.")
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": _planner(question),
+        "sim-explorer": ModelBehavior(behavior="log-scan", context_window=4096),
+        "sim-summarizer": ModelBehavior(respond=lambda _req: Reply(error=FaultSpec(
+            status=429, code="insufficient_quota", type="insufficient_quota",
+            message="You exceeded your current quota"))),
+    }))
+    roles = sim_roles(fresh_sim, "models.explorer-sim.context_window=4096",
+                      "explorer.output_reserve=256", "explorer.max_turns=80")
+    # a ledger of its own: the exhausted summarizer must not leak into other tests
+    env = run_env(XDG_STATE_HOME=str(tmp_path / "state"))
+    result = await api.aexplore("What went wrong?", repo=repo, roles=roles, env=env)
+    lost = [loss for loss in result.losses if loss.role == "summarizer"]
+    assert lost and all("a plain one was used" in loss.message for loss in lost)
+    assert "role summarizer: model summarizer-sim" in lost[0].message
+    assert lost[0].code == "model_unavailable" and result.exit_code != 0

@@ -76,7 +76,9 @@ async def test_explore_returns_verified_citations_and_counts_the_dropped_claims(
     assert cited and all(re.fullmatch(r"[\w/.]+\.py:\d+-\d+", c) for c in cited)
     assert not any("imaginary" in c for c in cited)
     assert any("dropped" in m for _, m in progress.seen)
-    assert not (sample_repo / "workspaces").exists()  # explore writes nothing
+    # explore only reads the checkout; its record goes to workspaces/<run-id>/ (git-excluded)
+    (record,) = (sample_repo / "workspaces").iterdir()
+    assert (record / "report.json").is_file() and not (record / "worktree").exists()
 
 
 async def test_a_run_reports_progress_and_returns_branch_commit_and_patch(fresh_sim, sample_repo):

@@ -26,8 +26,12 @@ if TYPE_CHECKING:
 
 
 class ModelRefused(ModelError):
-    """The provider refused the request (key, permission, unknown model, bad request)."""
+    """The provider refused the request (key, permission, unknown model, bad request).
 
+    Another attempt or another model will not fix it: the role map or the key is wrong, so it
+    is a configuration error (exit 2) wherever it happens, explorers included."""
+
+    exit_code = 2
     code = "model_refused"
 
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime
 from typing import Any
 
-from ..store import advisory_key, connect_postgres
+from ..store import advisory_key, connect_postgres, database_errors
 from .quota import QuotaLedger, QuotaRow, default_ledger_path
 
 _SCHEMA = (
@@ -50,7 +50,8 @@ class PostgresQuotaLedger:
     def __init__(self, database_url: str) -> None:
         self._db = connect_postgres(database_url)
         self._lock = threading.Lock()
-        with self._lock, self._db.transaction():
+        with database_errors(database_url, "create the quota tables in"), self._lock, \
+                self._db.transaction():
             # Concurrent CREATE TABLE IF NOT EXISTS can still collide in Postgres; queue them.
             self._db.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_key("orchestrate.quota"),))
             for statement in _SCHEMA:
