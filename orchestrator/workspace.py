@@ -111,6 +111,13 @@ class Workspace:
         ws = _load(top, run_id)
         if ws is None:
             raise UsageError(f"unknown run id {run_id} in {top} (see `orchestrate runs`)")
+        if git("ls-files", "-z", "--", f"workspaces/{run_id}", cwd=top).stdout:
+            # our runs are never tracked (workspaces/ is excluded): this one came with the
+            # repository, and its run.json (role map, provider URLs) is the repository's word
+            raise UsageError(
+                f"run {run_id}: its files are committed in the repository, so it is not a run "
+                "of yours; it cannot be resumed, shown or applied (remove workspaces/ from git)"
+            )
         if reattach and not (ws.worktree / ".git").exists():
             tip = ws.tip()
             if tip is None:
