@@ -15,7 +15,7 @@ from langgraph.types import interrupt
 from . import failures
 from .context import policy_for
 from .digest import build_digest
-from .errors import BudgetExhausted, MissingCredentials, OrchestrateError, PolicyViolation
+from .errors import BudgetExhausted, MissingCredentials, OrchestrateError, ToolError
 from .models.errors import ModelRefused
 from .runtime import RunContext
 from .session import Session, Summarizer
@@ -285,7 +285,7 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
                     env=scrubbed_env(ctx.env),
                     policy=policy_of(ctx),
                 )
-            except PolicyViolation as exc:  # a planned command the policy refuses fails
+            except ToolError as exc:  # refused by the policy, or the sandbox could not start it
                 checks.append(CheckResult(command=command, exit_code=126,
                                           output=f"refused: {exc}", duration_s=0.0))
                 continue

@@ -25,6 +25,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +34,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..config import SandboxSettings
-from ..errors import SandboxUnavailable
+from ..errors import SandboxUnavailable, ToolError
 from .mounts import SECRETS, SYSTEM_ROOTS, MountPlan, expand, toolchain_paths
 from .processes import CGROUP_LOCK, CGROUPS, PidsCgroup, kill_leftovers, start_time
 
@@ -93,6 +94,7 @@ class Sandbox:
     home: str | None = None
     extra_env: Mapping[str, str] = field(default_factory=dict)
     ledger: Path | None = None  # where running commands are recorded (a run's commands.jsonl)
+    key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names its pids cgroup
 
     def argv(self, command: str) -> list[str]:
         """The full argv that runs ``bash -c command`` inside the sandbox, limits applied."""
@@ -118,18 +120,21 @@ class Sandbox:
         if self.limits is None:
             return None
         with CGROUP_LOCK:
-            group = CGROUPS.get(id(self))
+            group = CGROUPS.get(self.key)
             if group is None:
                 group = PidsCgroup.create(self.limits.processes)
                 if group is not None:
-                    CGROUPS[id(self)] = group
+                    CGROUPS[self.key] = group
+                elif PidsCgroup.available():  # root, where nothing else caps processes
+                    raise ToolError("the sandbox could not create its process-limit cgroup, so "
+                                    "the command was not run; try again")
         return group
 
     def track(self, pid: int, *, done: bool = False) -> None:
         """Record a command's process (or its end) in the ledger, for ``kill_leftovers``."""
         if self.ledger is None:
             return
-        group = CGROUPS.get(id(self))
+        group = CGROUPS.get(self.key)
         entry = {"pid": pid, "done": True} if done else {
             "pid": pid, "start": start_time(pid), "cgroup": str(group.path) if group else None}
         with CGROUP_LOCK, open(self.ledger, "a", encoding="utf-8") as fh:
@@ -138,7 +143,7 @@ class Sandbox:
     def close(self) -> None:
         """Release what the sandbox holds between commands (its pids cgroup)."""
         with CGROUP_LOCK:
-            group = CGROUPS.pop(id(self), None)
+            group = CGROUPS.pop(self.key, None)
         if group is not None:
             group.remove()
 

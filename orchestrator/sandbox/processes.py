@@ -17,7 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
-CGROUPS: dict[int, PidsCgroup] = {}
+CGROUPS: dict[str, PidsCgroup] = {}
 CGROUP_LOCK = threading.Lock()
 
 
