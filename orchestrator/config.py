@@ -25,6 +25,7 @@ from .state import ROLES, Role
 
 Tier = Literal["standard", "priority", "flex", "ultrafast"]
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+Api = Literal["responses", "chat"]
 _EFFORT_ALIASES = {"light": "low", "max": "xhigh"}
 SECTIONS = (
     "providers", "models", "roles", "teams", "run", "verify", "policy", "quota", "sandbox",
@@ -53,6 +54,12 @@ class Provider(_Strict):
         description="Our tier -> the provider's service_tier value (None: send none).",
     )
     timeout_s: float = 600.0
+    api: Api = Field(
+        "chat", description="The wire API its models speak: the Responses API (/v1/responses; "
+        "OpenAI's codex models speak only this) or Chat Completions (/v1/chat/completions).")
+    responses_format: Literal["text.format", "response_format"] = Field(
+        "text.format", description="Responses API only: where structured output is asked for. "
+        "llama.cpp's /v1/responses ignores text.format and reads the chat-style response_format.")
 
 
 class Price(_Strict):
@@ -68,6 +75,7 @@ class ModelSpec(_Strict):
 
     provider: str
     id: str
+    api: Api | None = Field(None, description="Overrides the provider's api for this model.")
     context_window: int = Field(gt=0)
     max_output: int = Field(gt=0)
     price: Price = Price()
@@ -78,6 +86,9 @@ class ModelSpec(_Strict):
         "models fill optional ones with inventions) or all of them.")
     temperature: float | None = Field(None, ge=0, le=2, description="None: the server's default.")
     quota_tokens_per_day: int | None = None
+    efforts: tuple[Effort, ...] | None = Field(
+        None, description="The reasoning efforts the model accepts (None: any); a role whose "
+        "chain reaches this model with another effort is a configuration error.")
 
 
 class RoleSpec(_Strict):
@@ -403,6 +414,7 @@ def _check_references(roles: RoleMap, sources: Mapping[tuple[str, ...], str]) ->
                     f"{src}: {'.'.join(key)}: unknown model alias {alias!r} (models: {aliases})"
                 )
             provider_name = roles.models[alias].provider
+            _check_effort(roles, role, alias, sources)
             if spec.tier not in roles.providers[provider_name].tiers:
                 src = _source_of(("roles", role, "tier"), sources)
                 offered = ", ".join(roles.providers[provider_name].tiers)
@@ -410,3 +422,16 @@ def _check_references(roles: RoleMap, sources: Mapping[tuple[str, ...], str]) ->
                     f"{src}: roles.{role}.tier: provider {provider_name!r} (model {alias!r}) has no "
                     f"tier {spec.tier!r} (offered: {offered}; add providers.{provider_name}.tiers.{spec.tier})"
                 )
+
+
+def _check_effort(roles: RoleMap, role: Role, alias: str,
+                  sources: Mapping[tuple[str, ...], str]) -> None:
+    """A role's effort must be one its models accept (the provider would answer 400)."""
+    effort, accepted = roles.roles[role].effort, roles.models[alias].efforts
+    if effort is None or accepted is None or effort in accepted:
+        return
+    src = _source_of(("roles", role, "effort"), sources)
+    raise ConfigError(
+        f"{src}: roles.{role}.effort: model {alias!r} ({roles.models[alias].id}) does not accept "
+        f"effort {effort!r} (it takes {', '.join(accepted)}; see models.{alias}.efforts)"
+    )

@@ -96,6 +96,7 @@ class CallRecord(Frozen):
     requested_tier: str | None = None
     served_tier: str | None = None
     effort: str | None = None
+    api: str | None = None  # the wire API that served it: "responses" or "chat"
     fallback_step: int = 0
     prompt_tokens: int = 0
     cached_tokens: int = 0
