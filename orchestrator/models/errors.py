@@ -39,6 +39,14 @@ class ModelRefused(ModelError):
     code = "model_refused"
 
 
+class ModelMisconfigured(ModelRefused):
+    """The model refuses what the role map asks of it (wire API, effort, tier): a configuration
+    error, so the message names the key to change and the exit code is 2."""
+
+    code = "model_misconfigured"
+    exit_code = 2
+
+
 class QuotaExhausted(ModelUnavailable):
     """The model's quota or usage limit is spent until ``reset_at`` (UTC)."""
 
@@ -159,35 +167,33 @@ def _api_setting(route: Route, api: str) -> str:
             "for all its models)")
 
 
-def misrouted(route: Route, exc: openai.APIStatusError) -> ModelRefused | None:
+def misrouted(route: Route, exc: openai.APIStatusError) -> ModelMisconfigured | None:
     """A request the model refuses because of a setting in the role map: the wire API, the
     effort or the tier. One line naming the model and the key to change; None otherwise."""
     at, message = where(route), str(getattr(exc, "message", "") or "")
     lower = message.lower()
     body = exc.body if isinstance(exc.body, Mapping) else {}
+    param = str(body.get("param") or "")
+    wrong = None
     if any(p in lower for p in _ONLY_RESPONSES) and route.api != "responses":
-        return ModelRefused(f"{at}: this model answers only the Responses API, and it was asked "
-                            f"through Chat Completions: {_api_setting(route, 'responses')}")
-    if any(p in lower for p in _ONLY_CHAT) and route.api != "chat":
-        return ModelRefused(f"{at}: this model answers only Chat Completions, and it was asked "
-                            f"through the Responses API: {_api_setting(route, 'chat')}")
-    if isinstance(exc, openai.NotFoundError) and body.get("code") != "model_not_found" \
+        wrong = ("this model answers only the Responses API, and it was asked through Chat "
+                 f"Completions: {_api_setting(route, 'responses')}")
+    elif any(p in lower for p in _ONLY_CHAT) and route.api != "chat":
+        wrong = ("this model answers only Chat Completions, and it was asked through the "
+                 f"Responses API: {_api_setting(route, 'chat')}")
+    elif isinstance(exc, openai.NotFoundError) and body.get("code") != "model_not_found" \
             and "model" not in lower:
         path = "/v1/responses" if route.api == "responses" else "/v1/chat/completions"
         other = "chat" if route.api == "responses" else "responses"
-        return ModelRefused(f"{at}: the server has no {path} (404: {message}); "
-                            f"{_api_setting(route, other)}, or fix the provider's base_url")
-    param = str(body.get("param") or "")
-    if isinstance(exc, openai.BadRequestError) and "effort" in param:
-        return ModelRefused(f"{at}: the model refuses effort {route.effort!r} ({message}); change "
-                            f"roles.{route.role}.effort, and list what it takes in "
-                            f"models.{route.alias}.efforts")
-    if isinstance(exc, openai.BadRequestError) and ("service_tier" in param
-                                                    or "service_tier" in lower):
-        return ModelRefused(f"{at}: the model refuses service_tier {route.service_tier!r} "
-                            f"({message}); change roles.{route.role}.tier or "
-                            f"providers.{route.provider_name}.tiers.{route.tier}")
-    return None
+        wrong = (f"the server has no {path} (404: {message}); {_api_setting(route, other)}, "
+                 "or fix the provider's base_url")
+    elif isinstance(exc, openai.BadRequestError) and "effort" in param:
+        wrong = (f"the model refuses effort {route.effort!r} ({message}); change "
+                 f"roles.{route.role}.effort, and list what it takes in models.{route.alias}.efforts")
+    elif isinstance(exc, openai.BadRequestError) and "service_tier" in f"{param} {lower}":
+        wrong = (f"the model refuses service_tier {route.service_tier!r} ({message}); change "
+                 f"roles.{route.role}.tier or providers.{route.provider_name}.tiers.{route.tier}")
+    return ModelMisconfigured(f"{at}: {wrong}") if wrong else None
 
 
 def stream_error(route: Route, code: str | None, message: str,

@@ -138,6 +138,6 @@ class ChatReply:
         """A stream cut short but closed cleanly: ``[DONE]`` with no finish_reason before it."""
         return [DONE]
 
-    def failed(self, fault: FaultSpec, event: str = "error") -> list[bytes]:
+    def failed(self, fault: FaultSpec, event: str = "error", *, sent: int = 0) -> list[bytes]:
         """An error inside the stream: OpenAI sends the error object as a data chunk."""
         return [sse(fault.body())]

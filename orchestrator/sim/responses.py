@@ -216,7 +216,7 @@ class ResponsesReply:
         return {"id": self.id, "object": "response", "created_at": self.created, "status": status,
                 "model": self.model, "output": output, "parallel_tool_calls": True,
                 "tool_choice": "auto", "tools": self.tools, "service_tier": self.tier,
-                "store": False, "usage": self.usage if done else None, "error": None,
+                "usage": self.usage if done else None, "error": None,
                 "incomplete_details": None, **extra}
 
     def body(self) -> dict[str, Any]:
@@ -268,7 +268,7 @@ class ResponsesReply:
         return [(self._event("response.output_item.added", item=added, **at), "meta"),
                 *[(self._event("response.function_call_arguments.delta", delta=p, **ref), "delta")
                   for p in pieces(item["arguments"], ARGS_CHUNK_CHARS)],
-                (self._event("response.function_call_arguments.done", name=item["name"],
+                (self._event("response.function_call_arguments.done",
                              arguments=item["arguments"], **ref), "meta"),
                 (self._event("response.output_item.done", item=item, **at), "meta")]
 
@@ -276,8 +276,11 @@ class ResponsesReply:
         """A stream cut short but closed cleanly: no ``response.completed``."""
         return []
 
-    def failed(self, fault: FaultSpec, event: str = "response.failed") -> list[bytes]:
-        """An error inside the stream: ``response.failed`` or an ``error`` event."""
+    def failed(self, fault: FaultSpec, event: str = "response.failed", *, sent: int = 0
+               ) -> list[bytes]:
+        """An error inside the stream, after ``sent`` events: ``response.failed`` or an
+        ``error`` event."""
+        self.seq = sent
         if event == "error":
             return [self._event("error", code=fault.code, message=fault.message,
                                 param=fault.param)]

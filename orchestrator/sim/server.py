@@ -153,7 +153,7 @@ class _WireReply(Protocol):
     def body(self) -> dict[str, Any]: ...
     def frames(self) -> list[Frame]: ...
     def ended(self) -> list[bytes]: ...
-    def failed(self, fault: FaultSpec, event: str) -> list[bytes]: ...
+    def failed(self, fault: FaultSpec, event: str, *, sent: int) -> list[bytes]: ...
 
 
 @dataclass(frozen=True)
@@ -278,16 +278,18 @@ def build_app(sim: SimState) -> Starlette:
             pacer = _Pacer(pace, sum(kind == "delta" for _, kind in frames))
             short = reply.cut_after is not None or reply.stream_error is not None
             limit = reply.cut_after if reply.cut_after is not None else len(frames)
-            sent = 0
+            deltas = frames_sent = 0
             for data, kind in frames:
-                if short and (kind == "end" or (kind == "delta" and sent >= limit)):
+                if short and (kind == "end" or (kind == "delta" and deltas >= limit)):
                     break
                 if kind == "delta":
-                    sent += 1
+                    deltas += 1
                     await pacer.step()
+                frames_sent += 1
                 yield data
             if reply.stream_error is not None:
-                for data in completion.failed(reply.stream_error, reply.stream_error_event):
+                for data in completion.failed(reply.stream_error, reply.stream_error_event,
+                                              sent=frames_sent):
                     yield data
             elif reply.cut_after is not None:
                 if reply.cut == "close":
