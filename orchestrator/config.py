@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -299,6 +300,37 @@ def _set_path(tree: dict[str, Any], path: KeyPath, value: Any) -> None:
     for key in path[:-1]:
         tree = tree.setdefault(key, {})
     tree[path[-1]] = value
+
+
+def resolve_roles(
+    repo: Path | None,
+    roles: RoleMap | None,
+    role_files: Sequence[str | os.PathLike[str]] = (),
+    sets: Sequence[str] = (),
+    team: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    trust_repo_config: bool = False,
+) -> RoleMap:
+    """The role map of a run: the one given, or the layers merged (see ``load_roles``).
+
+    The user's config directory comes from ``env`` (``XDG_CONFIG_HOME``); without ``env`` there
+    is no user layer and no recorded trust. ``trust_repo_config`` trusts the repository's own
+    ``roles.toml`` for this call (see ``orchestrator.trust``).
+    """
+    if roles is not None:
+        return resolve_overrides(roles, sets) if sets else roles
+    user_dir = trust.user_config_dir(env) if env is not None else None
+    return load_roles(repo=repo, files=[Path(f) for f in role_files], sets=sets, team=team,
+                      user_dir=user_dir, trust_repo=trust_repo_config)
+
+
+def resolve_overrides(roles: RoleMap, sets: Sequence[str]) -> RoleMap:
+    """Apply ``--set`` style overrides to an already resolved role map."""
+    data = roles.model_dump(mode="json")
+    layers = [("role map", data), *[(f"--set {s}", parse_set(s)) for s in sets]]
+    merged, sources = merge_layers(layers)
+    return validate(merged, sources)
 
 
 def merge_layers(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -16,10 +16,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .config import RoleMap
-from .results import ExploreResult, RunResult
-from .sandbox import SandboxInfo
-from .telemetry import Event
+if TYPE_CHECKING:
+    from .config import RoleMap
+    from .results import ExploreResult, RunResult
+    from .telemetry import Event
 
 
 @dataclass
@@ -284,6 +284,8 @@ def print_details(console: Console, details) -> None:
                       highlight=False)
         box = report.get("sandbox")
         if box:
+            from .sandbox import SandboxInfo
+
             info = SandboxInfo.model_validate(box)
             console.print(f"sandbox {info.summary()}", highlight=False, markup=False)
             if info.limits:

@@ -9,8 +9,8 @@ import pytest
 from conftest import cli
 
 from orchestrator.config import load_roles, parse_set
-from orchestrator.models.client import ClientPool
 from orchestrator.errors import ConfigError
+from orchestrator.models.client import ClientPool
 
 
 def _write(path: Path, text: str) -> Path:

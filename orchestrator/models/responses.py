@@ -117,7 +117,7 @@ def text_format(response_format: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def open_stream(sdk: AsyncOpenAI, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
-    return await sdk.responses.create(**kwargs)  # type: ignore[no-any-return]
+    return await sdk.responses.create(**kwargs)
 
 
 @dataclass
