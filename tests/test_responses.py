@@ -135,8 +135,8 @@ async def test_a_responses_fallback_gets_the_history_without_the_others_reasonin
     assert not [i for i in backup.body["input"] if i["type"] == "reasoning"]
 
 
-async def test_a_run_whose_builder_falls_back_from_responses_to_chat_succeeds(fresh_sim,
-                                                                           sample_repo):
+async def test_a_run_whose_builder_falls_back_from_responses_to_chat_succeeds(
+        fresh_sim, sample_repo, tmp_path):
     builder = demo_scenario().models["sim-builder"]
     first = builder.script[0]  # type: ignore[index]
     fresh_sim.set_scenario(scenario_with(**{
@@ -148,7 +148,8 @@ async def test_a_run_whose_builder_falls_back_from_responses_to_chat_succeeds(fr
         'models.backup-sim.provider="sim"', 'models.backup-sim.id="sim-backup"',
         'models.backup-sim.api="chat"', "models.backup-sim.context_window=32000",
         "models.backup-sim.max_output=4000", 'builder.fallback=["backup-sim"]'])
-    result = await api.arun(DEMO_TASK, repo=sample_repo, roles=roles, env=run_env())
+    result = await api.arun(DEMO_TASK, repo=sample_repo, roles=roles, env=run_env(),
+                            quota_path=tmp_path / "quota.sqlite")  # not the shared ledger
     assert result.status == "succeeded", result.reason
     assert result.per_role["builder"]["models"] == ["sim-builder", "sim-backup"]
     assert {r.api for r in fresh_sim.requests if r.model != "sim-backup"} == {"responses"}
