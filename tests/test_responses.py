@@ -12,6 +12,7 @@ from orchestrator import api
 from orchestrator.definitions import load_agents
 from orchestrator.demo import DEMO_TASK, demo_scenario, scenario_path
 from orchestrator.errors import ContextOverflow
+from orchestrator.journal import CallJournal, JournaledClient
 from orchestrator.models.errors import (
     ModelMisconfigured,
     ModelRefused,
@@ -70,10 +71,11 @@ async def test_a_server_that_reads_only_response_format_gets_it(fresh_sim):
     assert body["response_format"] == SCHEMA and "text" not in body
 
 
-async def _planner(pool, repo, events: list) -> tuple[Session, Telemetry]:
+async def _planner(pool, repo, events: list, client=None) -> tuple[Session, Telemetry]:
     agent = load_agents()["planner"]
     telemetry = Telemetry("test-run", listeners=(events.append,))
-    session = Session(session_id="planner-1", agent=agent, client=pool.for_role("planner"),
+    session = Session(session_id="planner-1", agent=agent,
+                      client=client or pool.for_role("planner"),
                       toolbox=Toolbox.of(t for t in explorer_tools(repo) if t.name in agent.tools),
                       telemetry=telemetry, max_turns=8)
     outcome = await session.run("Task: fix median")
@@ -100,6 +102,25 @@ async def test_encrypted_reasoning_goes_back_with_the_history_and_counts_in_the_
     ticks = [e.data for e in events if e.kind == "progress" and "estimate" in e.data]
     for tick in ticks[1:]:
         assert abs(tick["estimate"] - tick["prompt_tokens"]) <= 0.05 * tick["prompt_tokens"], ticks
+
+
+async def test_the_call_journal_replays_reasoning_so_a_rerun_session_pays_nothing(
+        fresh_sim, sample_repo, tmp_path):
+    steps = [call("read", path="stats.py"), call("search", pattern="median"),
+             call("submit", **PLAN)]
+    _models(fresh_sim, **{"sim-planner": ModelBehavior(reasoning_tokens=100, script=steps)})
+    journal = CallJournal(tmp_path / "journal.sqlite")
+    pool, _ = pool_for(fresh_sim, RESPONSES)
+    first, _ = await _planner(pool, sample_repo, [],
+                              JournaledClient(pool.for_role("planner"), journal))
+    paid = len(fresh_sim.requests)
+    events: list = []
+    again, telemetry = await _planner(pool, sample_repo, events,
+                                      JournaledClient(pool.for_role("planner"), journal))
+    assert len(fresh_sim.requests) == paid == 3 and journal.replayed == 3
+    assert again.messages == first.messages and "_reasoning" in again.messages[2]
+    assert [e.kind for e in events].count("call_replayed") == 3 and not telemetry.calls
+    journal.close()
 
 
 async def test_reasoning_never_reaches_another_model_and_a_chain_may_switch_api(
