@@ -59,6 +59,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     help="Multi-agent coding orchestrator: planner, parallel explorers, builder, reviewer.",
 )
 # Piped output (CI logs, files) gets room for the tables instead of rich's 80-column default.

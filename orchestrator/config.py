@@ -22,7 +22,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from . import trust
 from .errors import ConfigError
-from .state import ROLES, Role
+from .role import ROLES, Role
 
 Tier = Literal["standard", "priority", "flex", "ultrafast"]
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]

@@ -11,8 +11,7 @@ from typing import Annotated, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Role = Literal["planner", "explorer", "builder", "reviewer", "summarizer"]
-ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer", "summarizer")
+from .role import ROLES, Role  # noqa: F401 (re-exported: the names live apart for quick loads)
 
 
 class ExploreTask(TypedDict):
