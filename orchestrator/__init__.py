@@ -1,26 +1,57 @@
 """orchestrate: a multi-agent coding orchestrator with model-role routing.
 
 The public API: run / arun / resume / aresume / start (a run with an event stream),
-explore / aexplore, load_roles, and the typed results and errors they use.
+explore / aexplore, load_roles, and the typed results and errors they use. Names are imported
+on first use, so ``import orchestrator.config`` (and the CLI's quick commands) do not pay for
+the engine (LangGraph, the OpenAI SDK) until something needs it.
 """
 
-from .api import RunHandle, aexplore, aresume, arun, explore, resume, run, start
-from .config import RoleMap, load_roles
-from .errors import (
-    BudgetExhausted,
-    ConfigError,
-    DatabaseUnavailable,
-    MissingCredentials,
-    ModelError,
-    ModelUnavailable,
-    OrchestrateError,
-    SessionFailed,
-    UsageError,
-)
-from .results import ExploreResult, RunResult
-from .state import Citation, Claim, ExplorerResult, Findings, Plan, Review, RoleLoss, VerifyResult
-from .telemetry import Event
-from .trust import UntrustedConfig
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .api import RunHandle, aexplore, aresume, arun, explore, resume, run, start
+    from .config import RoleMap, load_roles
+    from .errors import (
+        BudgetExhausted,
+        ConfigError,
+        DatabaseUnavailable,
+        MissingCredentials,
+        ModelError,
+        ModelUnavailable,
+        OrchestrateError,
+        SessionFailed,
+        UsageError,
+    )
+    from .results import ExploreResult, RunResult
+    from .state import (
+        Citation,
+        Claim,
+        ExplorerResult,
+        Findings,
+        Plan,
+        Review,
+        RoleLoss,
+        VerifyResult,
+    )
+    from .telemetry import Event
+    from .trust import UntrustedConfig
+
+_WHERE = {
+    **dict.fromkeys(("RunHandle", "aexplore", "aresume", "arun", "explore", "resume", "run",
+                     "start"), "api"),
+    **dict.fromkeys(("RoleMap", "load_roles"), "config"),
+    **dict.fromkeys(("BudgetExhausted", "ConfigError", "DatabaseUnavailable", "MissingCredentials",
+                     "ModelError", "ModelUnavailable", "OrchestrateError", "SessionFailed",
+                     "UsageError"), "errors"),
+    **dict.fromkeys(("ExploreResult", "RunResult"), "results"),
+    **dict.fromkeys(("Citation", "Claim", "ExplorerResult", "Findings", "Plan", "Review",
+                     "RoleLoss", "VerifyResult"), "state"),
+    "Event": "telemetry",
+    "UntrustedConfig": "trust",
+}
 
 __all__ = [
     "BudgetExhausted", "Citation", "Claim", "ConfigError", "DatabaseUnavailable", "Event",
@@ -29,3 +60,16 @@ __all__ = [
     "RunResult", "SessionFailed", "UntrustedConfig", "UsageError", "VerifyResult", "aexplore",
     "aresume", "arun", "explore", "load_roles", "resume", "run", "start",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'orchestrator' has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

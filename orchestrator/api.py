@@ -18,10 +18,9 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
-from .config import RoleMap, load_roles, merge_layers, parse_set, validate
+from .config import RoleMap, resolve_overrides, resolve_roles
 from .definitions import load_agents
 from .errors import BudgetExhausted, UsageError
-from .gitsafe import git
 from .graph import build_explore_graph, build_graph
 from .lifecycle import (
     OpenRun,
@@ -38,13 +37,13 @@ from .lifecycle import (
 )
 from .models.client import ClientPool
 from .models.routing import telemetry_listener
+from .repo import repo_root
 from .results import ExploreResult, RunResult
 from .runs import run_lock
 from .runtime import RunContext
 from .state import Plan, Role, RunState
 from .store import open_checkpointer
 from .telemetry import Event, Listener, Telemetry
-from .trust import user_config_dir
 from .workspace import Workspace, create_record_dir, new_run_id
 
 RUN_ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer")
@@ -55,51 +54,6 @@ __all__ = [
     "ExploreResult", "RunHandle", "RunResult", "aexplore", "aresume", "arun", "explore",
     "repo_root", "resume", "run", "start",
 ]
-
-
-def repo_root(path: str | os.PathLike[str] | None) -> Path:
-    """The top level of the git repository at or above ``path``; a clear error otherwise."""
-    start_at = Path(path or ".").resolve()
-    if not start_at.exists():
-        raise UsageError(f"repository path does not exist: {start_at}")
-    proc = git("rev-parse", "--show-toplevel", cwd=start_at if start_at.is_dir() else start_at.parent,
-               check=False)
-    if proc.returncode != 0:
-        raise UsageError(
-            f"not a git repository: {start_at} (run inside a repository or pass --repo PATH)"
-        )
-    return Path(proc.stdout.strip())
-
-
-def resolve_roles(
-    repo: Path | None,
-    roles: RoleMap | None,
-    role_files: Sequence[str | os.PathLike[str]] = (),
-    sets: Sequence[str] = (),
-    team: str | None = None,
-    *,
-    env: Mapping[str, str] | None = None,
-    trust_repo_config: bool = False,
-) -> RoleMap:
-    """The role map of a run: the one given, or the layers merged (see config.load_roles).
-
-    The user's config directory comes from ``env`` (``XDG_CONFIG_HOME``); without ``env`` there
-    is no user layer and no recorded trust. ``trust_repo_config`` trusts the repository's own
-    ``roles.toml`` for this call (see ``orchestrator.trust``).
-    """
-    if roles is not None:
-        return resolve_overrides(roles, sets) if sets else roles
-    user_dir = user_config_dir(env) if env is not None else None
-    return load_roles(repo=repo, files=[Path(f) for f in role_files], sets=sets, team=team,
-                      user_dir=user_dir, trust_repo=trust_repo_config)
-
-
-def resolve_overrides(roles: RoleMap, sets: Sequence[str]) -> RoleMap:
-    """Apply ``--set`` style overrides to an already resolved role map."""
-    data = roles.model_dump(mode="json")
-    layers = [("role map", data), *[(f"--set {s}", parse_set(s)) for s in sets]]
-    merged, sources = merge_layers(layers)
-    return validate(merged, sources)
 
 
 # --- run and resume ------------------------------------------------------------------------------

@@ -4,23 +4,26 @@ Parsing is typer's, tables and live progress are rich's. Every command takes ``-
 it prints a result; errors of ours print one line and exit with their code (2 for usage and
 configuration, 1 for a task not achieved), never a traceback. A result exits with its own
 ``exit_code``: 0 clean, 1 not achieved, 3 done with a role session lost (see ``results``).
+
+The engine (``api``: LangGraph, the OpenAI SDK) is imported on first use, so ``--help``,
+``--version`` and ``roles`` start at once (``bench/cli_startup.py`` measures it).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
+from importlib import import_module
 from pathlib import Path
-from typing import Annotated, Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
-from . import api
 from .errors import OrchestrateError, UsageError
 from .render import (
     Progress,
@@ -35,14 +38,28 @@ from .render import (
     print_trust,
     print_trust_request,
 )
-from .results import RunResult
+from .repo import repo_root
 from .tracing import configure_from_env
 from .trust import UntrustedConfig, record_trust, user_config_dir
+
+if TYPE_CHECKING:
+    from . import api
+    from .results import RunResult
+else:
+
+    class _Engine(ModuleType):
+        """``orchestrator.api``, imported when a command first touches it."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(import_module("orchestrator.api"), name)
+
+    api = _Engine("orchestrator.api")
 
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
     help="Multi-agent coding orchestrator: planner, parallel explorers, builder, reviewer.",
 )
 # Piped output (CI logs, files) gets room for the tables instead of rich's 80-column default.
@@ -61,6 +78,28 @@ DbOpt = Annotated[str | None, typer.Option("--database-url", envvar="ORCHESTRATE
 TrustOpt = Annotated[bool, typer.Option(
     "--trust-repo-config",
     help="Trust the repository's roles.toml for this run only (see `orchestrate trust`).")]
+
+
+def _run(coroutine: Any) -> Any:
+    import asyncio  # not at the top: the quick commands never need an event loop
+
+    return asyncio.run(coroutine)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        out.print(f"orchestrate {version('orchestrate')}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
+                                          help="Print the version and exit.")] = False,
+) -> None:
+    pass
 
 
 def _fail(exc: OrchestrateError) -> None:
@@ -124,7 +163,7 @@ def run(
 
     def go(trusted: bool) -> RunResult:
         with progress:
-            return asyncio.run(
+            return _run(
                 api.arun(task, repo=repo, role_files=roles, sets=set_, team=team,
                          listeners=[progress.on_event], include_dirty=include_dirty,
                          approve_plan=approve_plan, approver=approver, max_usd=max_usd,
@@ -163,7 +202,7 @@ def resume(
 
     def go() -> RunResult:
         with progress:
-            return asyncio.run(api.aresume(run_id, repo=repo, approve=approve, approver=approver,
+            return _run(api.aresume(run_id, repo=repo, approve=approve, approver=approver,
                                            listeners=[progress.on_event], max_usd=max_usd,
                                            max_tokens=max_tokens, database_url=database_url))
 
@@ -206,7 +245,7 @@ def demo(
 
     def go():
         with progress:
-            return asyncio.run(arun_demo(workdir=workdir, listeners=[progress.on_event]))
+            return _run(arun_demo(workdir=workdir, listeners=[progress.on_event]))
 
     result, repo = _guarded(go)
     if not as_json:
@@ -231,7 +270,7 @@ def explore(
 
     def go(trusted: bool):
         with progress:
-            return asyncio.run(api.aexplore(question, repo=repo, role_files=roles, sets=set_,
+            return _run(api.aexplore(question, repo=repo, role_files=roles, sets=set_,
                                             team=team, parallel=parallel,
                                             listeners=[progress.on_event],
                                             trust_repo_config=trusted))
@@ -254,11 +293,12 @@ def roles_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Print the resolved role map (after every layer and override)."""
+    from .config import resolve_roles
 
     def go():
-        top = api.repo_root(repo) if repo is not None else _maybe_repo()
-        return api.resolve_roles(top, None, roles, set_, team, env=os.environ,
-                                 trust_repo_config=trust_repo_config)
+        top = repo_root(repo) if repo is not None else _maybe_repo()
+        return resolve_roles(top, None, roles, set_, team, env=os.environ,
+                             trust_repo_config=trust_repo_config)
 
     role_map = _guarded(go)
     if as_json:
@@ -269,7 +309,7 @@ def roles_cmd(
 
 def _maybe_repo() -> Path | None:
     try:
-        return api.repo_root(None)
+        return repo_root(None)
     except OrchestrateError:
         return None
 
@@ -411,7 +451,7 @@ def submit(
     def go() -> int:
         url = _need_database(database_url)
         files = [str(Path(f).resolve()) for f in roles]
-        return asyncio.run(fleet.submit(task, repo, database_url=url, role_files=files,
+        return _run(fleet.submit(task, repo, database_url=url, role_files=files,
                                         sets=set_, team=team,
                                         trust_repo_config=trust_repo_config))
 
@@ -435,7 +475,7 @@ def worker(
     def go() -> None:
         url = _need_database(database_url)
         cache = (cache_dir or Path("~/.cache/orchestrate/repos")).expanduser()
-        asyncio.run(fleet.run_worker(fleet.WorkerConfig(
+        _run(fleet.run_worker(fleet.WorkerConfig(
             database_url=url, cache_dir=cache, concurrency=concurrency, drain=drain)))
 
     _guarded(go)
@@ -446,7 +486,7 @@ def jobs(database_url: DbOpt = None, as_json: JsonOpt = False) -> None:
     """The fleet's queue: every job, its state, attempts, and whether its worker went silent."""
     from . import fleet
 
-    found = _guarded(lambda: asyncio.run(fleet.jobs(_need_database(database_url))))
+    found = _guarded(lambda: _run(fleet.jobs(_need_database(database_url))))
     if as_json:
         out.print_json(data=[asdict(j) for j in found])
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tomllib
 from collections.abc import Mapping, Sequence
 from importlib import resources
@@ -21,10 +22,11 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 
 from . import trust
 from .errors import ConfigError
-from .state import ROLES, Role
+from .role import ROLES, Role
 
 Tier = Literal["standard", "priority", "flex", "ultrafast"]
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+Api = Literal["responses", "chat"]
 _EFFORT_ALIASES = {"light": "low", "max": "xhigh"}
 SECTIONS = (
     "providers", "models", "roles", "teams", "run", "verify", "policy", "quota", "sandbox",
@@ -53,6 +55,12 @@ class Provider(_Strict):
         description="Our tier -> the provider's service_tier value (None: send none).",
     )
     timeout_s: float = 600.0
+    api: Api = Field(
+        "chat", description="The wire API its models speak: the Responses API (/v1/responses; "
+        "OpenAI's codex models speak only this) or Chat Completions (/v1/chat/completions).")
+    responses_format: Literal["text.format", "response_format"] = Field(
+        "text.format", description="Responses API only: where structured output is asked for. "
+        "llama.cpp's /v1/responses ignores text.format and reads the chat-style response_format.")
 
 
 class Price(_Strict):
@@ -68,6 +76,7 @@ class ModelSpec(_Strict):
 
     provider: str
     id: str
+    api: Api | None = Field(None, description="Overrides the provider's api for this model.")
     context_window: int = Field(gt=0)
     max_output: int = Field(gt=0)
     price: Price = Price()
@@ -78,6 +87,9 @@ class ModelSpec(_Strict):
         "models fill optional ones with inventions) or all of them.")
     temperature: float | None = Field(None, ge=0, le=2, description="None: the server's default.")
     quota_tokens_per_day: int | None = None
+    efforts: tuple[Effort, ...] | None = Field(
+        None, description="The reasoning efforts the model accepts (None: any); a role whose "
+        "chain reaches this model with another effort is a configuration error.")
 
 
 class RoleSpec(_Strict):
@@ -290,6 +302,37 @@ def _set_path(tree: dict[str, Any], path: KeyPath, value: Any) -> None:
     tree[path[-1]] = value
 
 
+def resolve_roles(
+    repo: Path | None,
+    roles: RoleMap | None,
+    role_files: Sequence[str | os.PathLike[str]] = (),
+    sets: Sequence[str] = (),
+    team: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    trust_repo_config: bool = False,
+) -> RoleMap:
+    """The role map of a run: the one given, or the layers merged (see ``load_roles``).
+
+    The user's config directory comes from ``env`` (``XDG_CONFIG_HOME``); without ``env`` there
+    is no user layer and no recorded trust. ``trust_repo_config`` trusts the repository's own
+    ``roles.toml`` for this call (see ``orchestrator.trust``).
+    """
+    if roles is not None:
+        return resolve_overrides(roles, sets) if sets else roles
+    user_dir = trust.user_config_dir(env) if env is not None else None
+    return load_roles(repo=repo, files=[Path(f) for f in role_files], sets=sets, team=team,
+                      user_dir=user_dir, trust_repo=trust_repo_config)
+
+
+def resolve_overrides(roles: RoleMap, sets: Sequence[str]) -> RoleMap:
+    """Apply ``--set`` style overrides to an already resolved role map."""
+    data = roles.model_dump(mode="json")
+    layers = [("role map", data), *[(f"--set {s}", parse_set(s)) for s in sets]]
+    merged, sources = merge_layers(layers)
+    return validate(merged, sources)
+
+
 def merge_layers(
     layers: Sequence[Layer | tuple[str, dict[str, Any]]],
     sources: dict[KeyPath, str] | None = None,
@@ -403,6 +446,7 @@ def _check_references(roles: RoleMap, sources: Mapping[tuple[str, ...], str]) ->
                     f"{src}: {'.'.join(key)}: unknown model alias {alias!r} (models: {aliases})"
                 )
             provider_name = roles.models[alias].provider
+            _check_effort(roles, role, alias, sources)
             if spec.tier not in roles.providers[provider_name].tiers:
                 src = _source_of(("roles", role, "tier"), sources)
                 offered = ", ".join(roles.providers[provider_name].tiers)
@@ -410,3 +454,16 @@ def _check_references(roles: RoleMap, sources: Mapping[tuple[str, ...], str]) ->
                     f"{src}: roles.{role}.tier: provider {provider_name!r} (model {alias!r}) has no "
                     f"tier {spec.tier!r} (offered: {offered}; add providers.{provider_name}.tiers.{spec.tier})"
                 )
+
+
+def _check_effort(roles: RoleMap, role: Role, alias: str,
+                  sources: Mapping[tuple[str, ...], str]) -> None:
+    """A role's effort must be one its models accept (the provider would answer 400)."""
+    effort, accepted = roles.roles[role].effort, roles.models[alias].efforts
+    if effort is None or accepted is None or effort in accepted:
+        return
+    src = _source_of(("roles", role, "effort"), sources)
+    raise ConfigError(
+        f"{src}: roles.{role}.effort: model {alias!r} ({roles.models[alias].id}) does not accept "
+        f"effort {effort!r} (it takes {', '.join(accepted)}; see models.{alias}.efforts)"
+    )

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import ModelSpec, RoleSpec
+from .models.base import REASONING
 
 # --- token counting -----------------------------------------------------------------------------
 
@@ -114,12 +115,17 @@ def _env(key: str, value: str) -> Iterator[None]:
 
 
 def message_tokens(message: Mapping[str, Any], count: Callable[[str], int]) -> int:
-    """Local tokens of one chat message: its text, its tool calls, and the per-message frame."""
+    """Local tokens of one chat message: its text, its tool calls, the reasoning it carries
+    back to the server (as many tokens as the server said it reasoned: the encrypted text says
+    nothing about its size), and the per-message frame."""
     content = message.get("content")
     n = count(content) if isinstance(content, str) and content else 0
     for call in message.get("tool_calls") or ():
         fn = call.get("function") or {}
         n += count(fn.get("name") or "") + count(fn.get("arguments") or "")
+    reasoning = message.get(REASONING)
+    if isinstance(reasoning, Mapping):
+        n += int(reasoning.get("tokens") or 0)
     return n + PER_MESSAGE
 
 

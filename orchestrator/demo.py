@@ -105,14 +105,16 @@ async def arun_demo(
     listeners: Sequence[Listener] = (),
     scenario: Scenario | None = None,
     env: Mapping[str, str] | None = None,
+    sets: Sequence[str] = (),
 ) -> tuple[RunResult, Path]:
-    """Run the demo; returns the result and the sample repository's path."""
+    """Run the demo; returns the result and the sample repository's path. ``sets`` are
+    ``--set`` overrides of the demo's role map (``providers.sim.api="responses"``)."""
     base = Path(workdir) if workdir else Path(tempfile.mkdtemp(prefix="orchestrate-demo-"))
     repo = make_sample_repo(base / "sample")
     with SimServer(scenario or demo_scenario()) as sim:
         roles = load_roles(
             base_text=scenario_path("demo-roles.toml").read_text(encoding="utf-8"),
-            sets=demo_roles_sets(sim.base_url),
+            sets=[*demo_roles_sets(sim.base_url), *sets],
         )
         run_env = {**(os.environ if env is None else env), SIM_KEY_ENV: "simulated-key"}
         result = await arun(DEMO_TASK, repo=repo, roles=roles, env=run_env, listeners=listeners)

@@ -77,6 +77,7 @@ class CallJournal:
             tool_calls=tuple(ToolCallData(**c) for c in data["tool_calls"]),
             finish_reason=data["finish_reason"],
             record=record,
+            reasoning=data.get("reasoning"),
         )
 
     def put(self, key: str, completion: Completion) -> None:
@@ -84,6 +85,7 @@ class CallJournal:
             "content": completion.content,
             "tool_calls": [vars(c) for c in completion.tool_calls],
             "finish_reason": completion.finish_reason,
+            "reasoning": completion.reasoning,
             "record": completion.record.model_dump(mode="json"),
         })
         with self._lock:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -16,10 +16,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from .config import RoleMap
-from .results import ExploreResult, RunResult
-from .sandbox import SandboxInfo
-from .telemetry import Event
+if TYPE_CHECKING:
+    from .config import RoleMap
+    from .results import ExploreResult, RunResult
+    from .telemetry import Event
 
 
 @dataclass
@@ -189,14 +189,16 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
 
 def _per_role_table(per_role: dict) -> Table:
     t = Table(title="per role", show_edge=False)
-    for col in ("role", "model", "tier", "calls", "prompt", "cached", "output", "tok/s", "cost $"):
+    for col in ("role", "model", "tier", "calls", "prompt", "cached", "output", "reasoning",
+                "tok/s", "cost $"):
         left = col in {"role", "model", "tier"}
         t.add_column(col, justify="left" if left else "right", overflow="fold", no_wrap=not left)
     for role, row in per_role.items():
         tps = row.get("tokens_per_s")
         t.add_row(role, ", ".join(row["models"]), ", ".join(map(str, row["tiers"])), str(row["calls"]),
                   str(row["prompt_tokens"]), str(row["cached_tokens"]), str(row["output_tokens"]),
-                  f"{tps:.0f}" if tps else "-", f"{row['cost_usd']:.4f}")
+                  str(row.get("reasoning_tokens", 0)), f"{tps:.0f}" if tps else "-",
+                  f"{row['cost_usd']:.4f}")
     return t
 
 
@@ -213,12 +215,13 @@ def _explorer_table(result: RunResult) -> Table:
 
 def print_roles(console: Console, roles: RoleMap) -> None:
     t = Table(title="role map" + (f" (team {roles.team})" if roles.team else ""), show_edge=False)
-    for col in ("role", "model", "id", "provider", "tier", "service_tier", "effort", "parallel", "fallback"):
+    for col in ("role", "model", "id", "provider", "api", "tier", "service_tier", "effort",
+                "parallel", "fallback"):
         t.add_column(col)
     for role, spec in roles.roles.items():
         model = roles.models[spec.model]
         provider = roles.providers[model.provider]
-        t.add_row(role, spec.model, model.id, model.provider, spec.tier,
+        t.add_row(role, spec.model, model.id, model.provider, model.api or provider.api, spec.tier,
                   str(provider.tiers.get(spec.tier)), spec.effort or "-", str(spec.parallel),
                   " → ".join(spec.fallback) or "-")
     console.print(t)
@@ -281,6 +284,8 @@ def print_details(console: Console, details) -> None:
                       highlight=False)
         box = report.get("sandbox")
         if box:
+            from .sandbox import SandboxInfo
+
             info = SandboxInfo.model_validate(box)
             console.print(f"sandbox {info.summary()}", highlight=False, markup=False)
             if info.limits:
@@ -304,14 +309,17 @@ def print_details(console: Console, details) -> None:
                   _gauge(n.peak_context), n.status, escape(forks) or "-")
     console.print(t)
     c = Table(title="calls", show_edge=False)
-    for col in ("session", "requested", "served", "tier", "prompt", "out", "ttft s", "s", "$"):
+    for col in ("session", "requested", "served", "api", "tier", "prompt", "out", "reason",
+                "ttft s", "s", "$"):
         c.add_column(col)
     for call in details.calls:
         served = call.get("served_model") or "?"
         tier = f"{call.get('requested_tier') or '-'}→{call.get('served_tier') or '?'}"
         ttft = call.get("ttft_s")
-        c.add_row(str(call.get("session")), str(call.get("requested_model")), str(served), tier,
+        c.add_row(str(call.get("session")), str(call.get("requested_model")), str(served),
+                  str(call.get("api") or "-"), tier,
                   str(call.get("prompt_tokens")), str(call.get("output_tokens")),
+                  str(call.get("reasoning_tokens") or 0),
                   f"{ttft:.2f}" if isinstance(ttft, float) else "-",
                   f"{call.get('duration_s', 0):.2f}", f"{call.get('cost_usd', 0):.4f}")
     console.print(c)

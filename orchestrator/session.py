@@ -38,6 +38,7 @@ from .context import (
 )
 from .definitions import AgentDef
 from .errors import BudgetExhausted, ContextOverflow, OrchestrateError, SessionFailed
+from .models.base import REASONING
 from .models.client import Completion, ModelClient, ToolCallData
 from .models.errors import ModelRefused
 from .models.fallback import demote
@@ -435,6 +436,8 @@ class Session:
 
 def _assistant_message(completion: Completion, calls: list[ToolCallData]) -> dict[str, Any]:
     message: dict[str, Any] = {"role": "assistant", "content": completion.content}
+    if completion.reasoning:  # carried back to the model that wrote it (Responses API)
+        message[REASONING] = dict(completion.reasoning)
     if calls:
         message["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}

@@ -11,8 +11,7 @@ from typing import Annotated, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Role = Literal["planner", "explorer", "builder", "reviewer", "summarizer"]
-ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer", "summarizer")
+from .role import ROLES, Role  # noqa: F401 (re-exported: the names live apart for quick loads)
 
 
 class ExploreTask(TypedDict):
@@ -96,6 +95,7 @@ class CallRecord(Frozen):
     requested_tier: str | None = None
     served_tier: str | None = None
     effort: str | None = None
+    api: str | None = None  # the wire API that served it: "responses" or "chat"
     fallback_step: int = 0
     prompt_tokens: int = 0
     cached_tokens: int = 0

@@ -209,7 +209,8 @@ class Telemetry:
             row = out.setdefault(
                 rec.role,
                 {"calls": 0, "models": [], "tiers": [], "prompt_tokens": 0, "cached_tokens": 0,
-                 "output_tokens": 0, "cost_usd": 0.0, "model_s": 0.0, "_gen_s": 0.0},
+                 "output_tokens": 0, "reasoning_tokens": 0, "cost_usd": 0.0, "model_s": 0.0,
+                 "_gen_s": 0.0},
             )
             row["calls"] += 1
             for key, value in (("models", rec.served_model or rec.requested_model),
@@ -219,6 +220,7 @@ class Telemetry:
             row["prompt_tokens"] += rec.prompt_tokens
             row["cached_tokens"] += rec.cached_tokens
             row["output_tokens"] += rec.output_tokens
+            row["reasoning_tokens"] += rec.reasoning_tokens
             row["cost_usd"] += rec.cost_usd
             row["model_s"] += rec.duration_s
             row["_gen_s"] += max(0.0, rec.duration_s - (rec.ttft_s or 0.0))

@@ -28,12 +28,30 @@ def sim():
         yield server
 
 
+WIRE_APIS = ("chat", "responses")
+
+
 @pytest.fixture
-def fresh_sim(sim):
-    """The module's simulator, reset to the demo scenario with no recorded requests."""
+def wire_api() -> str:
+    """The API the simulated provider speaks (``fresh_sim``, ``sim_roles``)."""
+    return "chat"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked ``both_apis`` that use the simulator run once per wire API."""
+    if metafunc.definition.get_closest_marker("both_apis") and "wire_api" in metafunc.fixturenames:
+        metafunc.parametrize("wire_api", WIRE_APIS)
+
+
+@pytest.fixture
+def fresh_sim(sim, wire_api):
+    """The module's simulator, reset to the demo scenario with no recorded requests; role maps
+    built by ``sim_roles`` for it speak ``wire_api``."""
     sim.set_scenario(demo_scenario())
     sim.state.clear()
-    return sim
+    sim.wire_api = wire_api
+    yield sim
+    sim.wire_api = "chat"
 
 
 @pytest.fixture
@@ -43,7 +61,8 @@ def sample_repo(tmp_path: Path) -> Path:
 
 def sim_roles(sim: SimServer, *sets: str) -> RoleMap:
     text = scenario_path("demo-roles.toml").read_text(encoding="utf-8")
-    return load_roles(base_text=text, sets=[*demo_roles_sets(sim.base_url), *sets])
+    api = f'providers.sim.api="{getattr(sim, "wire_api", "chat")}"'
+    return load_roles(base_text=text, sets=[*demo_roles_sets(sim.base_url), api, *sets])
 
 
 def run_env(**extra: str) -> dict[str, str]:

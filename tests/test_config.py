@@ -10,6 +10,7 @@ from conftest import cli
 
 from orchestrator.config import load_roles, parse_set
 from orchestrator.errors import ConfigError
+from orchestrator.models.client import ClientPool
 
 
 def _write(path: Path, text: str) -> Path:
@@ -77,13 +78,52 @@ def test_cli_bad_role_map_exits_2_with_one_line(tmp_path):
 
 
 def test_cli_roles_json_shows_resolved_map():
-    proc = cli("roles", "--json", "--set", "explorer.parallel=20", "--set", 'reviewer.effort="max"')
+    proc = cli("roles", "--json", "--set", "explorer.parallel=20", "--set", 'reviewer.effort="light"')
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["roles"]["explorer"]["parallel"] == 20
-    assert data["roles"]["reviewer"]["effort"] == "xhigh"
+    assert data["roles"]["reviewer"]["effort"] == "low"
 
 
 def test_unknown_team_names_the_known_ones(tmp_path):
     with pytest.raises(ConfigError, match="no \\[teams.qa\\]"):
         load_roles(team="qa")
+
+
+def test_the_packaged_map_speaks_the_responses_api_to_openai():
+    """OpenAI serves its codex models only over /v1/responses; the default map says so."""
+    roles = load_roles()
+    pool = ClientPool(roles, {})
+    for role in roles.roles:
+        for step, alias in enumerate(roles.chain(role)):
+            route = pool.route(role, alias, step)
+            assert route.api == "responses", (role, alias)
+            efforts = route.model.efforts
+            assert efforts is None or route.effort in efforts, (role, alias, route.effort)
+
+
+def test_api_is_set_per_provider_and_overridden_per_model():
+    roles = load_roles(sets=['providers.openai.api="chat"', 'models.spark.api="responses"'])
+    pool = ClientPool(roles, {})
+    assert pool.route("planner", "sol").api == "chat"
+    assert pool.route("explorer", "spark").api == "responses"
+    with pytest.raises(ConfigError, match=r"models\.sol\.api: Input should be 'responses' or 'chat'"):
+        load_roles(sets=['models.sol.api="rest"'])
+
+
+def test_an_effort_the_model_does_not_take_is_a_config_error_naming_it():
+    with pytest.raises(ConfigError) as info:
+        load_roles(sets=['explorer.effort="low"'])
+    message = str(info.value)
+    assert "roles.explorer.effort" in message and "gpt-5.1-codex-mini" in message
+    assert "medium, high" in message and "models.spark.efforts" in message
+    assert "--set explorer.effort" in message and "\n" not in message
+    with pytest.raises(ConfigError, match="model 'sol'"):  # a fallback is checked too
+        load_roles(sets=['explorer.effort="minimal"', 'explorer.model="luna"',
+                         'explorer.fallback=["sol"]'])
+
+
+def test_cli_roles_shows_each_models_api():
+    proc = cli("roles")
+    assert proc.returncode == 0, proc.stderr
+    assert "api" in proc.stdout and "responses" in proc.stdout

@@ -14,6 +14,8 @@ from orchestrator.models.errors import ModelRefused
 from orchestrator.models.fallback import FallbackClient, RetryPolicy, demote
 from orchestrator.sim import FaultSpec, ModelBehavior, Reply
 
+pytestmark = pytest.mark.both_apis  # every simulator test runs on both wire APIs
+
 OK = Reply(content="fine")
 QUOTA = Reply(error=FaultSpec(status=429, code="insufficient_quota", type="insufficient_quota",
                               message="You exceeded your current quota."))
@@ -223,7 +225,7 @@ async def test_two_invalid_submissions_hand_the_session_to_the_fallback(fresh_si
                             approve_plan=True)
     planner_calls = fresh_sim.state.requests_for("sim-planner")
     assert len(planner_calls) == 2
-    errors = [m["content"] for m in planner_calls[1].body["messages"] if m["role"] == "tool"]
+    errors = [m["content"] for m in planner_calls[1].messages if m["role"] == "tool"]
     assert "invalid submission" in errors[-1] and "goal" in errors[-1]
     assert result.per_role["planner"]["models"] == ["sim-planner", "sim-reviewer"]
     assert any("switching to reviewer-sim" in w for w in result.warnings)

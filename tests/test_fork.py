@@ -8,6 +8,7 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import run_env, scenario_with, sim_roles
 
 from orchestrator import api
@@ -27,6 +28,8 @@ from orchestrator.telemetry import Telemetry
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 from orchestrator.tools.search import read
+
+pytestmark = pytest.mark.both_apis  # every simulator test runs on both wire APIs
 
 INFO = "2024-05-01T10:{m:02d}:{s:02d} INFO worker-{w} processed request id={i} in {ms}ms\n"
 ERROR = "2024-05-01T11:17:42 ERROR payment-service failed to commit txn=0xdeadbeef: conn reset"
@@ -113,7 +116,7 @@ async def test_explorer_finds_the_error_in_a_5mb_log_by_forking(fresh_sim, tmp_p
     assert max(r.prompt_tokens for r in fresh_sim.state.requests_for("sim-explorer")) < 4096
     handoffs = fresh_sim.state.requests_for("sim-summarizer")
     assert len(handoffs) == len(forks)
-    last = fresh_sim.state.requests_for("sim-explorer")[-1].body
+    last = fresh_sim.state.requests_for("sim-explorer")[-1].messages
     assert "read app.log up to line" in json.dumps(last)
     reads = 300 // 10
     assert explorer.tool_calls >= reads + 1  # counted across the whole lineage
@@ -136,7 +139,7 @@ async def test_masking_comes_before_forking(fresh_sim, tmp_path):
     assert outcome.forks == 0 and not _kinds(telemetry, "fork")
     assert not fresh_sim.state.requests_for("sim-summarizer")
     assert session.masked > 0
-    last = fresh_sim.state.requests_for("sim-explorer")[-1].body["messages"]
+    last = fresh_sim.state.requests_for("sim-explorer")[-1].messages
     stubs = [m["content"] for m in last
              if m["role"] == "tool" and m["content"].startswith(MASK_PREFIX)]
     assert stubs and "read(path=app.log, start_line=" in stubs[0]
@@ -179,7 +182,7 @@ async def test_a_large_tool_result_becomes_a_preview_and_exact_pages(fresh_sim, 
     original = read(repo, "big.txt")
     first_seen: dict[str, str] = {}  # what the model was sent, before any masking
     for r in fresh_sim.state.requests_for("sim-explorer"):
-        for m in r.body["messages"]:
+        for m in r.messages:
             if m["role"] == "tool":
                 first_seen.setdefault(m["tool_call_id"], m["content"])
     tool_texts = list(first_seen.values())

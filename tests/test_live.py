@@ -1,5 +1,6 @@
 """Opt-in live checks against a real small model (Qwen2.5-Coder via llama.cpp) in ``json`` tool
-mode, on a small Python repository written here with one clear answer.
+mode, on a small Python repository written here with one clear answer, over both wire APIs
+(Chat Completions and the Responses API: llama.cpp serves both).
 
 Skipped unless ``ORCHESTRATE_LIVE=1``. Uses ``ORCHESTRATE_LIVE_URL`` (an OpenAI-compatible
 ``.../v1`` on 127.0.0.1) if set, else starts ``$ORCHESTRATE_LIVE_KIT/serve.py`` with the model
@@ -124,10 +125,14 @@ def live_url():
         proc.wait(timeout=30)
 
 
-def live_roles(url: str):
+def live_roles(url: str, wire: str = "chat"):
+    """The demo's role map on the live model, in json tool mode, over ``wire``. llama.cpp's
+    /v1/responses reads structured output only from the chat-style ``response_format``."""
     assert url.startswith(("http://127.0.0.1:", "http://localhost:")), url
     sets = [f'providers.sim.base_url="{url}"', "explorer.parallel=1", "explorer.max_turns=8",
-            "planner.max_turns=8"]
+            "planner.max_turns=8", f'providers.sim.api="{wire}"']
+    if wire == "responses":
+        sets.append('providers.sim.responses_format="response_format"')
     for alias in ALIASES:
         sets += [f'models.{alias}.id="live"', f'models.{alias}.tools="json"',
                  f'models.{alias}.structured="json_schema"', f"models.{alias}.max_output=400",
@@ -136,9 +141,13 @@ def live_roles(url: str):
     return load_roles(base_text=text, sets=sets)
 
 
-async def test_live_planner_submits_a_valid_plan(live_url, tmp_path):
+WIRES = pytest.mark.parametrize("wire", ["chat", "responses"])
+
+
+@WIRES
+async def test_live_planner_submits_a_valid_plan(live_url, tmp_path, wire):
     repo = make_shop_repo(tmp_path / "repo")
-    pool = ClientPool(live_roles(live_url), run_env())
+    pool = ClientPool(live_roles(live_url, wire), run_env())
     agent = load_agents()["planner"]
     telemetry = Telemetry("live")
     session = Session(
@@ -153,11 +162,18 @@ async def test_live_planner_submits_a_valid_plan(live_url, tmp_path):
     plan = outcome.payload
     assert isinstance(plan, Plan) and plan.goal and (plan.steps or plan.questions), plan
     assert all(c.served_tier is None for c in telemetry.calls)  # llama.cpp echoes no tier
+    assert {c.api for c in telemetry.calls} == {wire}
+    assert all(c.prompt_tokens > 0 and c.output_tokens > 0 for c in telemetry.calls)
 
 
-async def test_live_explore_returns_a_verified_finding(live_url, tmp_path):
+@WIRES
+async def test_live_explore_returns_a_verified_finding(live_url, tmp_path, wire):
+    events: list = []
     result = await api.aexplore("Where is the function `apply_discount` defined?",
                                 repo=make_shop_repo(tmp_path / "repo"),
-                                roles=live_roles(live_url), env=run_env())
+                                roles=live_roles(live_url, wire), env=run_env(),
+                                listeners=[events.append])
     assert result.sub_questions, result
     assert sum(e.verified for e in result.explorers) >= 1, result.explorers
+    calls = [e.data for e in events if e.kind == "call_finished"]
+    assert calls and {c["api"] for c in calls} == {wire}

@@ -15,6 +15,8 @@ from orchestrator.models.routing import same_model, same_tier
 from orchestrator.models.toolmode import JsonToolsClient
 from orchestrator.sim import FaultSpec, ModelBehavior, Reply
 
+pytestmark = pytest.mark.both_apis  # every simulator test runs on both wire APIs
+
 FACTORIES = {
     "openai": lambda pool: pool.client("planner", "planner-sim"),
     "fallback": lambda pool: pool.for_role("planner"),

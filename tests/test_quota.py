@@ -6,12 +6,15 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from conftest import scenario_with
 from routing_kit import MESSAGES, PLAN, call, planner_session, pool_for
 
 from orchestrator.models.errors import parse_duration, quota_reset, retry_after_s
 from orchestrator.models.quota import QuotaLedger, default_ledger_path, quota_rows
 from orchestrator.sim import ModelBehavior, Reply
+
+pytestmark = pytest.mark.both_apis  # every simulator test runs on both wire APIs
 
 NOW = datetime(2026, 3, 1, 15, 30, tzinfo=UTC)
 

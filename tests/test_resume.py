@@ -28,13 +28,15 @@ def _planner(questions: list[str]) -> ModelBehavior:
 
 def _cli_args(sim, repo: Path, *extra: str) -> list[str]:
     return ["--repo", str(repo), "--roles", str(scenario_path("demo-roles.toml")),
-            "--set", f'providers.sim.base_url="{sim.base_url}"', *extra]
+            "--set", f'providers.sim.base_url="{sim.base_url}"',
+            "--set", f'providers.sim.api="{getattr(sim, "wire_api", "chat")}"', *extra]
 
 
 def _body_key(body: dict) -> str:
     return json.dumps(body, sort_keys=True)
 
 
+@pytest.mark.both_apis  # the call journal keys and replays Responses calls too
 def test_sigkill_during_explore_then_resume_pays_for_nothing_twice(fresh_sim, sample_repo):
     sim = fresh_sim
     questions = [f"Where is `{w}`?" for w in ("median", "mean", "ordered", "StatsTest")]
@@ -56,7 +58,7 @@ def test_sigkill_during_explore_then_resume_pays_for_nothing_twice(fresh_sim, sa
     done_before = {_body_key(r.body) for r in sim.state.requests if r.status == 200 and r.finished}
     finished_questions = {q for q in questions
                           if any(q in json.dumps(r.body) and '"submit"' in json.dumps(
-                              r.body["messages"][-1:]) for r in sim.state.requests_for("sim-explorer"))}
+                              r.messages[-1:]) for r in sim.state.requests_for("sim-explorer"))}
     count_before = len(sim.state.requests)
 
     (run_id,) = [p.name for p in (sample_repo / "workspaces").iterdir() if p.is_dir()]
@@ -67,7 +69,8 @@ def test_sigkill_during_explore_then_resume_pays_for_nothing_twice(fresh_sim, sa
     assert len(result.explorers) == 4 and all(e.verified == 1 for e in result.explorers)
     for r in after:
         if r.model == "sim-explorer":
-            assert not any(q in json.dumps(r.body["messages"][1]) for q in finished_questions)
+            assert not any(q in json.dumps(r.messages[1]) for q in finished_questions)
+            assert r.api == getattr(sim, "wire_api", "chat")
     assert snapshot(sample_repo) == before
     report = json.loads((Path(result.run_dir) / "report.json").read_text())
     assert {c["role"] for c in report["calls"]} >= {"planner", "explorer", "builder"}

@@ -28,6 +28,8 @@ from orchestrator.telemetry import Telemetry
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 
+pytestmark = pytest.mark.both_apis  # every simulator test runs on both wire APIs
+
 TOOLS = [
     {"type": "function", "function": {"name": "read", "description": "Read a file.",
      "parameters": {"type": "object", "properties": {"path": {"type": "string"}},

@@ -1,135 +1,47 @@
 """Model access: one ``AsyncOpenAI`` per provider, one ``ModelClient`` per role and model.
 
-A client streams every call (usage included), passes the role's ``service_tier`` and
-``reasoning_effort``, and returns the reply together with a ``CallRecord``: requested and
-served model and tier, tokens, time to first token, tokens/s and cost. SDK retries are off
-(``max_retries=0``): one client attempt is one HTTP request, and what to do about an error is
-decided from its class (``errors.py``) by the role's ``FallbackClient`` (``fallback.py``).
+A client streams every call (usage included) over the wire API its route names (Chat
+Completions or the Responses API: ``chat.py``, ``responses.py``), passes the role's
+``service_tier`` and reasoning effort, and returns the reply together with a ``CallRecord``:
+requested and served model and tier, tokens (cached and reasoning included), time to first
+token, tokens/s and cost. SDK retries are off (``max_retries=0``): one client attempt is one
+HTTP request, and what to do about an error is decided from its class (``errors.py``) by the
+role's ``FallbackClient`` (``fallback.py``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import openai
 from openai import AsyncOpenAI
 
-from ..config import ModelSpec, Provider, RoleMap
+from ..config import RoleMap
 from ..errors import MissingCredentials
 from ..state import CallRecord, Role
-from .errors import Transient, classify, is_context_overflow, where
+from . import chat, responses
+from .base import (
+    Completion,
+    ModelClient,
+    Progress,
+    Route,
+    Streamed,
+    ToolCallData,
+    Wire,
+    cost_usd,
+)
+from .errors import classify, is_context_overflow
 
-__all__ = ["ClientPool", "Completion", "ModelClient", "OpenAIModelClient", "Route",
+__all__ = ["ClientPool", "Completion", "ModelClient", "OpenAIModelClient", "Progress", "Route",
            "ToolCallData", "classify", "cost_usd", "is_context_overflow"]
 
-Progress = Callable[[int], None]  # called with the output tokens streamed so far
-
-
-@dataclass(frozen=True)
-class Route:
-    """Where one role's call goes: the model alias, its provider, the tier and effort."""
-
-    role: Role
-    alias: str
-    model: ModelSpec
-    provider_name: str
-    provider: Provider
-    tier: str
-    service_tier: str | None
-    effort: str | None
-    step: int = 0  # position in the role's fallback chain
-
-
-@dataclass(frozen=True)
-class ToolCallData:
-    id: str
-    name: str
-    arguments: str
-
-
-@dataclass(frozen=True)
-class Completion:
-    """A finished model reply."""
-
-    content: str | None
-    tool_calls: tuple[ToolCallData, ...]
-    finish_reason: str | None
-    record: CallRecord
-
-
-class ModelClient(Protocol):
-    """Anything that completes a chat for a role: a real client or a fallback chain of them."""
-
-    @property
-    def route(self) -> Route: ...
-
-    async def complete(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        *,
-        session: str,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        response_format: Mapping[str, Any] | None = None,
-        progress: Progress | None = None,
-    ) -> Completion: ...
-
-
-def cost_usd(model: ModelSpec, prompt: int, cached: int, output: int) -> float:
-    p = model.price
-    return ((prompt - cached) * p.input + cached * p.cached_input + output * p.output) / 1e6
-
-
-@dataclass
-class _Stream:
-    content: list[str] = field(default_factory=list)
-    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
-    finish: str | None = None
-    usage: Any = None
-    served_model: str | None = None
-    served_tier: str | None = None
-    first_token: float | None = None
-    pieces: int = 0
-
-    def add(self, chunk: Any, now: float) -> bool:
-        """Fold one chunk in; True when it carried output (for time to first token)."""
-        self.served_model = chunk.model or self.served_model
-        self.served_tier = getattr(chunk, "service_tier", None) or self.served_tier
-        if chunk.usage:
-            self.usage = chunk.usage
-        if not chunk.choices:
-            return False
-        choice = chunk.choices[0]
-        self.finish = choice.finish_reason or self.finish
-        delta = choice.delta
-        out = False
-        if delta.content:
-            self.content.append(delta.content)
-            out = True
-        for tc in delta.tool_calls or ():
-            slot = self.calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-            slot["id"] = tc.id or slot["id"]
-            if tc.function is not None:
-                slot["name"] += tc.function.name or ""
-                slot["arguments"] += tc.function.arguments or ""
-            out = True
-        if out:
-            self.pieces += 1
-            if self.first_token is None:
-                self.first_token = now
-        return out
-
-    def tool_calls(self) -> tuple[ToolCallData, ...]:
-        return tuple(
-            ToolCallData(c["id"] or f"call_{i}", c["name"], c["arguments"])
-            for i, c in sorted(self.calls.items())
-        )
+WIRES: dict[str, Wire] = {"chat": chat.WIRE, "responses": responses.WIRE}
 
 
 class OpenAIModelClient:
-    """A ``ModelClient`` for one route over an OpenAI-compatible endpoint."""
+    """A ``ModelClient`` for one route over an OpenAI-compatible endpoint, on either wire API."""
 
     def __init__(self, sdk: AsyncOpenAI, route: Route) -> None:
         self.sdk = sdk
@@ -145,68 +57,53 @@ class OpenAIModelClient:
         progress: Progress | None = None,
     ) -> Completion:
         r = self.route
-        kwargs: dict[str, Any] = {
-            "model": r.model.id,
-            "messages": list(messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            "max_completion_tokens": r.model.max_output,
-            **({"temperature": r.model.temperature} if r.model.temperature is not None else {}),
-        }
-        if tools:
-            kwargs["tools"] = list(tools)
-        if response_format:
-            kwargs["response_format"] = dict(response_format)
-        if r.service_tier:
-            kwargs["service_tier"] = r.service_tier
-        if r.effort:
-            kwargs["reasoning_effort"] = r.effort
+        wire = WIRES[r.api]
+        kwargs = wire.request(r, messages, tools, response_format)
         started = time.monotonic()
-        acc = _Stream()
+        acc = wire.fold(r)
         try:
-            stream = await self.sdk.chat.completions.create(**kwargs)
-            async for chunk in stream:
-                if acc.add(chunk, time.monotonic()) and progress is not None:
+            stream = await wire.open(self.sdk, kwargs)
+            async for event in stream:
+                if acc.add(event, time.monotonic()) and progress is not None:
                     progress(acc.pieces)
         except openai.APIError as exc:
             raise classify(exc, r) from exc
-        if acc.finish is None:
-            raise Transient(f"{where(r)}: the stream ended without a finish_reason "
-                            f"after {acc.pieces} pieces")
+        reply = acc.result()
+        reasoning = None
+        if reply.reasoning_items:
+            reasoning = {"source": r.source, "items": list(reply.reasoning_items),
+                         "tokens": reply.usage.reasoning}
         return Completion(
-            content="".join(acc.content) or None,
-            tool_calls=acc.tool_calls(),
-            finish_reason=acc.finish,
-            record=self._record(acc, session, started, time.monotonic()),
+            content=reply.content,
+            tool_calls=reply.tool_calls,
+            finish_reason=reply.finish,
+            record=self._record(reply, acc.first_token, session, started, time.monotonic()),
+            reasoning=reasoning,
         )
 
-    def _record(self, acc: _Stream, session: str, started: float, ended: float) -> CallRecord:
-        r = self.route
-        u = acc.usage
-        prompt = getattr(u, "prompt_tokens", 0) or 0
-        output = getattr(u, "completion_tokens", 0) or 0
-        details = getattr(u, "prompt_tokens_details", None)
-        cached = getattr(details, "cached_tokens", 0) or 0
-        reasoning = getattr(getattr(u, "completion_tokens_details", None), "reasoning_tokens", 0)
-        ttft = None if acc.first_token is None else acc.first_token - started
-        gen_time = ended - (acc.first_token or started)
+    def _record(self, reply: Streamed, first_token: float | None, session: str, started: float,
+                ended: float) -> CallRecord:
+        r, u = self.route, reply.usage
+        ttft = None if first_token is None else first_token - started
+        gen_time = ended - (first_token or started)
         return CallRecord(
             role=r.role,
             session=session,
             requested_model=r.model.id,
-            served_model=acc.served_model,
+            served_model=reply.served_model,
             requested_tier=r.service_tier,
-            served_tier=acc.served_tier,
+            served_tier=reply.served_tier,
             effort=r.effort,
+            api=r.api,
             fallback_step=r.step,
-            prompt_tokens=prompt,
-            cached_tokens=cached,
-            output_tokens=output,
-            reasoning_tokens=reasoning or 0,
+            prompt_tokens=u.prompt,
+            cached_tokens=u.cached,
+            output_tokens=u.output,
+            reasoning_tokens=u.reasoning,
             ttft_s=ttft,
             duration_s=ended - started,
-            tokens_per_s=(output / gen_time) if output and gen_time > 0 else None,
-            cost_usd=cost_usd(r.model, prompt, cached, output),
+            tokens_per_s=(u.output / gen_time) if u.output and gen_time > 0 else None,
+            cost_usd=cost_usd(r.model, u.prompt, u.cached, u.output),
         )
 
 

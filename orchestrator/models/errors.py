@@ -6,7 +6,11 @@ timeouts, dropped or cut streams) -> retry with jittered backoff, then go down t
 ``ContextOverflow`` -> the session's problem, raised unchanged. ``ModelRefused`` (401, 403,
 unknown model, bad request) -> stop: retrying or another model will not fix the role map.
 An unknown model (404) stops too rather than falling back: it is a typo or a retired id in the
-role map, and quietly serving a whole run on the fallback would hide it.
+role map, and quietly serving a whole run on the fallback would hide it. So does a model asked
+through the wrong wire API, or with an effort or tier it does not take: the message names the
+setting to change. Errors a server reports inside a stream (the Responses API's
+``response.failed`` and ``error`` events, a Chat Completions ``error`` chunk) carry a code and a
+message but no status; ``stream_error`` sorts them the same way.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import openai
 from ..errors import ContextOverflow, ModelError, ModelUnavailable
 
 if TYPE_CHECKING:
-    from .client import Route
+    from .base import Route
 
 
 class ModelRefused(ModelError):
@@ -33,6 +37,14 @@ class ModelRefused(ModelError):
 
     exit_code = 2
     code = "model_refused"
+
+
+class ModelMisconfigured(ModelRefused):
+    """The model refuses what the role map asks of it (wire API, effort, tier): a configuration
+    error, so the message names the key to change and the exit code is 2."""
+
+    code = "model_misconfigured"
+    exit_code = 2
 
 
 class QuotaExhausted(ModelUnavailable):
@@ -62,6 +74,16 @@ class Transient(ModelUnavailable):
 
 
 _CONTEXT_CODES = {"context_length_exceeded", "exceed_context_size_error"}
+# Codes of a request the model will refuse however often it is sent (Responses API errors).
+_REQUEST_CODES = {"invalid_prompt", "invalid_request_error", "bio_policy", "data_residency_mismatch",
+                  "misalignment_policy_violation", "invalid_image", "invalid_image_format",
+                  "invalid_base64_image", "invalid_image_url", "image_too_large", "image_too_small",
+                  "image_parse_error", "image_content_policy_violation", "invalid_image_mode",
+                  "image_file_too_large", "unsupported_image_media_type", "empty_image_file",
+                  "failed_to_download_image", "image_file_not_found"}
+_TRY_AGAIN = re.compile(r"try again in (\d+(?:\.\d+)?)\s*(ms|s)\b", re.I)
+_ONLY_RESPONSES = ("only supported in v1/responses", "not supported in v1/chat/completions")
+_ONLY_CHAT = ("only supported in v1/chat/completions", "not supported in v1/responses")
 _QUOTA_CODES = {"insufficient_quota", "usage_limit_reached", "quota_exceeded"}
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|h|m|s)")
 _UNIT_S = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -140,14 +162,75 @@ def where(route: Route) -> str:
             f"at provider {route.provider_name}")
 
 
+def _api_setting(route: Route, api: str) -> str:
+    return (f'set api = "{api}" on models.{route.alias} (or on providers.{route.provider_name} '
+            "for all its models)")
+
+
+def misrouted(route: Route, exc: openai.APIStatusError) -> ModelMisconfigured | None:
+    """A request the model refuses because of a setting in the role map: the wire API, the
+    effort or the tier. One line naming the model and the key to change; None otherwise."""
+    at, message = where(route), str(getattr(exc, "message", "") or "")
+    lower = message.lower()
+    body = exc.body if isinstance(exc.body, Mapping) else {}
+    param = str(body.get("param") or "")
+    wrong = None
+    if any(p in lower for p in _ONLY_RESPONSES) and route.api != "responses":
+        wrong = ("this model answers only the Responses API, and it was asked through Chat "
+                 f"Completions: {_api_setting(route, 'responses')}")
+    elif any(p in lower for p in _ONLY_CHAT) and route.api != "chat":
+        wrong = ("this model answers only Chat Completions, and it was asked through the "
+                 f"Responses API: {_api_setting(route, 'chat')}")
+    elif isinstance(exc, openai.NotFoundError) and body.get("code") != "model_not_found" \
+            and "model" not in lower:
+        path = "/v1/responses" if route.api == "responses" else "/v1/chat/completions"
+        other = "chat" if route.api == "responses" else "responses"
+        wrong = (f"the server has no {path} (404: {message}); {_api_setting(route, other)}, "
+                 "or fix the provider's base_url")
+    elif isinstance(exc, openai.BadRequestError) and "effort" in param:
+        wrong = (f"the model refuses effort {route.effort!r} ({message}); change "
+                 f"roles.{route.role}.effort, and list what it takes in models.{route.alias}.efforts")
+    elif isinstance(exc, openai.BadRequestError) and "service_tier" in f"{param} {lower}":
+        wrong = (f"the model refuses service_tier {route.service_tier!r} ({message}); change "
+                 f"roles.{route.role}.tier or providers.{route.provider_name}.tiers.{route.tier}")
+    return ModelMisconfigured(f"{at}: {wrong}") if wrong else None
+
+
+def stream_error(route: Route, code: str | None, message: str,
+                 now: datetime | None = None) -> ModelError:
+    """An error reported inside a stream (no HTTP status): sorted by its code and message."""
+    at, lower = where(route), message.lower()
+    if code in _CONTEXT_CODES or "maximum context length" in lower \
+            or "exceeds the available context size" in lower or "context window" in lower:
+        return ContextOverflow(f"{at}: {message}")
+    if code in _QUOTA_CODES or "exceeded your current quota" in lower:
+        reset = next_utc_midnight(now or datetime.now(UTC))
+        return QuotaExhausted(f"{at}: quota exhausted until {reset:%Y-%m-%d %H:%M} UTC: "
+                              f"{message}", reset_at=reset)
+    if code == "rate_limit_exceeded":
+        hint = _TRY_AGAIN.search(message)
+        wait = float(hint.group(1)) * _UNIT_S[hint.group(2).lower()] if hint else None
+        return RateLimited(f"{at}: rate limited: {message}", retry_after=wait)
+    if code in _REQUEST_CODES:
+        return ModelRefused(f"{at}: the model refused the request ({code}): {message}")
+    return Transient(f"{at}: the stream reported an error ({code or 'no code'}): {message}")
+
+
 def classify(exc: openai.APIError, route: Route, now: datetime | None = None) -> ModelError:
     """Turn an SDK error into one of ours, naming the role, model and provider."""
     now = now or datetime.now(UTC)
     at = where(route)
     message = getattr(exc, "message", None) or str(exc)
+    if type(exc) is openai.APIError:  # the SDK raises this for an error chunk inside a stream
+        body = exc.body if isinstance(exc.body, Mapping) else {}
+        return stream_error(route, body.get("code") or body.get("type"), message, now)
     headers = dict(exc.response.headers) if isinstance(exc, openai.APIStatusError) else {}
     if isinstance(exc, openai.BadRequestError) and is_context_overflow(exc):
         return ContextOverflow(f"{at}: {message}")
+    if isinstance(exc, openai.APIStatusError):
+        refused = misrouted(route, exc)
+        if refused is not None:
+            return refused
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
         return ModelRefused(
             f"{at}: the provider refused the API key ({exc.status_code}); "

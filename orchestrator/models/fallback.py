@@ -209,7 +209,8 @@ class FallbackClient:
                 duration: float) -> None:
         record = CallRecord(
             role=route.role, session=session, requested_model=route.model.id,
-            requested_tier=route.service_tier, effort=route.effort, fallback_step=step,
+            requested_tier=route.service_tier, effort=route.effort, api=route.api,
+            fallback_step=step,
             duration_s=duration, error=f"{exc.code}: {exc}",
         )
         self._emit(RoutingEvent("attempt_failed", route.role, str(exc), record))

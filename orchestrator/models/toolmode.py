@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-from .client import Completion, ModelClient, Progress, Route, ToolCallData
+from .base import REASONING, Completion, ModelClient, Progress, Route, ToolCallData
 
 Structured = Literal["json_schema", "json_object", "prompt"]
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
@@ -241,7 +241,8 @@ def rewrite_history(messages: Sequence[Mapping[str, Any]], instruction: str
             names.update({c["id"]: c["function"]["name"] for c in m["tool_calls"]})
             text = "\n".join(json.dumps({"tool": c["name"], "arguments": _loads(c["arguments"])})
                              for c in calls)
-            out.append({"role": "assistant", "content": text})
+            kept = {REASONING: m[REASONING]} if REASONING in m else {}
+            out.append({"role": "assistant", "content": text, **kept})
         elif role == "tool":
             name = names.get(str(m.get("tool_call_id")), "tool")
             out.append({"role": "user", "content": f"Result of {name}:\n{m.get('content') or ''}"})
@@ -381,5 +382,4 @@ class JsonToolsClient:
             return completion
         self._calls += 1
         call = ToolCallData(f"json_call_{self._calls}", call.name, call.arguments)
-        return Completion(content=None, tool_calls=(call,), finish_reason="tool_calls",
-                          record=completion.record)
+        return replace(completion, content=None, tool_calls=(call,), finish_reason="tool_calls")

@@ -90,6 +90,7 @@ _LEAD = re.compile(r"(\d+) lines before")
 _WINDOW = re.compile(r"windows of (\d+) lines")
 _READ_UP_TO = re.compile(r"read (\S+) up to line (\d+)")
 _CALLED_READ = re.compile(r"read\(path=([^,)]+), start_line=(\d+), end_line=(\d+)")
+_MASKED_SEARCH = re.compile(r'^\[masked: output of search\(.*read_artifact\("([^"]+)"\)', re.M)
 
 
 def _read_ends(req: ChatRequestView, path: str) -> list[int]:
@@ -118,7 +119,8 @@ def log_scan(req: ChatRequestView) -> Reply:
 
     The question names both in backticks ("Find the `ERROR` in `app.log` and read the 600 lines
     before it in windows of 30 lines"). Where it is comes from its own read calls or, after a
-    fork, from the handoff ("read app.log up to line N", "app.log:E: ..."). It cites the line.
+    fork, from the handoff ("read app.log up to line N", "app.log:E: ..."); a search result the
+    session masked is read back with ``read_artifact``. It cites the line.
     """
     question = _question(req)
     term, path = (re.findall(r"`([^`]+)`", question) + ["ERROR", "app.log"])[:2]
@@ -127,6 +129,9 @@ def log_scan(req: ChatRequestView) -> Reply:
     hit = re.compile(rf"{re.escape(path)}:(\d+): (.*{re.escape(term)}.*)$", re.M)
     found = [m for text in _texts(req) for m in hit.finditer(text)]
     if not found:
+        masked = [m.group(1) for text in _texts(req) for m in _MASKED_SEARCH.finditer(text)]
+        if masked:  # the session masked the search result: look at it again, as asked
+            return _call("read_artifact", id=masked[-1])
         if any(name == "search" for _, name, _ in req.tool_results()):
             return _call("submit", answer=f"No {term} in {path}.", claims=[])
         return _call("search", pattern=term, path=path, fixed_strings=True)

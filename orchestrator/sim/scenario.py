@@ -75,8 +75,16 @@ class Reply(_Strict):
     )
     cut: Literal["close", "end"] = Field(
         default="close",
-        description="How a cut stream stops: drop the connection, or end it cleanly with [DONE].",
+        description="How a cut stream stops: drop the connection, or end it cleanly ([DONE] on "
+        "Chat Completions, no response.completed on the Responses API).",
     )
+    stream_error: FaultSpec | None = Field(
+        default=None,
+        description="An error reported inside a 200 stream, after cut_after deltas (else after "
+        "all of them) instead of the finish: an error chunk on Chat Completions, "
+        "stream_error_event on the Responses API. A non-streamed request gets it as HTTP error.",
+    )
+    stream_error_event: Literal["response.failed", "error"] = "response.failed"
 
     @property
     def effective_finish_reason(self) -> str:
@@ -108,6 +116,16 @@ class ModelBehavior(_Strict):
     )
     quota_headers: dict[str, str] = Field(
         default_factory=dict, description="Headers sent with the insufficient_quota 429."
+    )
+    reasoning_tokens: int = Field(
+        default=0, ge=0,
+        description="Tokens each reply reasons for: reported in the usage (and billed as "
+        "output); on the Responses API also a reasoning item, encrypted when asked for.",
+    )
+    apis: tuple[Literal["chat", "responses"], ...] = Field(
+        default=("chat", "responses"),
+        description="The wire APIs the model answers; the other gets OpenAI's 400 for a model "
+        "asked through the wrong API.",
     )
     script: list[Reply] | None = None
     behavior: str | None = None

@@ -1,7 +1,11 @@
-"""The simulated OpenAI-compatible HTTP server: the starlette app that answers
-``/v1/models`` and ``/v1/chat/completions`` (plain and SSE-streamed) from a ``Scenario``, the
+"""The simulated OpenAI-compatible HTTP server: the starlette app that answers ``/v1/models``,
+``/v1/chat/completions`` and ``/v1/responses`` (plain and SSE-streamed) from a ``Scenario``, the
 ``SimState`` that records every request and tracks concurrency, ``SimServer`` which runs
-uvicorn on a loopback port in its own thread for tests, and ``serve_forever`` for the CLI."""
+uvicorn on a loopback port in its own thread for tests, and ``serve_forever`` for the CLI.
+
+Both APIs go through one pipeline (model, window, quota, faults, reply, pacing, cuts); what
+differs is the wire format, kept in ``chat.py`` and ``responses.py``. A Responses request is
+read back into a Chat Completions body first, so every scenario serves both APIs alike."""
 
 from __future__ import annotations
 
@@ -10,10 +14,9 @@ import ipaddress
 import json
 import threading
 import time
-import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import uvicorn
 from starlette.applications import Starlette
@@ -21,6 +24,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from orchestrator.sim import chat, responses
+from orchestrator.sim.chat import Frame, Parsed
 from orchestrator.sim.scenario import (
     QUOTA_FAULT,
     ChatRequestView,
@@ -32,20 +37,26 @@ from orchestrator.sim.scenario import (
     count_prompt_tokens,
 )
 
-CONTENT_CHUNK_CHARS = 4
-ARGS_CHUNK_CHARS = 8
-
 
 @dataclass
 class RecordedRequest:
+    """One request as the server saw it; ``chat`` is its body read as Chat Completions."""
+
     seq: int
     model: str
     body: dict[str, Any]
     headers: dict[str, str]
     started: float
+    api: str = "chat"
     finished: float | None = None
     status: int | None = None
     prompt_tokens: int = 0
+    chat: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation, in Chat Completions messages whichever API carried it."""
+        return list(self.chat.get("messages") or [])
 
 
 @dataclass
@@ -59,10 +70,12 @@ class SimState:
     used_tokens: dict[str, int] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def begin(self, model: str, body: dict[str, Any], headers: dict[str, str]) -> RecordedRequest:
+    def begin(self, model: str, body: dict[str, Any], headers: dict[str, str],
+              api: str = "chat") -> RecordedRequest:
         headers = {k.lower(): v for k, v in headers.items() if k.lower() != "authorization"}
         with self._lock:
-            rec = RecordedRequest(len(self.requests) + 1, model, body, headers, time.monotonic())
+            rec = RecordedRequest(len(self.requests) + 1, model, body, headers, time.monotonic(),
+                                  api)
             self.requests.append(rec)
             now = self.in_flight.get(model, 0) + 1
             self.in_flight[model] = now
@@ -110,15 +123,8 @@ class SimState:
             self.max_in_flight.update({m: n for m, n in self.in_flight.items() if n > 0})
 
 
-def _error(status: int, message: str, type_: str, code: str | None, param: str | None = None,
-           headers: dict[str, str] | None = None) -> JSONResponse:
-    fault = FaultSpec(status=status, message=message, type=type_, code=code, param=param,
-                      headers=headers or {})
+def _error(fault: FaultSpec) -> JSONResponse:
     return JSONResponse(fault.body(), status_code=fault.status, headers=fault.headers)
-
-
-def _pieces(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
 
 
 class _Pacer:
@@ -137,71 +143,37 @@ class _Pacer:
             await asyncio.sleep(wait)
 
 
-class _Completion:
-    """One reply turned into OpenAI's completion/chunk objects."""
-
-    def __init__(self, reply: Reply, model: str, tier: str, prompt: int, completion: int) -> None:
-        self.reply, self.model, self.tier = reply, model, tier
-        self.id = f"chatcmpl-sim{uuid.uuid4().hex[:20]}"
-        self.created = int(time.time())
-        self.usage: dict[str, Any] = {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion,
-            "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
-            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
-        }
-        self.calls = [
-            (c.id or f"call_{uuid.uuid4().hex[:24]}", c.name, c.arguments_text())
-            for c in reply.tool_calls
-        ]
-
-    def _envelope(self, obj: str) -> dict[str, Any]:
-        return {"id": self.id, "object": obj, "created": self.created, "model": self.model,
-                "service_tier": self.tier, "system_fingerprint": "fp_sim"}
-
-    def message(self) -> dict[str, Any]:
-        message: dict[str, Any] = {"role": "assistant", "content": self.reply.content,
-                                   "refusal": None}
-        if self.calls:
-            message["tool_calls"] = [
-                {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
-                for cid, name, args in self.calls
-            ]
-        return {
-            **self._envelope("chat.completion"),
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": self.reply.effective_finish_reason}],
-            "usage": self.usage,
-        }
-
-    def chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {
-            **self._envelope("chat.completion.chunk"),
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
-        }
-
-    def deltas(self) -> list[dict[str, Any]]:
-        """The paced deltas after the role chunk: content pieces, then each call's pieces."""
-        out: list[dict[str, Any]] = [
-            {"content": p} for p in _pieces(self.reply.content or "", CONTENT_CHUNK_CHARS)
-        ]
-        for index, (cid, name, args) in enumerate(self.calls):
-            out.append({"tool_calls": [{"index": index, "id": cid, "type": "function",
-                                        "function": {"name": name, "arguments": ""}}]})
-            out.extend(
-                {"tool_calls": [{"index": index, "function": {"arguments": p}}]}
-                for p in _pieces(args, ARGS_CHUNK_CHARS)
-            )
-        return out
-
-
 class _StreamCut(Exception):
     """Raised inside a streaming body so the server drops the connection mid-response."""
 
 
-def _sse(obj: Any) -> bytes:
-    return f"data: {json.dumps(obj)}\n\n".encode()
+class _WireReply(Protocol):
+    total_tokens: int
+
+    def body(self) -> dict[str, Any]: ...
+    def frames(self) -> list[Frame]: ...
+    def ended(self) -> list[bytes]: ...
+    def failed(self, fault: FaultSpec, event: str, *, sent: int) -> list[bytes]: ...
+
+
+@dataclass(frozen=True)
+class _Wire:
+    """One API the sim answers: how it reads a request, says "too long", builds a reply."""
+
+    name: str
+    parse: Callable[[dict[str, Any]], Parsed | FaultSpec]
+    overflow: Callable[[int, int], FaultSpec]
+    reply: Callable[..., _WireReply]
+
+
+WIRES = {
+    "chat": _Wire("chat", chat.parse, chat.overflow, chat.ChatReply),
+    "responses": _Wire("responses", responses.parse, responses.overflow, responses.ResponsesReply),
+}
+_WRONG_API = {
+    "chat": "This model is only supported in v1/responses and not in v1/chat/completions.",
+    "responses": "This model is only supported in v1/chat/completions and not in v1/responses.",
+}
 
 
 def build_app(sim: SimState) -> Starlette:
@@ -212,121 +184,125 @@ def build_app(sim: SimState) -> Starlette:
                 for m in sim.scenario.model_ids()]
         return JSONResponse({"object": "list", "data": data})
 
-    async def chat_completions(request: Request) -> Response:
-        headers = dict(request.headers)
-        try:
-            body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            body = None
-        model = body.get("model") if isinstance(body, dict) else None
-        rec = sim.begin(model if isinstance(model, str) else "",
-                        body if isinstance(body, dict) else {}, headers)
-        response: Response | None = None
-        try:
-            response = await _answer(rec, body)
-            return response
-        finally:
-            # A streamed response finishes when its generator ends, not here.
-            if not isinstance(response, StreamingResponse):
-                sim.finish(rec, response.status_code if response is not None else 500)
+    def endpoint(wire: _Wire) -> Callable[[Request], Awaitable[Response]]:
+        async def handle(request: Request) -> Response:
+            headers = dict(request.headers)
+            try:
+                body = json.loads(await request.body())
+            except (json.JSONDecodeError, UnicodeDecodeError):
+                body = None
+            model = body.get("model") if isinstance(body, dict) else None
+            rec = sim.begin(model if isinstance(model, str) else "",
+                            body if isinstance(body, dict) else {}, headers, wire.name)
+            response: Response | None = None
+            try:
+                response = await _answer(wire, rec, body)
+                return response
+            finally:
+                # A streamed response finishes when its generator ends, not here.
+                if not isinstance(response, StreamingResponse):
+                    sim.finish(rec, response.status_code if response is not None else 500)
 
-    async def _answer(rec: RecordedRequest, body: Any) -> Response:
+        return handle
+
+    async def _answer(wire: _Wire, rec: RecordedRequest, body: Any) -> Response:
         if not isinstance(body, dict):
-            return _error(400, "We could not parse the JSON body of your request.",
-                          "invalid_request_error", None)
+            return _error(FaultSpec(status=400, type="invalid_request_error",
+                                    message="We could not parse the JSON body of your request."))
         if not isinstance(body.get("model"), str) or not body["model"]:
-            return _error(400, "you must provide a model parameter", "invalid_request_error",
-                          None, "model")
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages or not all(
-                isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
-            return _error(400, "'messages' must be a non-empty array of message objects",
-                          "invalid_request_error", None, "messages")
+            return _error(FaultSpec(status=400, message="you must provide a model parameter",
+                                    type="invalid_request_error", param="model"))
         scenario = sim.scenario
         behavior = scenario.behavior_for(rec.model)
         if behavior is None:
-            return _error(404, f"The model `{rec.model}` does not exist or you do not have "
-                          "access to it.", "invalid_request_error", "model_not_found", "model")
-        rec.prompt_tokens = count_prompt_tokens(body, scenario.tokenizer)
+            return _error(FaultSpec(status=404, message=f"The model `{rec.model}` does not exist "
+                                    "or you do not have access to it.", param="model",
+                                    type="invalid_request_error", code="model_not_found"))
+        if wire.name not in behavior.apis:
+            return _error(FaultSpec(status=400, message=_WRONG_API[wire.name], param="model",
+                                    type="invalid_request_error"))
+        parsed = wire.parse(body)
+        if isinstance(parsed, FaultSpec):
+            return _error(parsed)
+        rec.chat = parsed.chat
+        rec.prompt_tokens = (count_prompt_tokens(parsed.chat, scenario.tokenizer)
+                             + parsed.carried_reasoning)
         if behavior.delay_s:
             await asyncio.sleep(behavior.delay_s)
         window = behavior.context_window
         if window is not None and rec.prompt_tokens > window:
-            return _error(
-                400, f"This model's maximum context length is {window} tokens. However, your "
-                f"messages resulted in {rec.prompt_tokens} tokens. Please reduce the length "
-                "of the messages.", "invalid_request_error", "context_length_exceeded",
-                "messages")
+            return _error(wire.overflow(window, rec.prompt_tokens))
         quota = behavior.quota_tokens
         if quota is not None and sim.used_tokens.get(rec.model, 0) >= quota:
-            q = QUOTA_FAULT
-            return _error(q.status, q.message, q.type, q.code, None, behavior.quota_headers)
-        view = ChatRequestView.from_body(body)
+            return _error(QUOTA_FAULT.model_copy(update={"headers": behavior.quota_headers}))
         try:
-            reply = behavior.reply_for(view, sim.nth(rec))
+            reply = behavior.reply_for(ChatRequestView.from_body(parsed.chat), sim.nth(rec))
         except Exception as exc:  # a broken behaviour should look like a server fault
-            return _error(500, f"sim behaviour failed: {type(exc).__name__}: {exc}",
-                          "server_error", None)
+            return _error(FaultSpec(status=500, type="server_error",
+                                    message=f"sim behaviour failed: {type(exc).__name__}: {exc}"))
         if reply.delay_s:
             await asyncio.sleep(reply.delay_s)
         if reply.error is not None:
-            e = reply.error
-            return _error(e.status, e.message, e.type, e.code, e.param, e.headers)
-        return await _complete(rec, body, behavior, reply, scenario)
+            return _error(reply.error)
+        return await _complete(wire, rec, parsed, behavior, reply, scenario)
 
-    async def _complete(rec: RecordedRequest, body: dict[str, Any], behavior: ModelBehavior,
-                  reply: Reply, scenario: Scenario) -> Response:
-        completion = _Completion(
+    async def _complete(wire: _Wire, rec: RecordedRequest, parsed: Parsed,
+                        behavior: ModelBehavior, reply: Reply, scenario: Scenario) -> Response:
+        reasoning = behavior.reasoning_tokens
+        completion = wire.reply(
             reply,
             model=reply.served_model or behavior.served_model or rec.model,
-            tier=reply.served_tier or behavior.served_tier or body.get("service_tier")
+            tier=reply.served_tier or behavior.served_tier or parsed.chat.get("service_tier")
             or "default",
             prompt=rec.prompt_tokens,
-            completion=count_completion_tokens(reply, scenario.tokenizer),
+            completion=count_completion_tokens(reply, scenario.tokenizer) + reasoning,
+            reasoning=reasoning,
+            request=parsed,
         )
-        sim.charge(rec.model, completion.usage["total_tokens"])
-        pace = (completion.usage["completion_tokens"] / behavior.tokens_per_second
+        sim.charge(rec.model, completion.total_tokens)
+        pace = ((completion.total_tokens - rec.prompt_tokens) / behavior.tokens_per_second
                 if behavior.tokens_per_second > 0 else 0.0)
-        if not body.get("stream"):
+        if not parsed.chat.get("stream"):
+            if reply.stream_error is not None:
+                return _error(reply.stream_error)
             if pace:
                 await asyncio.sleep(pace)
-            return JSONResponse(completion.message())
-        options = body.get("stream_options") or {}
-        usage = isinstance(options, dict) and bool(options.get("include_usage"))
-        return StreamingResponse(_stream(rec, completion, pace, usage),
+            return JSONResponse(completion.body())
+        return StreamingResponse(_stream(rec, completion, reply, pace),
                                  media_type="text/event-stream")
 
-    async def _stream(rec: RecordedRequest, completion: _Completion, pace: float,
-                      include_usage: bool) -> AsyncIterator[bytes]:
+    async def _stream(rec: RecordedRequest, completion: _WireReply, reply: Reply,
+                      pace: float) -> AsyncIterator[bytes]:
         try:
-            deltas = completion.deltas()
-            pacer = _Pacer(pace, len(deltas))
-            first = completion.chunk({"role": "assistant", "content": "", "refusal": None})
-            yield _sse(first | ({"usage": None} if include_usage else {}))
-            cut = completion.reply.cut_after
-            for n, delta in enumerate(deltas):
-                if cut is not None and n >= cut:
+            frames = completion.frames()
+            pacer = _Pacer(pace, sum(kind == "delta" for _, kind in frames))
+            short = reply.cut_after is not None or reply.stream_error is not None
+            limit = reply.cut_after if reply.cut_after is not None else len(frames)
+            deltas = frames_sent = 0
+            for data, kind in frames:
+                if short and (kind == "end" or (kind == "delta" and deltas >= limit)):
                     break
-                await pacer.step()
-                chunk = completion.chunk(delta)
-                yield _sse(chunk | ({"usage": None} if include_usage else {}))
-            if cut is not None:
-                if completion.reply.cut == "close":
-                    raise _StreamCut(f"sim: stream cut after {cut} chunks")
-                yield b"data: [DONE]\n\n"
-                return
-            final = completion.chunk({}, completion.reply.effective_finish_reason)
-            yield _sse(final | ({"usage": None} if include_usage else {}))
-            if include_usage:
-                yield _sse({**completion._envelope("chat.completion.chunk"), "choices": [],
-                            "usage": completion.usage})
-            yield b"data: [DONE]\n\n"
+                if kind == "delta":
+                    deltas += 1
+                    await pacer.step()
+                frames_sent += 1
+                yield data
+            if reply.stream_error is not None:
+                for data in completion.failed(reply.stream_error, reply.stream_error_event,
+                                              sent=frames_sent):
+                    yield data
+            elif reply.cut_after is not None:
+                if reply.cut == "close":
+                    raise _StreamCut(f"sim: stream cut after {reply.cut_after} deltas")
+                for data in completion.ended():
+                    yield data
         finally:
             sim.finish(rec, 200)
 
     return Starlette(routes=[
         Route("/v1/models", list_models, methods=["GET"]),
-        Route("/v1/chat/completions", chat_completions, methods=["POST"]),
+        Route("/v1/chat/completions", endpoint(WIRES["chat"]), methods=["POST"]),
+        Route("/v1/responses", endpoint(WIRES["responses"]), methods=["POST"]),
     ])
 
 

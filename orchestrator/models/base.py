@@ -1,0 +1,146 @@
+"""The values every model client shares, whichever wire API it speaks.
+
+``Route`` says where one role's call goes (model, provider, tier, effort, and through them the
+wire API); ``Completion`` is a finished reply; ``ModelClient`` is the protocol the session, the
+fallback chain, the JSON-tools wrapper and the journal all implement. A ``Wire`` is one API's
+request builder and stream folder (``chat.py``, ``responses.py``): the client drives either the
+same way, and everything above it sees the same ``Completion``.
+
+Reasoning state travels in the session's own history, never on a server: a reply's encrypted
+reasoning items come back in ``Completion.reasoning`` and the session keeps them on the
+assistant message under ``REASONING``. Only the model that wrote them can read them, so they are
+sent back only to that model (``Route.source``), and only over the Responses API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..config import Api, ModelSpec, Provider
+from ..state import CallRecord, Role
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+Progress = Callable[[int], None]  # called with the output pieces streamed so far
+REASONING = "_reasoning"  # assistant-message key: {"source", "items", "tokens"}; never sent as is
+
+
+@dataclass(frozen=True)
+class Route:
+    """Where one role's call goes: the model alias, its provider, the tier and effort."""
+
+    role: Role
+    alias: str
+    model: ModelSpec
+    provider_name: str
+    provider: Provider
+    tier: str
+    service_tier: str | None
+    effort: str | None
+    step: int = 0  # position in the role's fallback chain
+
+    @property
+    def api(self) -> Api:
+        """The wire API: the model's own setting, else its provider's."""
+        return self.model.api or self.provider.api
+
+    @property
+    def source(self) -> str:
+        """``provider/model-id``: who can read the reasoning items this route writes."""
+        return f"{self.provider_name}/{self.model.id}"
+
+
+@dataclass(frozen=True)
+class ToolCallData:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A finished model reply; ``reasoning`` is what the session carries to the next turn."""
+
+    content: str | None
+    tool_calls: tuple[ToolCallData, ...]
+    finish_reason: str | None
+    record: CallRecord
+    reasoning: Mapping[str, Any] | None = None
+
+
+class ModelClient(Protocol):
+    """Anything that completes a chat for a role: a real client or a fallback chain of them."""
+
+    @property
+    def route(self) -> Route: ...
+
+    async def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        session: str,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        progress: Progress | None = None,
+    ) -> Completion: ...
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token counts as the server reported them, in one shape for both APIs."""
+
+    prompt: int = 0
+    cached: int = 0
+    output: int = 0  # reasoning included, as both APIs bill it
+    reasoning: int = 0
+
+
+@dataclass
+class Streamed:
+    """What one wire's stream folded into, before it becomes a ``Completion``."""
+
+    content: str | None
+    tool_calls: tuple[ToolCallData, ...]
+    finish: str
+    usage: Usage
+    served_model: str | None
+    served_tier: str | None
+    reasoning_items: tuple[Mapping[str, Any], ...] = ()
+
+
+class Fold(Protocol):
+    """Folds one wire's stream events, in order, into a ``Streamed`` reply."""
+
+    pieces: int
+    first_token: float | None
+
+    def add(self, event: Any, now: float) -> bool:
+        """Take one event; True when it carried output. Raises a ``ModelError`` for an error
+        the server reported inside the stream."""
+        ...
+
+    def result(self) -> Streamed:
+        """The reply; raises ``Transient`` when the stream ended before it finished."""
+        ...
+
+
+Request = Callable[[Route, Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]] | None,
+                    Mapping[str, Any] | None], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Wire:
+    """One wire API: how to build a request, open its stream and fold its events."""
+
+    name: Api
+    request: Request
+    open: Callable[[AsyncOpenAI, dict[str, Any]], Awaitable[AsyncIterator[Any]]]
+    fold: Callable[[Route], Fold]
+
+
+def cost_usd(model: ModelSpec, prompt: int, cached: int, output: int) -> float:
+    p = model.price
+    return ((prompt - cached) * p.input + cached * p.cached_input + output * p.output) / 1e6
