@@ -306,7 +306,7 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     if result.passed:
         return {"verify": result, "feedback": "", "worktree_tree": tree}
     feedback = "The acceptance commands failed:\n" + "\n\n".join(
-        f"$ {c.command}  (exit {c.exit_code})\n{failures.trim(c.output)}" for c in failed
+        failures.trim(c.output, command=c.command, exit_code=c.exit_code) for c in failed
     )
     sig = " || ".join(failures.signature(c.command, c.exit_code, c.output) for c in failed)
     return {"verify": result, "feedback": feedback, "failures": [sig], "worktree_tree": tree}
