@@ -156,7 +156,8 @@ def _pytest(output: str) -> list[TestFailure]:
     lines = clean(output).splitlines()
     summary = [m for m in map(_SUMMARY_ITEM.match, lines) if m]
     sections: dict[str, list[tuple[str, list[str]]]] = {"FAILED": [], "ERROR": []}
-    kind, name, block = "FAILED", None, []
+    kind, name = "FAILED", None
+    block: list[str] = []
     for line in [*lines, "=== end ==="]:
         head, rule = _SECTION.match(line), _RULE.match(line)
         if head or rule:
