@@ -25,6 +25,7 @@ from .state import ROLES, Role
 
 Tier = Literal["standard", "priority", "flex", "ultrafast"]
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+EditFormat = Literal["any", "replace", "lines", "patch", "whole"]
 _EFFORT_ALIASES = {"light": "low", "max": "xhigh"}
 SECTIONS = (
     "providers", "models", "roles", "teams", "run", "verify", "policy", "quota", "sandbox",
@@ -78,6 +79,9 @@ class ModelSpec(_Strict):
         "models fill optional ones with inventions) or all of them.")
     temperature: float | None = Field(None, ge=0, le=2, description="None: the server's default.")
     quota_tokens_per_day: int | None = None
+    edits: EditFormat = Field(
+        "any", description="How this model edits files as a builder: replace (text), lines "
+        "(line ranges), patch (unified diff), whole (whole files) or any (all of them).")
 
 
 class RoleSpec(_Strict):

@@ -50,7 +50,7 @@ def _toolbox(ctx: RunContext, role: Role) -> Toolbox:
     wanted = set(ctx.agents[role].tools)
     available: list[Tool] = list(explorer_tools(ctx.worktree, history=_history(ctx)))
     if role == "builder":
-        available += edit_tools(ctx.worktree)
+        available += edit_tools(ctx.worktree, edit_format=ctx.roles.model_for(role).edits)
         if ctx.sandbox is not None:
             available.append(
                 shell_tool(
