@@ -127,7 +127,8 @@ def log_scan(req: ChatRequestView) -> Reply:
     hit = re.compile(rf"{re.escape(path)}:(\d+): (.*{re.escape(term)}.*)$", re.M)
     found = [m for text in _texts(req) for m in hit.finditer(text)]
     if not found:
-        if any(name == "search" for _, name, _ in req.tool_results()):
+        if any(name == "search" and not text.startswith("[masked: ")
+               for _, name, text in req.tool_results()):
             return _call("submit", answer=f"No {term} in {path}.", claims=[])
         return _call("search", pattern=term, path=path, fixed_strings=True)
     line = int(found[0].group(1))
