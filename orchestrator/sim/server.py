@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from orchestrator.sim.cache import PrefixCache
 from orchestrator.sim.scenario import (
     QUOTA_FAULT,
     ChatRequestView,
@@ -46,6 +47,7 @@ class RecordedRequest:
     finished: float | None = None
     status: int | None = None
     prompt_tokens: int = 0
+    cached_tokens: int = 0
 
 
 @dataclass
@@ -57,6 +59,7 @@ class SimState:
     in_flight: dict[str, int] = field(default_factory=dict)
     max_in_flight: dict[str, int] = field(default_factory=dict)
     used_tokens: dict[str, int] = field(default_factory=dict)
+    cache: PrefixCache = field(default_factory=PrefixCache)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def begin(self, model: str, body: dict[str, Any], headers: dict[str, str]) -> RecordedRequest:
@@ -106,6 +109,7 @@ class SimState:
         with self._lock:
             self.requests.clear()
             self.used_tokens.clear()
+            self.cache.clear()
             self.max_in_flight.clear()
             self.max_in_flight.update({m: n for m, n in self.in_flight.items() if n > 0})
 
@@ -140,7 +144,8 @@ class _Pacer:
 class _Completion:
     """One reply turned into OpenAI's completion/chunk objects."""
 
-    def __init__(self, reply: Reply, model: str, tier: str, prompt: int, completion: int) -> None:
+    def __init__(self, reply: Reply, model: str, tier: str, prompt: int, completion: int,
+                 cached: int = 0) -> None:
         self.reply, self.model, self.tier = reply, model, tier
         self.id = f"chatcmpl-sim{uuid.uuid4().hex[:20]}"
         self.created = int(time.time())
@@ -148,7 +153,7 @@ class _Completion:
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
             "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0},
         }
         self.calls = [
@@ -248,6 +253,8 @@ def build_app(sim: SimState) -> Starlette:
             return _error(404, f"The model `{rec.model}` does not exist or you do not have "
                           "access to it.", "invalid_request_error", "model_not_found", "model")
         rec.prompt_tokens = count_prompt_tokens(body, scenario.tokenizer)
+        rec.cached_tokens = sim.cache.lookup(rec.model, body, scenario.cache, scenario.tokenizer,
+                                             rec.prompt_tokens)
         if behavior.delay_s:
             await asyncio.sleep(behavior.delay_s)
         window = behavior.context_window
@@ -283,6 +290,7 @@ def build_app(sim: SimState) -> Starlette:
             or "default",
             prompt=rec.prompt_tokens,
             completion=count_completion_tokens(reply, scenario.tokenizer),
+            cached=rec.cached_tokens,
         )
         sim.charge(rec.model, completion.usage["total_tokens"])
         pace = (completion.usage["completion_tokens"] / behavior.tokens_per_second
