@@ -289,3 +289,36 @@ def test_packaged_role_maps_load_by_name():
     _, split = load_role_map("live-split")
     assert split.model_for("explorer").id == "qwen05" and split.model_for("builder").id == "qwen15"
     assert {m.tools for m in split.models.values() if m.provider.startswith("local")} == {"json"}
+
+
+# --- the baseline without orchestration, and kept runs ---------------------------------------
+
+
+def test_single_prompt_baseline_and_kept_runs(tmp_path):
+    """``single:MAP`` asks MAP's builder model once with the repository's files, writes the
+    whole files it sends back and lets the same acceptance commands decide; --keep leaves each
+    run's repository (and, for orchestrated runs, its workspace) under OUT/runs."""
+    suite = builtin_suite().select(["py-clamp", "js-range"])
+    with BenchSimulator(suite, quick()) as sim:
+        maps = [sim.role_map("bench-careful"), sim.role_map("single:bench-careful"),
+                sim.role_map("single:bench-fast")]
+        report = run_bench(suite, maps, out_dir=tmp_path, env=sim.env(run_env()),
+                           keep_repos=True)
+        singles = [r for r in sim.server.requests if not r.body.get("tools")]
+    by = {(r.role_map, r.task): r for r in report.records}
+    careful_single = by[("single:bench-careful", "py-clamp")]
+    assert careful_single.passed and careful_single.calls == 1 and careful_single.attempts == 1
+    assert careful_single.reason == "changed clamp.py"
+    assert careful_single.tokens["builder"] > 0
+    # the hasty builder sends odd-hashed tasks back unchanged: the acceptance check fails them
+    for task in ("py-clamp", "js-range"):
+        assert by[("single:bench-fast", task)].passed is not hashes_odd(task)
+    assert len(singles) == 4 and all("```" in json.dumps(r.body) for r in singles)
+    fixes = [json.dumps(t.sim.new)[1:-1] for t in suite.tasks]
+    assert all(fix not in json.dumps(r.body) for r in singles for fix in fixes)
+    runs = Path(report.repos or "")
+    assert runs.parent == tmp_path / "runs" and runs.is_dir()
+    for rec in report.records:
+        assert Path(rec.workdir).parent == runs and (Path(rec.workdir) / ".git").is_dir()
+    orchestrated = by[("bench-careful", "py-clamp")]
+    assert list((Path(orchestrated.workdir) / "workspaces").glob("*/events.jsonl"))
