@@ -101,6 +101,8 @@ def localize(checks: Sequence[Check], *, files: Sequence[str], read: Reader,
     failed = [c for c in checks if c.exit_code != 0]
     reports = tuple(failures.parse(c.output, command=c.command, exit_code=c.exit_code)
                     for c in failed)
+    if root:
+        reports = tuple(failures.relative(r, root) for r in reports)
     frames = [(f, resolve(f.path, files, root)) for r in reports for t in r.failures
               for f in reversed(t.frames)]  # innermost first
     in_repo = [(f, p) for f, p in frames if p is not None]
