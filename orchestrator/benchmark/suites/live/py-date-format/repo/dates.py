@@ -1,4 +1,4 @@
-from datetime import date, datetime
+from datetime import datetime
 
 DATE_FORMAT = "%Y-%d-%m"
 
