@@ -23,7 +23,7 @@ from .failures import FailureReport, Frame
 
 WHOLE_SYMBOL_LINES = 40  # a frame's enclosing function up to this size is shown whole
 CONTEXT = 3
-MAX_SPANS = 6
+MAX_SPANS = 8
 Reader = Callable[[str], str | None]
 
 _TEST_FILE = re.compile(
@@ -113,6 +113,13 @@ def localize(checks: Sequence[Check], *, files: Sequence[str], read: Reader,
     spans = _frame_spans(in_repo, read)
     named = _mentioned(reports) | _words([_line_at(read, p, f.line) for f, p in in_repo])
     spans += _symbol_spans(imported, named, read, room=MAX_SPANS - len(spans))
+    # one hop further: what the code the tests call calls, in the files that code imports
+    shown = {s.path for s in spans}
+    deeper = [p for p in _imported([s for s in shown if not is_test(s)], files, read)
+              if p not in shown and p not in suspects]
+    called = _words([line for s in spans if not is_test(s.path) for line in s.text])
+    spans += _symbol_spans(deeper, called, read, room=MAX_SPANS - len(spans), whole_file=False)
+    spans += _constants(spans, read, room=MAX_SPANS - len(spans))
     suspects = _unique([*suspects, *(s.path for s in spans if not is_test(s.path))])
     mapped = [*suspects, *tests] or [f for f in files if repomap.supported(f)][:12]
     texts = {p: t for p in mapped if (t := read(p)) is not None}
@@ -135,11 +142,11 @@ def _named_tests(reports: Sequence[FailureReport], commands: Sequence[str],
             and is_test(n.removeprefix("./"))]
 
 
-def _imported(tests: Sequence[str], files: Sequence[str], read: Reader) -> list[str]:
-    """Non-test files a test file names: ``from cart import``, ``require('./cart')``,
+def _imported(sources: Sequence[str], files: Sequence[str], read: Reader) -> list[str]:
+    """Non-test files that ``sources`` name: ``from cart import``, ``require('./cart')``,
     ``bash max.sh``: any token that is a file's path or module name."""
     out: list[str] = []
-    for test in tests:
+    for test in sources:
         text = read(test) or ""
         tokens = set(_TOKEN.findall(text))
         here = posixpath.dirname(test)
@@ -152,7 +159,7 @@ def _imported(tests: Sequence[str], files: Sequence[str], read: Reader) -> list[
                      "./" + rel_stem, "./" + rel}
             if names & tokens or posixpath.basename(stem) in tokens and f.endswith(".py"):
                 out.append(f)
-    return out
+    return _unique(out)
 
 
 def _mentioned(reports: Sequence[FailureReport]) -> set[str]:
@@ -187,7 +194,8 @@ def _frame_spans(frames: Sequence[tuple[Frame, str | None]], read: Reader) -> li
     return spans
 
 
-def _symbol_spans(paths: Sequence[str], names: set[str], read: Reader, room: int) -> list[Span]:
+def _symbol_spans(paths: Sequence[str], names: set[str], read: Reader, room: int, *,
+                  whole_file: bool = True) -> list[Span]:
     """For files the tests import: the definitions the failure names (or the whole small file)."""
     spans: list[Span] = []
     for path in paths:
@@ -196,7 +204,7 @@ def _symbol_spans(paths: Sequence[str], names: set[str], read: Reader, room: int
             continue
         syms = [s for s in repomap.symbols(path, text) if s.name in names and s.kind != "class"]
         lines = text.splitlines()
-        if not syms and len(lines) <= WHOLE_SYMBOL_LINES:
+        if not syms and whole_file and len(lines) <= WHOLE_SYMBOL_LINES:
             spans.append(Span(path=path, start=1, end=len(lines), focus=1, text=tuple(lines),
                               why="run or imported by the failing tests"))
         for s in syms[: room - len(spans)]:
@@ -205,6 +213,27 @@ def _symbol_spans(paths: Sequence[str], names: set[str], read: Reader, room: int
                               text=tuple(lines[s.line - 1:end]),
                               why=f"{s.name}, named by the failing test"))
     return spans
+
+
+_CONSTANT = re.compile(r"^(?:const |let |var |export )?([A-Z_][A-Z0-9_]*)\s*=")
+
+
+def _constants(spans: Sequence[Span], read: Reader, room: int) -> list[Span]:
+    """Module-level constants (``DATE_FORMAT = ...``) that the shown source code uses: a bug
+    often sits in one, outside every function."""
+    out: list[Span] = []
+    for span in spans:
+        if is_test(span.path) or room <= len(out):
+            continue
+        used = _words(list(span.text))
+        lines = (read(span.path) or "").splitlines()
+        for n, line in enumerate(lines, 1):
+            m = _CONSTANT.match(line)
+            if m and m.group(1) in used and not span.start <= n <= span.end \
+                    and not any(o.path == span.path and o.start == n for o in out):
+                out.append(Span(path=span.path, start=n, end=n, focus=n, text=(line,),
+                                why=f"{m.group(1)}, a constant the code above uses"))
+    return out[:room]
 
 
 def _span(path: str, text: str, line: int, why: str, *, whole: bool) -> Span:

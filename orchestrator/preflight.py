@@ -43,7 +43,7 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
         checks.append(Check(command=command, exit_code=res.exit_code,
                             output=res.output[-MAX_OUTPUT:]))
     with ctx.telemetry.busy("tool"):
-        loc = await asyncio.to_thread(_localize, ctx.worktree, checks)
+        loc = await asyncio.to_thread(localize_worktree, ctx.worktree, checks)
     ctx.telemetry.emit(
         "localized", role="verify", passed=loc.passed, pinned=loc.pinned,
         commands=[c.command for c in checks], exit_codes=[c.exit_code for c in checks],
@@ -53,7 +53,8 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
     return loc
 
 
-def _localize(root: Path, checks: list[Check]) -> Localization:
+def localize_worktree(root: Path, checks: Sequence[Check]) -> Localization:
+    """``localize`` over the files ripgrep sees under ``root`` (small text files only)."""
     files = subprocess.run([rg_binary(), "--files", "--no-config"], cwd=root, capture_output=True,
                            text=True, timeout=30, check=False).stdout.split("\n")
     files = sorted(f for f in files if f)

@@ -4,6 +4,7 @@ symbol map of them."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,12 @@ from pathlib import Path
 import pytest
 
 from orchestrator import localize, repomap
+from orchestrator.benchmark import load_suite, materialize
+from orchestrator.config import SandboxSettings
 from orchestrator.localize import Check
+from orchestrator.preflight import localize_worktree
+from orchestrator.sandbox import build_sandbox
+from orchestrator.tools.shell import CommandPolicy, run_command
 
 SHOP = {
     "shop/__init__.py": "",
@@ -72,9 +78,9 @@ def test_pytest_failure_pins_the_source_lines_and_maps_the_symbols(tmp_path):
     assert not loc.passed and loc.pinned
     assert loc.tests == ("tests/test_cart.py",)
     assert loc.suspects[:2] == ("shop/pricing.py", "shop/cart.py")
-    spans = {s.path: s for s in loc.spans}
-    pricing = spans["shop/pricing.py"]
+    pricing, prices = [s for s in loc.spans if s.path == "shop/pricing.py"]
     assert (pricing.start, pricing.end, pricing.focus) == (4, 5, 5)  # all of price_of
+    assert prices.text == ("PRICES = {'apple': 3, 'pear': 4}",)  # the constant it reads
     assert pricing.text[-1] == "    return PRICES[name.lower()]"
     assert "in price_of" in pricing.why
     text = localize.render(loc)
@@ -149,3 +155,30 @@ def test_repo_map_outlines_python_javascript_and_shell():
         "broken.py", "  def ok()  [1-2]", "  def broken(  [4-4]",  # a syntax error still maps
     ]
     assert len(repomap.render_map({"a.py": "def f():\n    pass\n" * 200}, limit=300)) <= 300
+
+
+# --- on the live suite: does localisation find the line each reference fix changes? ----------
+
+
+@pytest.mark.parametrize("task", load_suite("live").tasks, ids=lambda t: t.name)
+async def test_localisation_pins_the_fixed_line_of_every_live_task(task, tmp_path):
+    """The acceptance commands run in the sandbox as the run's preflight runs them; the span
+    list must show the line the reference fix changes, the file among the suspects. (The suite
+    and these heuristics were written together: this guards them, it does not prove them.)"""
+    repo = materialize(task, tmp_path / "repo")
+    box = build_sandbox(SandboxSettings(), worktree=repo, read_only=[repo / ".git" / "objects"],
+                        env=os.environ)
+    try:
+        checks = []
+        for command in task.acceptance:
+            res = await run_command(command, cwd=repo, sandbox=box, timeout=60, env=os.environ,
+                                    policy=CommandPolicy(deny=[]))
+            checks.append(Check(command=command, exit_code=res.exit_code, output=res.output))
+    finally:
+        box.close()
+    loc = localize_worktree(repo, checks)
+    assert task.sim is not None and loc.pinned and task.sim.path in loc.suspects
+    text = (repo / task.sim.path).read_text()
+    line = text[: text.index(task.sim.old)].count("\n") + 1
+    assert any(s.path == task.sim.path and s.start <= line <= s.end for s in loc.spans), loc.spans
+    assert len(localize.render(loc)) <= 3500
