@@ -105,6 +105,8 @@ class RunSettings(_Strict):
     explorer_timeout_s: float = Field(600.0, gt=0, description="A slower explorer is recorded as failed.")
     digest_tokens_per_explorer: int = Field(1500, ge=100)
     digest_tokens_total: int = Field(8000, ge=100)
+    preflight: bool = Field(True, description="Run the acceptance commands before any model "
+                            "call and give the planner and builder their localised failures.")
 
 
 class VerifySettings(_Strict):

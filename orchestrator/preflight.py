@@ -27,8 +27,8 @@ MAX_FILE = 200_000  # larger files are not read for spans or the map
 async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPolicy
                     ) -> Localization | None:
     """Run ``commands`` in the worktree (sandboxed) and localise what fails; None when there is
-    nothing to run or nowhere to run it (``explore`` has no sandbox)."""
-    if ctx.sandbox is None or not commands:
+    nothing to run, nowhere to run it (``explore`` has no sandbox) or ``run.preflight`` is off."""
+    if ctx.sandbox is None or not commands or not ctx.roles.run.preflight:
         return None
     checks = []
     for command in commands:

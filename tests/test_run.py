@@ -176,3 +176,14 @@ async def test_acceptance_runs_before_any_model_and_planner_and_builder_see_the_
         assert "Symbols of these files:" in prompt
     # the explorers' prompts are unchanged until issue 16's slot takes the localisation
     assert "before any change" not in first_prompt("sim-explorer")
+
+
+async def test_preflight_can_be_turned_off(fresh_sim, sample_repo):
+    events: list = []
+    result = await api.arun(DEMO_TASK, repo=sample_repo,
+                            roles=sim_roles(fresh_sim, "run.preflight=false"), env=run_env(),
+                            listeners=[events.append])
+    assert result.status == "succeeded", result.reason
+    assert not [e for e in events if e.kind == "localized"]
+    prompt = fresh_sim.state.requests_for("sim-planner")[0].body["messages"][1]["content"]
+    assert "before any change" not in prompt
