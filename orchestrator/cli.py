@@ -509,13 +509,18 @@ def bench(
     out_dir: Annotated[Path | None, typer.Option("--out", help="Where JSON, CSV and PNG go (default ./bench-results).")] = None,
     task: Annotated[list[str], typer.Option("--task", help="Only these tasks.")] = [],  # noqa: B006
     sim_models: Annotated[bool, typer.Option("--sim", help="Serve the simulated bench models (default maps: bench-careful, bench-fast).")] = False,
+    keep: Annotated[bool, typer.Option("--keep", help="Keep each run's repository and workspace under OUT/runs/.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Time to working code per role map: pass rate, wall time and cost, compared at equal accuracy."""
+    """Time to working code per role map: pass rate, wall time and cost, compared at equal accuracy.
+
+    A role map named single:MAP runs MAP's builder model alone: one prompt with the repository's
+    files, the whole changed files back, checked by the same acceptance commands."""
     from .benchmark import bench_main
 
     code = _guarded(lambda: bench_main(suite, roles, repeat=repeat, jobs=jobs, out=out_dir,
-                                       as_json=as_json, sim=sim_models, tasks=task, console=out))
+                                       as_json=as_json, sim=sim_models, tasks=task, keep=keep,
+                                       console=out))
     raise typer.Exit(code)
 
 

@@ -27,6 +27,7 @@ from .role import ROLES, Role
 Tier = Literal["standard", "priority", "flex", "ultrafast"]
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 Api = Literal["responses", "chat"]
+EditFormat = Literal["any", "replace", "lines", "patch", "whole"]
 _EFFORT_ALIASES = {"light": "low", "max": "xhigh"}
 SECTIONS = (
     "providers", "models", "roles", "teams", "run", "verify", "policy", "quota", "sandbox",
@@ -90,6 +91,9 @@ class ModelSpec(_Strict):
     efforts: tuple[Effort, ...] | None = Field(
         None, description="The reasoning efforts the model accepts (None: any); a role whose "
         "chain reaches this model with another effort is a configuration error.")
+    edits: EditFormat = Field(
+        "any", description="How this model edits files as a builder: replace (text), lines "
+        "(line ranges), patch (unified diff), whole (whole files) or any (all of them).")
 
 
 class RoleSpec(_Strict):
@@ -113,6 +117,8 @@ class RunSettings(_Strict):
     explorer_timeout_s: float = Field(600.0, gt=0, description="A slower explorer is recorded as failed.")
     digest_tokens_per_explorer: int = Field(1500, ge=100)
     digest_tokens_total: int = Field(8000, ge=100)
+    preflight: bool = Field(True, description="Run the acceptance commands before any model "
+                            "call and give the planner and builder their localised failures.")
 
 
 class VerifySettings(_Strict):

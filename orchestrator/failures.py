@@ -1,59 +1,108 @@
-"""Acceptance failures trimmed to what a builder needs: failing tests, assertions, the end.
+"""Acceptance failures as a model should see them: which tests failed, the assertion, the
+traceback, and nothing else.
 
-Pure functions. ``trim`` keeps the names of failing tests (pytest and unittest styles), the
-assertion and error lines, and the tail of the output; ``signature`` reduces a failure to what
-stays the same when nothing was fixed, so the verify loop can stop early on a repeat.
+Pure functions over a command's output, read by ``testreport.parse``. ``render`` puts each
+failing test's error and traceback first (repeats collapsed, frames of the project's own code,
+paths relative to the worktree) and caps the text; ``trim`` is parse and render in one call.
+``signature`` reduces a failure to what stays the same when nothing was fixed, so the verify
+loop can stop early on a repeat.
 """
 
 from __future__ import annotations
 
 import re
 
-_TEST_LINE = re.compile(
-    r"^(?:FAILED |ERROR |FAIL: |ERROR: )(?P<name>\S+(?: \([^)]*\))?)", re.M
+from .testreport import (
+    FailureReport,
+    Frame,
+    TestFailure,
+    clean,
+    detect,
+    parse,
 )
-_ASSERT_LINE = re.compile(
-    r"^(?:E\s+.*|.*\b(?:AssertionError|Error|Exception|assert)\b.*)$", re.M
-)
-_VOLATILE = re.compile(r"\b\d+(?:\.\d+)?s\b|0x[0-9a-f]+|\bin \d+\.\d+ ?s(?:econds)?\b|/tmp/\S+")
+
+__all__ = ["FailureReport", "Frame", "TestFailure", "clean", "detect", "failing_tests", "parse",
+           "relative", "render", "signature", "trim"]
+MAX_FRAMES = 8
+MAX_SHOWN = 5
+
+
+# --- for the model -----------------------------------------------------------------------------
+
+
+def render(report: FailureReport, *, limit: int = 2500) -> str:
+    """The failure for a model: each test's error, then its frames; the cleaned tail when the
+    parse found nothing more specific. At most ``limit`` characters."""
+    head = f"$ {report.command}  (exit {report.exit_code})" if report.command else ""
+    parts = [p for p in (head, report.summary) if p]
+    shown = report.failures[:MAX_SHOWN]
+    previous: tuple[tuple[str, ...], tuple[Frame, ...]] | None = None
+    for failure in shown:
+        if previous == (failure.error, failure.frames):
+            parts.append(f"FAILED {failure.name}: the same error and traceback as above")
+            continue
+        previous = (failure.error, failure.frames)
+        parts.append(_render_failure(failure))
+    if len(report.failures) > len(shown):
+        rest = ", ".join(f.name for f in report.failures[len(shown):][:10])
+        parts.append(f"... {len(report.failures) - len(shown)} more failing: {rest}")
+    if not report.failures and report.tail:
+        parts.append("end of output:\n" + "\n".join(report.tail))
+    return _cap("\n".join(parts), limit)
+
+
+def _render_failure(failure: TestFailure) -> str:
+    out = [f"FAILED {failure.name}" if failure.name != "(command)" else "error:"]
+    out += [f"  {e}" for e in failure.error]
+    frames = list(failure.frames)
+    if len(frames) > MAX_FRAMES:
+        frames = frames[:2] + frames[-(MAX_FRAMES - 2):]
+    if frames:
+        out.append("  traceback (most recent call last):")
+        for f in frames:
+            where = f"{f.path}:{f.line}" + (f" in {f.function}" if f.function else "")
+            out.append(f"    {where}" + (f": {f.code}" if f.code else ""))
+    return "\n".join(out)
+
+
+def _cap(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    keep = text[: limit - 40].rsplit("\n", 1)[0]
+    return keep + f"\n... (cut at {limit} characters)"
+
+
+def relative(report: FailureReport, root: str) -> FailureReport:
+    """``report`` with frame paths under ``root`` (the worktree) made relative to it."""
+    prefix = root.rstrip("/") + "/"
+
+    def fix(f: Frame) -> Frame:
+        return f.model_copy(update={"path": f.path.removeprefix(prefix)})
+
+    tests = tuple(t.model_copy(update={"frames": tuple(map(fix, t.frames))})
+                  for t in report.failures)
+    return report.model_copy(update={"failures": tests})
+
+
+def trim(output: str, *, limit: int = 2500, command: str = "", exit_code: int = 1,
+         root: str = "") -> str:
+    """``render(parse(output))``: what a builder reads about a failed command (frame paths
+    relative to ``root`` when given)."""
+    report = parse(output, command=command, exit_code=exit_code)
+    return render(relative(report, root) if root else report, limit=limit)
 
 
 def failing_tests(output: str) -> list[str]:
-    seen: dict[str, None] = {}
-    for m in _TEST_LINE.finditer(output):
-        seen.setdefault(m.group("name").strip(), None)
-    return list(seen)
+    """The names of the failing tests, in the order the output lists them."""
+    return list(dict.fromkeys(f.name for f in parse(output).failures if f.name != "(command)"))
 
 
-def assertion_lines(output: str, limit: int = 12) -> list[str]:
-    lines: list[str] = []
-    for m in _ASSERT_LINE.finditer(output):
-        line = m.group(0).rstrip()
-        if line and line not in lines and not line.startswith(("FAILED ", "ERROR ")):
-            lines.append(line[:300])
-        if len(lines) >= limit:
-            break
-    return lines
-
-
-def trim(output: str, *, tail_lines: int = 40, limit: int = 4000) -> str:
-    """Failing tests, assertion lines, then the last lines of the output, within ``limit``."""
-    parts: list[str] = []
-    tests = failing_tests(output)
-    if tests:
-        parts.append("failing: " + ", ".join(tests[:20]))
-    asserts = assertion_lines(output)
-    if asserts:
-        parts.append("errors:\n" + "\n".join(f"  {a}" for a in asserts))
-    tail = output.rstrip().splitlines()[-tail_lines:]
-    parts.append("end of output:\n" + "\n".join(tail))
-    text = "\n".join(parts)
-    return text if len(text) <= limit else text[: limit // 3] + "\n...\n" + text[-(2 * limit) // 3 :]
+_VOLATILE = re.compile(r"\b\d+(?:\.\d+)?m?s\b|0x[0-9a-f]+|\bin \d+\.\d+ ?s(?:econds)?\b|/tmp/\S+")
 
 
 def signature(command: str, exit_code: int, output: str) -> str:
     """What stays the same across two attempts that fixed nothing."""
-    tests = failing_tests(output)
-    asserts = assertion_lines(output, limit=4)
-    key = tests + asserts if tests or asserts else output.strip().splitlines()[-5:]
+    report = parse(output, command=command, exit_code=exit_code)
+    key = [f"{f.name}:{' '.join(f.error[:2])}" for f in report.failures]
+    key = key or list(report.tail[-5:])
     return _VOLATILE.sub("#", f"{command}|{exit_code}|" + "|".join(key))

@@ -12,11 +12,12 @@ from typing import Any, cast
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
-from . import failures
+from . import failures, localize, questions
 from .context import policy_for
 from .digest import build_digest
 from .errors import BudgetExhausted, MissingCredentials, OrchestrateError, ToolError
 from .models.errors import ModelRefused
+from .preflight import preflight
 from .runtime import RunContext
 from .session import Session, Summarizer
 from .state import (
@@ -50,7 +51,7 @@ def _toolbox(ctx: RunContext, role: Role) -> Toolbox:
     wanted = set(ctx.agents[role].tools)
     available: list[Tool] = list(explorer_tools(ctx.worktree, history=_history(ctx)))
     if role == "builder":
-        available += edit_tools(ctx.worktree)
+        available += edit_tools(ctx.worktree, edit_format=ctx.roles.model_for(role).edits)
         if ctx.sandbox is not None:
             available.append(
                 shell_tool(
@@ -105,15 +106,37 @@ def _summarizer(ctx: RunContext) -> Summarizer | None:
 async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     ctx = runtime.context
     planner = ctx.agents["planner"]
+    # --- localisation hook (issue 15, phase A): the acceptance commands run before any model
+    # call; issue 14's registry-built graph can move this into a node of its own.
+    loc = state.localization
+    if loc is None and state.mode == "run":
+        loc = await preflight(ctx, list(ctx.roles.verify.commands), policy_of(ctx))
     if state.mode == "explore":
         task = planner.render_task("explore", question=state.task)
     else:
-        task = planner.render_task(task=state.task)
+        task = planner.render_task(task=state.task, localized=_localized(loc))
     outcome = await _session(ctx, "planner", task, n=1)
-    result = cast(Plan, outcome.payload)
+    result = _clean_questions(ctx, cast(Plan, outcome.payload), state, [planner.system, task])
     if state.mode == "explore" and not result.questions:  # a question is its own sub-question
         result = result.model_copy(update={"questions": [state.task]})
-    return {"plan": result}
+    if loc is None and state.mode == "run":  # only the plan named the commands
+        loc = await preflight(ctx, list(result.acceptance), policy_of(ctx))
+    return {"plan": result, "localization": loc}
+
+
+def _localized(loc: localize.Localization | None) -> str:
+    text = localize.render(loc) if loc is not None else ""
+    return f"{text}\n" if text else ""
+
+
+def _clean_questions(ctx: RunContext, plan: Plan, state: RunState, prompt: list[str]) -> Plan:
+    """Explorers only for real, distinct questions (small planners copy their prompt)."""
+    kept, dropped = questions.clean(plan.questions, prompt=prompt, allowed=[state.task])
+    if not dropped:
+        return plan
+    ctx.telemetry.emit("warning", role="planner", session="planner-1",
+                       message=f"{len(dropped)} question(s) dropped: " + "; ".join(dropped)[:500])
+    return plan.model_copy(update={"questions": kept})
 
 
 APPROVE_QUESTION = "Approve this plan? Resume with true to go ahead, false to reject it."
@@ -244,6 +267,7 @@ async def build(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]
     ctx = runtime.context
     feedback = f"Feedback from the last attempt:\n{state.feedback}\n" if state.feedback else ""
     task = ctx.agents["builder"].render_task(
+        localized=_localized(state.localization),
         task=state.task,
         plan=_plan_text(state.plan) + _commands_note(acceptance_commands(ctx, state)),
         digest=state.digest or "(none)",
@@ -306,7 +330,8 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     if result.passed:
         return {"verify": result, "feedback": "", "worktree_tree": tree}
     feedback = "The acceptance commands failed:\n" + "\n\n".join(
-        f"$ {c.command}  (exit {c.exit_code})\n{failures.trim(c.output)}" for c in failed
+        failures.trim(c.output, command=c.command, exit_code=c.exit_code, root=str(ctx.worktree))
+        for c in failed
     )
     sig = " || ".join(failures.signature(c.command, c.exit_code, c.output) for c in failed)
     return {"verify": result, "feedback": feedback, "failures": [sig], "worktree_tree": tree}

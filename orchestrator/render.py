@@ -109,6 +109,11 @@ class Progress:
             if d.get("error"):
                 return f"✘ {sid:<14} failed: {d.get('error')}"
             return f"  {sid:<14} claims verified {d.get('verified')}/{d.get('submitted')}"
+        elif e.kind == "localized":
+            if d.get("passed"):
+                return "● before any change: the acceptance commands already pass"
+            where = ", ".join(d.get("suspects") or []) or "no source file"
+            return f"● before any change: {len(d.get('failing') or [])} failing; points at {where}"
         elif e.kind == "test_result":
             status = "pass" if d.get("passed") else "FAIL"
             self.notes.append(f"acceptance (attempt {d.get('attempt')}): {status}")

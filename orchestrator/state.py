@@ -11,6 +11,7 @@ from typing import Annotated, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .localize import Localization
 from .role import ROLES, Role  # noqa: F401 (re-exported: the names live apart for quick loads)
 
 
@@ -155,6 +156,8 @@ class RunState(BaseModel):
     task: str
     mode: Literal["run", "explore"] = "run"
     plan: Plan | None = None
+    # the acceptance commands' failures before any change (preflight.py), None until run
+    localization: Localization | None = None
     explorers: Annotated[list[ExplorerResult], operator.add] = Field(default_factory=list)
     digest: str = ""
     build: BuildReport | None = None

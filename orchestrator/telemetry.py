@@ -35,6 +35,7 @@ EventKind = Literal[
     "explorer_finished",
     "fork",
     "test_result",
+    "localized",
     "review",
     "warning",
     "role_lost",

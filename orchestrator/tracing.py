@@ -373,6 +373,7 @@ _HANDLERS: dict[str, Callable[[SpanHook, Event], None]] = {
     "call_failed": SpanHook._failed_call,
     "explorer_finished": SpanHook._explorer_finished,
     "test_result": SpanHook._note,
+    "localized": SpanHook._note,
     "review": SpanHook._note,
     "warning": SpanHook._note,
     "call_replayed": SpanHook._note,

@@ -283,9 +283,73 @@ def test_a_task_may_name_its_repo_by_path_and_errors_name_the_file(tmp_path):
 def test_packaged_role_maps_load_by_name():
     from orchestrator.benchmark import load_role_map
 
-    for name in ("bench-careful", "bench-fast", "live-split", "live-solo"):
+    for name in ("bench-careful", "bench-fast", "live-split", "live-solo", "live-routed"):
         stem, roles = load_role_map(name)
         assert stem == name and all(not spec.fallback for spec in roles.roles.values())
     _, split = load_role_map("live-split")
     assert split.model_for("explorer").id == "qwen05" and split.model_for("builder").id == "qwen15"
     assert {m.tools for m in split.models.values() if m.provider.startswith("local")} == {"json"}
+    _, routed = load_role_map("live-routed")
+    assert routed.model_for("planner").id == "qwen05" and routed.model_for("builder").id == "qwen15"
+    assert routed.model_for("builder").edits == "replace"
+    name, single = load_role_map("single:live-solo")
+    assert name == "single:live-solo" and single.model_for("builder").id == "qwen15"
+
+
+# --- the baseline without orchestration, and kept runs ---------------------------------------
+
+
+def test_single_prompt_baseline_and_kept_runs(tmp_path):
+    """``single:MAP`` asks MAP's builder model once with the repository's files, writes the
+    whole files it sends back and lets the same acceptance commands decide; --keep leaves each
+    run's repository (and, for orchestrated runs, its workspace) under OUT/runs."""
+    suite = builtin_suite().select(["py-clamp", "js-range"])
+    with BenchSimulator(suite, quick()) as sim:
+        maps = [sim.role_map("bench-careful"), sim.role_map("single:bench-careful"),
+                sim.role_map("single:bench-fast")]
+        report = run_bench(suite, maps, out_dir=tmp_path, env=sim.env(run_env()),
+                           keep_repos=True)
+        singles = [r for r in sim.server.requests if not r.body.get("tools")]
+    by = {(r.role_map, r.task): r for r in report.records}
+    careful_single = by[("single:bench-careful", "py-clamp")]
+    assert careful_single.passed and careful_single.calls == 1 and careful_single.attempts == 1
+    assert careful_single.reason == "changed clamp.py"
+    assert careful_single.tokens["builder"] > 0
+    # the hasty builder sends odd-hashed tasks back unchanged: the acceptance check fails them
+    for task in ("py-clamp", "js-range"):
+        assert by[("single:bench-fast", task)].passed is not hashes_odd(task)
+    assert len(singles) == 4 and all("```" in json.dumps(r.body) for r in singles)
+    fixes = [json.dumps(t.sim.new)[1:-1] for t in suite.tasks]
+    assert all(fix not in json.dumps(r.body) for r in singles for fix in fixes)
+    runs = Path(report.repos or "")
+    assert runs.parent == tmp_path / "runs" and runs.is_dir()
+    for rec in report.records:
+        assert Path(rec.workdir).parent == runs and (Path(rec.workdir) / ".git").is_dir()
+    orchestrated = by[("bench-careful", "py-clamp")]
+    assert list((Path(orchestrated.workdir) / "workspaces").glob("*/events.jsonl"))
+
+
+# --- the live suite: small real-world bugs for real models ------------------------------------
+
+
+@pytest.mark.parametrize("task", load_suite("live").tasks, ids=lambda t: t.name)
+async def test_live_task_fails_before_and_passes_after_its_reference_fix(task, tmp_path):
+    repo = materialize(task, tmp_path / "repo")
+
+    async def passes() -> bool:
+        return await check_acceptance(task, repo, os.environ, 60, sandbox=SandboxSettings(),
+                                      objects=repo / ".git" / "objects")
+
+    assert not await passes(), "the task must start failing"
+    apply_fix(task, repo)
+    assert await passes(), "the reference fix must pass"
+
+
+def test_live_suite_is_a_dozen_multi_file_bugs_in_three_languages():
+    suite = load_suite("live")
+    assert len(suite.tasks) >= 12
+    assert {t.language for t in suite.tasks} == {"python", "javascript", "shell"}
+    for t in suite.tasks:
+        files = [p for p in t.repo.rglob("*") if p.is_file()]
+        assert len(files) >= 3, t.name  # the bug, code around it, the tests
+        assert t.sim is not None and t.sim.new not in t.instruction

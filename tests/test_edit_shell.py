@@ -115,24 +115,26 @@ async def test_write_file_creates_parents_and_enforces_size(tools: Toolbox, repo
 
 async def test_replace_exact_absent_and_ambiguous(tools: Toolbox, repo: Path) -> None:
     out = await tools.call("replace", {"path": "app.py", "old": "'hi '", "new": "'hello '"})
-    assert out.ok and out.text == "replaced 1 occurrence in app.py"
+    assert out.ok and out.text.startswith("replaced 1 occurrence in app.py; lines 2-2 now read:")
+    assert "   2>     return 'hello ' + name" in out.text  # the edit as it now reads
     assert "'hello ' + name" in (repo / "app.py").read_text()
 
     out = await tools.call("replace", {"path": "app.py", "old": "def greet(nme):", "new": "x"})
     assert not out.ok and "not found" in out.text
-    assert "1: def greet(name):" in out.text  # the closest line, numbered
+    assert "   1> def greet(name):" in out.text  # the closest line, numbered
+    assert "replace_lines with start_line=1 end_line=1" in out.text
 
     out = await tools.call(
         "replace", {"path": "app.py", "old": "def greet(name):\n  return", "new": "x"}
     )
-    assert "whitespace is ignored" in out.text
+    assert not out.ok and "closest lines (1-2" in out.text
 
     out = await tools.call("replace", {"path": "app.py", "old": "X = 1", "new": "X = 2"})
     assert not out.ok and "appears 2 times" in out.text and "replace_all=true" in out.text
     out = await tools.call(
         "replace", {"path": "app.py", "old": "X = 1", "new": "X = 2", "replace_all": True}
     )
-    assert out.text == "replaced 2 occurrences in app.py"
+    assert out.text.startswith("replaced 2 occurrences in app.py")
 
     out = await tools.call("replace", {"path": "missing.py", "old": "a", "new": "b"})
     assert not out.ok and "no such file" in out.text

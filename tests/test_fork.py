@@ -27,7 +27,7 @@ from orchestrator.sim import (
 from orchestrator.telemetry import Telemetry
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
-from orchestrator.tools.search import read
+from orchestrator.tools.reading import read
 
 pytestmark = pytest.mark.both_apis  # every simulator test runs on both wire APIs
 
@@ -239,3 +239,33 @@ async def test_a_summarizer_lost_mid_run_is_reported_not_silent(fresh_sim, tmp_p
     assert lost and all("a plain one was used" in loss.message for loss in lost)
     assert "role summarizer: model summarizer-sim" in lost[0].message
     assert lost[0].code == "model_unavailable" and result.exit_code != 0
+
+
+async def test_explorer_with_an_8k_window_finds_the_error_in_a_5mb_log_by_searching(
+        fresh_sim, tmp_path):
+    """The log is larger than the search's old 1 MB limit: a repo-wide search now reaches it,
+    says where in the file the hit is, and the explorer reads right there: no paging from line
+    1, no fork, no overflow."""
+    repo, error_line = log_repo(tmp_path / "repo", size=5 * 1024 * 1024, error_at=0.31)
+    question = "What made the `payment-service` fail?"
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": _planner(question),
+        "sim-explorer": ModelBehavior(behavior="explorer-cite", context_window=8192),
+    }))
+    roles = sim_roles(fresh_sim, "models.explorer-sim.context_window=8192")
+    events = []
+    result = await api.aexplore("Why did the payment fail?", repo=repo, roles=roles,
+                                env=run_env(), workdir=tmp_path / "artefacts",
+                                listeners=[events.append])
+    (explorer,) = result.explorers
+    assert explorer.error is None and explorer.verified == 1, explorer
+    (citation,) = explorer.claims[0].citations
+    assert (citation.path, citation.start_line) == ("app.log", error_line)
+    assert "ERROR payment-service failed to commit" in citation.quote
+    assert explorer.tool_calls == 2  # one search, one read around the hit
+    calls = fresh_sim.state.requests_for("sim-explorer")
+    assert max(r.prompt_tokens for r in calls) < 8192 // 2
+    searched = [m["content"] for m in calls[1].messages if m["role"] == "tool"][0]
+    assert f"app.log:{error_line}: " in searched and "app.log is 5.2 MB" in searched
+    assert f"line {error_line} at byte " in searched
+    assert not [e for e in events if e.kind == "fork"]

@@ -156,7 +156,7 @@ async def test_live_planner_submits_a_valid_plan(live_url, tmp_path, wire):
         telemetry=telemetry, max_turns=8)
     try:
         outcome = await session.run(agent.render_task(
-            task="Make apply_discount raise ValueError when percent is above 100."))
+            task="Make apply_discount raise ValueError when percent is above 100.", localized=""))
     finally:
         await pool.aclose()
     plan = outcome.payload
@@ -177,3 +177,24 @@ async def test_live_explore_returns_a_verified_finding(live_url, tmp_path, wire)
     assert sum(e.verified for e in result.explorers) >= 1, result.explorers
     calls = [e.data for e in events if e.kind == "call_finished"]
     assert calls and {c["api"] for c in calls} == {wire}
+
+
+LIVE_TASKS = ["py-shared-cart", "js-median-sort"]
+
+
+def test_live_bench_routed_vs_solo_vs_single_prompt(live_url, tmp_path):
+    """The live suite under the packaged live maps, every role on the one model served here
+    (``ORCHESTRATE_LIVE_MODEL``): the bench runs end to end and keeps every run. The measured
+    comparison with both models on a quiet machine is in the README."""
+    from orchestrator.benchmark import load_role_map, load_suite, run_bench
+
+    suite = load_suite("live").select(LIVE_TASKS)
+    points = [f'providers.{p}.base_url="{live_url}"' for p in ("local05", "local15")]
+    points += [f'models.{m}.id="live"' for m in ("qwen05", "qwen15")]
+    maps = [load_role_map(name, sets=points)
+            for name in ("live-routed", "live-solo", "single:live-solo")]
+    report = run_bench(suite, maps, out_dir=tmp_path, keep_repos=True,
+                       env=run_env(ORCHESTRATE_LIVE_KEY="local"))
+    assert len(report.records) == len(LIVE_TASKS) * len(maps)
+    assert all(r.outcome in ("passed", "failed") for r in report.records), report.records
+    assert all(r.workdir and Path(r.workdir).is_dir() for r in report.records)

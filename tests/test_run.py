@@ -151,3 +151,39 @@ def test_missing_key_says_which_variable(tmp_path, sample_repo):
 def test_not_a_repository_is_a_usage_error(tmp_path):
     proc = cli("run", "x", "--repo", str(tmp_path))
     assert proc.returncode == 2 and "not a git repository" in proc.stderr
+
+
+async def test_acceptance_runs_before_any_model_and_planner_and_builder_see_the_failure(
+        fresh_sim, sample_repo):
+    events: list = []
+    result = await api.arun(DEMO_TASK, repo=sample_repo, roles=sim_roles(fresh_sim),
+                            env=run_env(), listeners=[events.append])
+    assert result.status == "succeeded", result.reason
+    (loc,) = [e for e in events if e.kind == "localized"]
+    first_call = next(i for i, e in enumerate(events) if e.kind == "call_finished")
+    assert events.index(loc) < first_call  # before any model was asked
+    assert loc.data["suspects"] == ["stats.py"] and not loc.data["passed"]
+    assert loc.data["failing"] and loc.data["pinned"]
+
+    def first_prompt(model: str) -> str:
+        return fresh_sim.state.requests_for(model)[0].body["messages"][1]["content"]
+
+    for model in ("sim-planner", "sim-builder"):
+        prompt = first_prompt(model)
+        assert "The acceptance commands were run before any change:" in prompt, model
+        assert "AssertionError" in prompt and "traceback (most recent call last)" in prompt
+        assert "stats.py lines" in prompt and "def median(values):" in prompt
+        assert "Symbols of these files:" in prompt
+    # the explorers' prompts are unchanged until issue 16's slot takes the localisation
+    assert "before any change" not in first_prompt("sim-explorer")
+
+
+async def test_preflight_can_be_turned_off(fresh_sim, sample_repo):
+    events: list = []
+    result = await api.arun(DEMO_TASK, repo=sample_repo,
+                            roles=sim_roles(fresh_sim, "run.preflight=false"), env=run_env(),
+                            listeners=[events.append])
+    assert result.status == "succeeded", result.reason
+    assert not [e for e in events if e.kind == "localized"]
+    prompt = fresh_sim.state.requests_for("sim-planner")[0].body["messages"][1]["content"]
+    assert "before any change" not in prompt

@@ -12,7 +12,8 @@ from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 from orchestrator.tools.gitread import git_blame, git_log
 from orchestrator.tools.jail import Jail, is_inside
-from orchestrator.tools.search import list_files, read, search
+from orchestrator.tools.reading import read
+from orchestrator.tools.search import list_files, search
 
 SECRET = "TOP-SECRET-VALUE"
 

@@ -333,3 +333,29 @@ async def test_own_server_starts_and_stops_inside_an_event_loop():
         assert sim.base_url == f"http://127.0.0.1:{sim.port}/v1"
         thread = sim._thread
     assert thread is not None and not thread.is_alive()
+
+
+def test_a_repeated_prompt_prefix_is_reported_as_cached(server):
+    """OpenAI's rule: nothing under 1,024 prompt tokens, then whole blocks of 128 of the
+    leading messages (tools first) that an earlier request to the same model already sent."""
+    server.set_scenario(Scenario(models={"*": ModelBehavior(script=["ok"] * 10)}))
+    server.state.clear()
+    client = sync_client(server)
+    system = {"role": "system", "content": "You are a careful agent. " * 300}  # ~1,900 tokens
+    tools = [{"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}]
+
+    def cached(model: str, messages: list[dict]) -> tuple[int, int]:
+        r = client.chat.completions.create(model=model, messages=messages, tools=tools)
+        return r.usage.prompt_tokens, r.usage.prompt_tokens_details.cached_tokens
+
+    first = cached("m", [system, {"role": "user", "content": "question one"}])
+    assert first[1] == 0  # nothing seen yet
+    prompt, hit = cached("m", [system, {"role": "user", "content": "question two"}])
+    assert hit > 0 and hit % 128 == 0 and hit <= prompt
+    assert prompt - hit < 160  # everything but the new question, rounded down to a block
+    assert cached("other", [system, {"role": "user", "content": "question two"}])[1] == 0
+    changed = {"role": "system", "content": "A different start. " + system["content"]}
+    assert cached("m", [changed, {"role": "user", "content": "question two"}])[1] == 0
+    short = [{"role": "system", "content": "tiny"}, {"role": "user", "content": "hi"}]
+    cached("m", short)
+    assert cached("m", short)[1] == 0  # under the 1,024-token minimum

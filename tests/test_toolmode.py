@@ -155,7 +155,10 @@ async def test_a_model_looping_on_one_call_is_offered_only_submit(fresh_sim, sam
     branches = [r.response_format["json_schema"]["schema"]["anyOf"] for r in seen]
     assert len(branches[2]) > 1
     assert [b["properties"]["tool"]["const"] for b in branches[3]] == ["submit"]
-    assert "Submit your result now" in seen[3].system_text()
+    assert "Submit your result now" in seen[3].last_user_text()
+    assert "Call only: submit." in seen[3].last_user_text()
+    # the system prompt (tool list included) stays the same, so a prompt cache keeps it
+    assert len({s.system_text() for s in seen}) == 1
 
 
 # --- schemas a small model can fill ---------------------------------------------------------------
@@ -257,7 +260,8 @@ async def test_citations_in_json_mode_are_limited_to_lines_the_tools_showed(fres
     assert cite in citations["items"]["enum"] and citations["minItems"] == 1
     assert len(citations["items"]["enum"]) == 11  # the non-blank lines of stats.py
     assert "enum" not in json.dumps(before)  # nothing read yet: nothing to narrow to
-    assert "one line shown in a tool result" in seen[1].system_text()
+    assert "one line shown in a tool result" in seen[1].last_user_text()
+    assert seen[1].system_text() == seen[0].system_text()
     assert "read_artifact" not in seen[1].system_text()  # no artifact named: not offered
 
 

@@ -31,6 +31,7 @@ def bench_main(
     as_json: bool = False,
     sim: bool = False,
     tasks: Sequence[str] = (),
+    keep: bool = False,
     env: Mapping[str, str] | None = None,
     console: Console | None = None,
 ) -> int:
@@ -46,7 +47,8 @@ def bench_main(
         run_env = simulator.env(env) if simulator else env
         progress = None if as_json else _progress(console)
         report = run_bench(loaded, maps, repeat=repeat, jobs=jobs, env=run_env,
-                           out_dir=Path(out) if out else DEFAULT_OUT, progress=progress)
+                           out_dir=Path(out) if out else DEFAULT_OUT, progress=progress,
+                           keep_repos=keep)
     _emit(report, console, as_json)
     return 0
 

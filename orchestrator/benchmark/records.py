@@ -44,6 +44,8 @@ class RunRecord(BaseModel):
     citations_verified: int = 0
     citations_dropped: int = 0
     run_id: str = ""
+    workdir: str = Field("", description="The run's repository, kept with --keep (its "
+                         "workspaces/ folder holds the run's events, report and patch).")
 
     @property
     def passed(self) -> bool:
@@ -51,7 +53,7 @@ class RunRecord(BaseModel):
 
     @classmethod
     def from_result(cls, result: RunResult, *, task: str, role_map: str, repeat: int,
-                    checked: bool, fallbacks: int, wall_s: float) -> RunRecord:
+                    checked: bool, fallbacks: int, wall_s: float, workdir: str = "") -> RunRecord:
         """``checked``: the acceptance commands passed again, run by the bench on the result."""
         split = result.time_split
         roles = result.per_role
@@ -70,16 +72,17 @@ class RunRecord(BaseModel):
             citations_submitted=sum(e.submitted for e in result.explorers),
             citations_verified=sum(e.verified for e in result.explorers),
             citations_dropped=sum(e.dropped for e in result.explorers),
-            run_id=result.run_id,
+            run_id=result.run_id, workdir=workdir,
         )
 
 
 def failed_run(exc: BaseException, *, task: str, role_map: str, repeat: int,
-               wall_s: float, fallbacks: int = 0) -> RunRecord:
+               wall_s: float, fallbacks: int = 0, workdir: str = "") -> RunRecord:
     """A run that raised: recorded as an error, with the exception's class and message."""
     message = f"{type(exc).__name__}: {exc}".strip()
     return RunRecord(task=task, role_map=role_map, repeat=repeat, outcome="error",
-                     status="error", error=message[:2000], wall_s=wall_s, fallbacks=fallbacks)
+                     status="error", error=message[:2000], wall_s=wall_s, fallbacks=fallbacks,
+                     workdir=workdir)
 
 
 CSV_ROLES: tuple[str, ...] = ROLES

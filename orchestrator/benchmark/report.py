@@ -219,3 +219,5 @@ def print_report(report: BenchReport, console: Console | None = None) -> None:
                   highlight=False, markup=False)
     for kind, path in report.files.items():
         console.print(f"{kind}: {path}", highlight=False, markup=False)
+    if report.repos:
+        console.print(f"runs kept: {report.repos}", highlight=False, markup=False)

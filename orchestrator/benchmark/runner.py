@@ -30,6 +30,7 @@ from ..telemetry import Event
 from ..tools.shell import CommandPolicy, run_command
 from .records import RunRecord, failed_run
 from .report import BenchReport, build_report, print_report, write_outputs
+from .single import is_single, run_single
 from .suite import Suite, Task, load_suite, materialize
 
 RoleMaps = Sequence[tuple[str, RoleMap]]
@@ -74,14 +75,15 @@ async def arun_bench(
     """Run the suite under each ``(name, RoleMap)``; write JSON, CSV (and PNG) to ``out_dir``."""
     _check_names(role_maps, repeat, jobs)
     specs = plan_runs(suite, role_maps, repeat)
-    workdir = Path(tempfile.mkdtemp(prefix="orchestrate-bench-"))
+    workdir = _runs_dir(out_dir, keep_repos)
     gate = asyncio.Semaphore(jobs)
     started = time.time()
 
     async def one(i: int, spec: RunSpec) -> RunRecord:
+        name = f"{i:04d}-{spec.task.name}-{_slug(spec.map_name)}-r{spec.repeat + 1}"
+        runner = run_single if is_single(spec.map_name) else run_one
         async with gate:
-            rec = await run_one(spec, workdir / f"{i:04d}-{spec.task.name}", env=env,
-                                keep=keep_repos)
+            rec = await runner(spec, workdir / name, env=env, keep=keep_repos)
         if progress is not None:
             progress(rec)
         return rec
@@ -116,12 +118,26 @@ async def run_one(spec: RunSpec, dest: Path, *, env: Mapping[str, str] | None = 
             spec.task, Path(result.run_dir) / "worktree", env, spec.roles.run.command_timeout_s,
             sandbox=spec.roles.sandbox, objects=Path(repo) / ".git" / "objects")
     except Exception as exc:  # a crashed run is a result of the benchmark, not its end
-        return failed_run(exc, **where, wall_s=time.monotonic() - t0, fallbacks=len(fallbacks))
+        return failed_run(exc, **where, wall_s=time.monotonic() - t0, fallbacks=len(fallbacks),
+                          workdir=str(dest) if keep else "")
     finally:
         if not keep:
             await asyncio.to_thread(shutil.rmtree, dest, True)
     return RunRecord.from_result(result, **where, checked=checked, fallbacks=len(fallbacks),
-                                 wall_s=time.monotonic() - t0)
+                                 wall_s=time.monotonic() - t0, workdir=str(dest) if keep else "")
+
+
+def _runs_dir(out_dir: str | Path | None, keep: bool) -> Path:
+    """Where each run's repository goes: kept under ``out_dir/runs`` with ``--keep``."""
+    if keep and out_dir is not None:
+        runs = Path(out_dir) / "runs"
+        runs.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=time.strftime("%Y%m%d-%H%M%S-"), dir=runs))
+    return Path(tempfile.mkdtemp(prefix="orchestrate-bench-"))
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in name)
 
 
 def acceptance_set(commands: Sequence[str]) -> str:

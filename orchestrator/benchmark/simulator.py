@@ -53,9 +53,12 @@ def load_role_map(name: str | os.PathLike[str], *, sets: Sequence[str] = (),
                   sim_url: str | None = None) -> tuple[str, RoleMap]:
     """``(stem, RoleMap)``: the file layered over the packaged defaults like ``--roles``, with
     ``providers.sim.base_url`` set to ``sim_url`` when given."""
-    path = role_map_path(name)
+    from .single import SINGLE
+
+    single = str(name).startswith(SINGLE)
+    path = role_map_path(str(name)[len(SINGLE):] if single else name)
     extra = [f'providers.sim.base_url="{sim_url}"'] if sim_url else []
-    return path.stem, load_roles(files=[path], sets=[*extra, *sets])
+    return (SINGLE if single else "") + path.stem, load_roles(files=[path], sets=[*extra, *sets])
 
 
 class BenchSimulator:

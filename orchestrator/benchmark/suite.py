@@ -69,8 +69,15 @@ class Suite(BaseModel):
         return self.model_copy(update={"tasks": tuple(t for t in self.tasks if t.name in names)})
 
 
+PACKAGED = ("builtin", "live")  # suites shipped with the package, loadable by name
+
+
+def packaged_suite_path(name: str) -> Path:
+    return Path(str(resources.files("orchestrator.benchmark").joinpath("suites", name)))
+
+
 def builtin_suite_path() -> Path:
-    return Path(str(resources.files("orchestrator.benchmark").joinpath("suites", "builtin")))
+    return packaged_suite_path("builtin")
 
 
 def builtin_suite() -> Suite:
@@ -79,8 +86,8 @@ def builtin_suite() -> Suite:
 
 def load_suite(path: str | os.PathLike[str]) -> Suite:
     """Every ``*/task.toml`` under ``path`` (sorted by directory name), or ``path`` itself if it
-    is one task; ``builtin`` names the suite shipped with the package."""
-    root = builtin_suite_path() if str(path) == "builtin" else Path(path)
+    is one task; ``builtin`` and ``live`` name the suites shipped with the package."""
+    root = packaged_suite_path(str(path)) if str(path) in PACKAGED else Path(path)
     if (root / TASK_FILE).is_file():
         return Suite(name=root.name, path=root, tasks=(load_task(root),))
     if not root.is_dir():

@@ -255,6 +255,18 @@ def rewrite_history(messages: Sequence[Mapping[str, Any]], instruction: str
     return out
 
 
+def with_notes(messages: list[dict[str, Any]], notes: Sequence[str]) -> list[dict[str, Any]]:
+    """``notes`` at the very end of the conversation, after everything a cache could keep."""
+    if not notes:
+        return messages
+    text = "\n".join(notes)
+    if messages and messages[-1].get("role") == "user":
+        last = dict(messages[-1])
+        last["content"] = f"{last.get('content') or ''}\n\n{text}"
+        return [*messages[:-1], last]
+    return [*messages, {"role": "user", "content": text}]
+
+
 def stalled(messages: Sequence[Mapping[str, Any]], repeats: int) -> bool:
     """True when the last ``repeats - 1`` tool calls each brought nothing new: a call made
     before, or a result seen before. Three identical calls in a row are the simplest case."""
@@ -339,6 +351,16 @@ class JsonToolsClient:
         self.repeats = repeats
         self.optional = optional
         self._calls = 0
+        self._tools: dict[str, list[Mapping[str, Any]]] = {}
+
+    def _listed(self, session: str, tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """Every tool this session was ever offered, in first-offered order: the system prompt
+        lists these, so it stays the same from turn to turn (a provider's prompt cache keeps
+        it) while the grammar and a closing note narrow what may be called now."""
+        known = self._tools.setdefault(session, [])
+        names = {t["function"]["name"] for t in known}
+        known += [t for t in tools if t["function"]["name"] not in names]
+        return known
 
     @property
     def route(self) -> Route:
@@ -364,10 +386,12 @@ class JsonToolsClient:
         cited = evidence(messages) if self.structured == "json_schema" and final else []
         if cited and _asks_citations(final[0]):
             notes.append(_GROUNDED_NOTE)
-        instruction = "\n".join([tool_instruction(tools, self.structured,
-                                                   optional=self.optional), *notes])
+        listed = self._listed(session, tools)
+        if len(tools) < len(listed):
+            notes.insert(0, "Call only: " + ", ".join(t["function"]["name"] for t in tools) + ".")
+        instruction = tool_instruction(listed, self.structured, optional=self.optional)
         completion = await self.inner.complete(
-            rewrite_history(messages, instruction),
+            with_notes(rewrite_history(messages, instruction), notes),
             session=session,
             response_format=response_format_for(tools, self.structured, optional=self.optional,
                                                 cited=cited),

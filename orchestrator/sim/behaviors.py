@@ -132,7 +132,8 @@ def log_scan(req: ChatRequestView) -> Reply:
         masked = [m.group(1) for text in _texts(req) for m in _MASKED_SEARCH.finditer(text)]
         if masked:  # the session masked the search result: look at it again, as asked
             return _call("read_artifact", id=masked[-1])
-        if any(name == "search" for _, name, _ in req.tool_results()):
+        if any(name == "search" and not text.startswith("[masked: ")
+               for _, name, text in req.tool_results()):
             return _call("submit", answer=f"No {term} in {path}.", claims=[])
         return _call("search", pattern=term, path=path, fixed_strings=True)
     line = int(found[0].group(1))

@@ -62,7 +62,7 @@ class ChatReply:
     """One reply turned into OpenAI's completion and chunk objects."""
 
     def __init__(self, reply: Reply, *, model: str, tier: str, prompt: int, completion: int,
-                 reasoning: int, request: Parsed) -> None:
+                 reasoning: int, request: Parsed, cached: int = 0) -> None:
         body = request.chat
         self.reply, self.model, self.tier = reply, model, tier
         self.id = f"chatcmpl-sim{uuid.uuid4().hex[:20]}"
@@ -73,7 +73,7 @@ class ChatReply:
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
-            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+            "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
             "completion_tokens_details": {"reasoning_tokens": reasoning, "audio_tokens": 0},
         }
         self.total_tokens = prompt + completion

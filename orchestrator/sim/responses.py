@@ -181,14 +181,14 @@ class ResponsesReply:
     """One reply as a ``response`` object and as the events that stream it."""
 
     def __init__(self, reply: Reply, *, model: str, tier: str, prompt: int, completion: int,
-                 reasoning: int, request: Parsed) -> None:
+                 reasoning: int, request: Parsed, cached: int = 0) -> None:
         self.reply, self.model, self.tier = reply, model, tier
         self.id = f"resp_sim{uuid.uuid4().hex[:24]}"
         self.created = int(time.time())
         self.tools = [{"type": "function", **t["function"]} for t in request.chat.get("tools", [])]
         self.usage = {
             "input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion,
-            "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+            "input_tokens_details": {"cached_tokens": cached, "cache_write_tokens": 0},
             "output_tokens_details": {"reasoning_tokens": reasoning},
         }
         self.total_tokens = prompt + completion

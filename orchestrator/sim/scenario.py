@@ -174,11 +174,21 @@ QUOTA_FAULT = FaultSpec(
 )
 
 
+class CacheSpec(_Strict):
+    """When a repeated prompt prefix counts as cached (``cache.py``); OpenAI's rule by default."""
+
+    enabled: bool = True
+    min_tokens: int = Field(1024, ge=0, description="Shorter prompts are never cached.")
+    block: int = Field(128, ge=1, description="Cached tokens come in multiples of this.")
+
+
 class Scenario(_Strict):
-    """The whole simulated world: model ids (``"*"`` = default) and the server's tokenizer."""
+    """The whole simulated world: model ids (``"*"`` = default), the server's tokenizer and
+    its prompt cache."""
 
     models: dict[str, ModelBehavior] = Field(default_factory=dict)
     tokenizer: Tokenizer = "chars4"
+    cache: CacheSpec = Field(default_factory=CacheSpec)
 
     def behavior_for(self, model: str) -> ModelBehavior | None:
         return self.models.get(model) or self.models.get("*")

@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from orchestrator.sim import chat, responses
+from orchestrator.sim.cache import PrefixCache
 from orchestrator.sim.chat import Frame, Parsed
 from orchestrator.sim.scenario import (
     QUOTA_FAULT,
@@ -52,6 +53,7 @@ class RecordedRequest:
     status: int | None = None
     prompt_tokens: int = 0
     chat: dict[str, Any] = field(default_factory=dict)
+    cached_tokens: int = 0
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -68,6 +70,7 @@ class SimState:
     in_flight: dict[str, int] = field(default_factory=dict)
     max_in_flight: dict[str, int] = field(default_factory=dict)
     used_tokens: dict[str, int] = field(default_factory=dict)
+    cache: PrefixCache = field(default_factory=PrefixCache)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def begin(self, model: str, body: dict[str, Any], headers: dict[str, str],
@@ -119,6 +122,7 @@ class SimState:
         with self._lock:
             self.requests.clear()
             self.used_tokens.clear()
+            self.cache.clear()
             self.max_in_flight.clear()
             self.max_in_flight.update({m: n for m, n in self.in_flight.items() if n > 0})
 
@@ -227,6 +231,8 @@ def build_app(sim: SimState) -> Starlette:
         rec.chat = parsed.chat
         rec.prompt_tokens = (count_prompt_tokens(parsed.chat, scenario.tokenizer)
                              + parsed.carried_reasoning)
+        rec.cached_tokens = sim.cache.lookup(rec.model, parsed.chat, scenario.cache,
+                                             scenario.tokenizer, rec.prompt_tokens)
         if behavior.delay_s:
             await asyncio.sleep(behavior.delay_s)
         window = behavior.context_window
@@ -258,6 +264,7 @@ def build_app(sim: SimState) -> Starlette:
             completion=count_completion_tokens(reply, scenario.tokenizer) + reasoning,
             reasoning=reasoning,
             request=parsed,
+            cached=rec.cached_tokens,
         )
         sim.charge(rec.model, completion.total_tokens)
         pace = ((completion.total_tokens - rec.prompt_tokens) / behavior.tokens_per_second

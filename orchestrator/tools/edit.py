@@ -1,37 +1,48 @@
-"""The builder's file-editing tools: write a file, replace exact text, apply a unified diff.
+"""The builder's file-editing tools: write a file, replace text, replace a range of lines,
+apply a unified diff.
+
+Made for small models: ``replace`` finds ``old`` exactly, else ignoring trailing whitespace,
+blank lines and a changed indentation (``new`` is re-indented to fit); when nothing matches it
+answers with the file's closest lines, numbered, so the next call can copy them. ``replace_lines``
+edits by line numbers, which needs no copying at all. Every successful edit answers with the
+edited region as it now reads, and ``write_file`` refuses to rewrite a file with what it already
+holds (a model "fixing" a file by writing it back unchanged learns so at once).
 
 Every path goes through ``Jail.resolve(..., write=True)`` before anything is written, so edits stay
 inside the workspace root and never reach ``.git``. Files are replaced atomically (a temporary file
 renamed over the old one), so a write never goes through a hard link to a file elsewhere; FIFOs,
 sockets and devices are refused, never opened. ``apply_patch`` runs ``git apply`` against a private
-empty repository, so no configuration in the workspace's ``.git`` is ever read. Failures the model
-can fix (text not found, ambiguous match, a patch that does not apply) raise ``ToolError`` with a
-hint; escapes raise ``PolicyViolation``. Each tool answers with a one-line confirmation.
+empty repository (``patching.py``). Failures the model can fix raise ``ToolError`` with a hint;
+escapes raise ``PolicyViolation``.
 """
 
 from __future__ import annotations
 
-import codecs
 import contextlib
-import difflib
 import functools
 import os
-import re
 import stat
-import subprocess
 import tempfile
 from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from ..config import EditFormat
 from ..errors import PolicyViolation, ToolError
-from ..gitsafe import GitError, git
+from . import fuzzy
 from .base import Tool
 from .jail import Jail, open_regular
+from .patching import SYMLINK_MODE, git_apply, patch_paths, trim, unfence
 
-_FENCE = re.compile(r"^```[\w-]*\n(.*?)\n?```\s*$", re.S)
-_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
-_SYMLINK_MODE = re.compile(r"^(?:new file mode|new mode) 120000\s*$", re.M)
+# which edit tools each format offers; write_file is always there, for new files
+FORMAT_TOOLS: dict[str, tuple[str, ...]] = {
+    "any": ("write_file", "replace", "replace_lines", "apply_patch"),
+    "replace": ("write_file", "replace"),
+    "lines": ("write_file", "replace_lines"),
+    "patch": ("write_file", "apply_patch"),
+    "whole": ("write_file",),
+}
+AROUND = 3  # lines of context shown around an edit
 
 
 class WriteFileArgs(BaseModel):
@@ -41,18 +52,37 @@ class WriteFileArgs(BaseModel):
 
 class ReplaceArgs(BaseModel):
     path: str = Field(description="Repository-relative path of an existing file.")
-    old: str = Field(description="Exact text to find, including whitespace and indentation.")
+    old: str = Field(description="The text to replace, copied from the file (whole lines).")
     new: str = Field(description="Text to put in its place.")
     replace_all: bool = Field(False, description="Replace every occurrence instead of one.")
+
+
+class ReplaceLinesArgs(BaseModel):
+    path: str = Field(description="Repository-relative path of an existing file.")
+    start_line: int = Field(ge=1, description="First line to replace (1-based, as `read` shows).")
+    end_line: int = Field(ge=0, description="Last line to replace, inclusive; start_line - 1 "
+                          "inserts before start_line without removing anything.")
+    new: str = Field(description="The new lines (empty to delete the range).")
 
 
 class ApplyPatchArgs(BaseModel):
     patch: str = Field(description="A unified diff (as `git diff` prints), repo-relative paths.")
 
 
-def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000) -> list[Tool]:
-    """The write tools for a session whose workspace is ``root``."""
+def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000,
+               edit_format: EditFormat = "any") -> list[Tool]:
+    """The write tools for a session whose workspace is ``root``, as ``edit_format`` offers."""
     jail = Jail(root)
+
+    def load(path: str) -> tuple[Path, str, str]:
+        target = jail.resolve(path, write=True)
+        rel = jail.relative(target)
+        return target, rel, _read_text(target, rel, max_file_bytes)
+
+    def save(target: Path, rel: str, text: str) -> None:
+        if len(text.encode("utf-8")) > max_file_bytes:
+            raise ToolError(f"the result would exceed the {max_file_bytes}-byte file limit")
+        _write_atomic(target, text.encode("utf-8"), rel)
 
     def write_file(args: WriteFileArgs) -> str:
         target = jail.resolve(args.path, write=True)
@@ -64,56 +94,85 @@ def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000) -> list[Tool]:
         if target.is_dir():
             raise ToolError(f"{args.path} is a directory")
         existed = target.exists()
+        rel = jail.relative(target)
+        if existed and _same(_read_text(target, rel, max_file_bytes), args.content):
+            raise ToolError(f"{rel} already has exactly this content: nothing changed. "
+                            "Change the lines that are wrong.")
         target.parent.mkdir(parents=True, exist_ok=True)
         _write_atomic(target, args.content.encode("utf-8"), args.path)
         verb = "overwrote" if existed else "wrote"
-        return f"{verb} {jail.relative(target)} ({_line_count(args.content)} lines)"
+        return f"{verb} {rel} ({_line_count(args.content)} lines)"
 
     def replace(args: ReplaceArgs) -> str:
-        target = jail.resolve(args.path, write=True)
-        rel = jail.relative(target)
-        text = _read_text(target, rel, max_file_bytes)
-        if not args.old:
-            raise ToolError("`old` is empty; give the exact text to replace")
-        count = text.count(args.old)
-        if count == 0:
+        target, rel, text = load(args.path)
+        if not args.old.strip():
+            raise ToolError("`old` is empty; give the text to replace, or use replace_lines")
+        found = fuzzy.locate(text, args.old)
+        if not found:
             raise ToolError(_not_found(text, args.old, rel))
-        if count > 1 and not args.replace_all:
-            lines = _match_lines(text, args.old)
+        if len(found) > 1 and not args.replace_all:
+            lines = [text.count("\n", 0, f.start) + 1 for f in found[:10]]
             raise ToolError(
-                f"`old` appears {count} times in {rel} (lines {', '.join(map(str, lines))}); "
-                "include more surrounding context so it matches once, or pass replace_all=true"
+                f"`old` appears {len(found)} times in {rel} (lines {', '.join(map(str, lines))}); "
+                "include more surrounding lines so it matches once, pass replace_all=true, or "
+                "use replace_lines"
             )
-        updated = text.replace(args.old, args.new) if args.replace_all else text.replace(
-            args.old, args.new, 1
-        )
-        if len(updated.encode("utf-8")) > max_file_bytes:
-            raise ToolError(f"the result would exceed the {max_file_bytes}-byte file limit")
-        _write_atomic(target, updated.encode("utf-8"), rel)
-        done = count if args.replace_all else 1
-        return f"replaced {done} occurrence{'s' if done != 1 else ''} in {rel}"
+        updated = text
+        for where in reversed(found if args.replace_all else found[:1]):
+            updated = updated[:where.start] + fuzzy.fit(args.new, where) + updated[where.end:]
+        if updated == text:
+            raise ToolError("`new` is the same as the text it replaces: nothing changed")
+        save(target, rel, updated)
+        first = found[0]
+        line = text.count("\n", 0, first.start) + 1
+        count = len(updated.splitlines()) - len(text.splitlines())
+        span = args.new.count("\n") + 1 if args.new else 0
+        note = "" if first.how == "exact" else f" (matched ignoring {first.how})"
+        done = len(found) if args.replace_all else 1
+        return (f"replaced {done} occurrence{'s' if done != 1 else ''} in {rel}{note}; "
+                f"{_shown(updated, line, line + max(span, 1) - 1, count)}")
+
+    def replace_lines(args: ReplaceLinesArgs) -> str:
+        target, rel, text = load(args.path)
+        lines = text.splitlines(keepends=True)
+        if args.start_line > len(lines) + 1:
+            raise ToolError(f"start_line {args.start_line} is past the end of {rel} "
+                            f"({len(lines)} lines)")
+        if args.end_line < args.start_line - 1 or args.end_line > len(lines):
+            raise ToolError(f"end_line must be between {args.start_line - 1} and {len(lines)} "
+                            f"({rel} has {len(lines)} lines)")
+        new = args.new if not args.new or args.new.endswith("\n") else args.new + "\n"
+        updated = "".join(lines[:args.start_line - 1]) + new + "".join(lines[args.end_line:])
+        if updated == text:
+            raise ToolError("the new lines are the same as the old ones: nothing changed")
+        save(target, rel, updated)
+        span = new.count("\n")
+        count = span - (args.end_line - args.start_line + 1)
+        return (f"replaced lines {args.start_line}-{args.end_line} of {rel} with {span} "
+                f"line{'s' if span != 1 else ''}; "
+                f"{_shown(updated, args.start_line, args.start_line + span - 1, count)}")
 
     def apply_patch(args: ApplyPatchArgs) -> str:
-        patch = _unfence(args.patch)
+        patch = unfence(args.patch)
         if not patch.strip():
             raise ToolError("the patch is empty")
-        if _SYMLINK_MODE.search(patch):
+        if SYMLINK_MODE.search(patch):
             raise PolicyViolation("patches may not create symlinks")
         errors: list[str] = []
         for strip in (1, 0):
             try:
-                paths = _patch_paths(jail.root, patch, strip)
+                paths = patch_paths(jail.root, patch, strip)
             except ToolError as exc:
                 errors.append(str(exc))
                 continue
             targets = [jail.resolve(p, write=True) for p in paths]
-            check = _git_apply(jail.root, patch, strip, "--check")
+            check = git_apply(jail.root, patch, strip, "--check")
             if check.returncode != 0:
-                errors.append(_trim(check.stderr))
+                errors.append(trim(check.stderr))
                 continue
-            done = _git_apply(jail.root, patch, strip)
+            done = git_apply(jail.root, patch, strip)
             if done.returncode != 0:
-                raise ToolError(f"patch did not apply: {_trim(done.stderr)}")
+                raise ToolError(f"patch did not apply: {trim(done.stderr)}")
             names = sorted({jail.relative(t) for t in targets})
             shown = ", ".join(names[:5]) + (f", +{len(names) - 5} more" if len(names) > 5 else "")
             return f"applied patch to {len(names)} file{'s' if len(names) != 1 else ''}: {shown}"
@@ -122,7 +181,7 @@ def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000) -> list[Tool]:
             "whose context lines match exactly, or use `replace` for small edits"
         )
 
-    return [
+    tools = [
         Tool(
             "write_file",
             "Create or overwrite a file with the given content (parent folders are created).",
@@ -130,9 +189,16 @@ def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000) -> list[Tool]:
         ),
         Tool(
             "replace",
-            "Replace an exact piece of text in a file. `old` must match exactly once unless "
-            "replace_all is true; include enough context lines to make it unique.",
+            "Replace a piece of a file: copy `old` from the file (whole lines; indentation and "
+            "trailing spaces may differ) and give `new`. It must match once unless replace_all "
+            "is true. Answers with the edited lines as they now read.",
             ReplaceArgs, replace, read_only=False,
+        ),
+        Tool(
+            "replace_lines",
+            "Replace lines start_line..end_line of a file (numbers as `read` shows them) with "
+            "`new`. Answers with the edited lines as they now read.",
+            ReplaceLinesArgs, replace_lines, read_only=False,
         ),
         Tool(
             "apply_patch",
@@ -140,6 +206,33 @@ def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000) -> list[Tool]:
             ApplyPatchArgs, apply_patch, read_only=False,
         ),
     ]
+    wanted = FORMAT_TOOLS[edit_format]
+    return [t for t in tools if t.name in wanted]
+
+
+def _same(current: str, content: str) -> bool:
+    return current.rstrip("\n") == content.rstrip("\n")
+
+
+def _shown(text: str, first: int, last: int, delta: int) -> str:
+    """The edited lines with a little context, as they now read."""
+    last = max(first, last)
+    moved = f" ({delta:+d} lines in the file)" if delta else ""
+    body = fuzzy.numbered(text, first - AROUND, last + AROUND, mark=(first, last))
+    return f"lines {first}-{last} now read{moved}:\n{body}"
+
+
+def _not_found(text: str, old: str, rel: str) -> str:
+    near = fuzzy.nearest(text, old)
+    if near is None or near.ratio < 0.3:
+        return (f"`old` text not found in {rel} and no similar lines either; read the file "
+                "and copy the lines to change, or use replace_lines with line numbers")
+    body = fuzzy.numbered(text, near.start_line - 1, near.end_line + 1,
+                          mark=(near.start_line, near.end_line))
+    return (f"`old` text not found in {rel}. The closest lines ({near.start_line}-"
+            f"{near.end_line}, marked >) read:\n{body}\nCopy `old` from these lines exactly "
+            f"(without the number prefix), or use replace_lines with start_line="
+            f"{near.start_line} end_line={near.end_line}.")
 
 
 def _line_count(text: str) -> int:
@@ -189,131 +282,3 @@ def _umask() -> int:
     return current
 
 
-def _match_lines(text: str, old: str) -> list[int]:
-    lines: list[int] = []
-    start = 0
-    while (at := text.find(old, start)) != -1 and len(lines) < 10:
-        lines.append(text.count("\n", 0, at) + 1)
-        start = at + 1
-    return lines
-
-
-def _not_found(text: str, old: str, rel: str) -> str:
-    pattern = r"\s*".join(re.escape(token) for token in old.split())
-    loose = re.search(pattern, text) if pattern else None
-    if loose:
-        line = text.count("\n", 0, loose.start()) + 1
-        return (
-            f"`old` text not found in {rel}, but it matches near line {line} when whitespace is "
-            "ignored; copy the exact indentation and spacing from the file"
-        )
-    lines = text.splitlines()
-    stripped = [line.strip() for line in lines]
-    probe = next((w.strip() for w in old.splitlines() if w.strip()), old.strip())
-    close = set(difflib.get_close_matches(probe, stripped, n=3, cutoff=0.5))
-    shown = [f"  {i + 1}: {lines[i]}" for i, s in enumerate(stripped) if s in close][:3]
-    hint = ("closest lines:\n" + "\n".join(shown)) if shown else "no similar line found"
-    return f"`old` text not found in {rel}; {hint}\nRe-read the file and copy the text exactly."
-
-
-def _unfence(patch: str) -> str:
-    match = _FENCE.match(patch.strip())
-    body = match.group(1) if match else patch
-    return body if body.endswith("\n") else body + "\n"
-
-
-def _patch_paths(root: Path, patch: str, strip: int) -> list[str]:
-    """Every file path the patch reads or writes, ``strip`` leading components removed.
-
-    The union of git's own reading (``--numstat``) and the headers, so a rename's source and
-    anything git might parse differently from us are both checked against the jail.
-    """
-    numstat = _git_apply(root, patch, strip, "--numstat", "-z")
-    if numstat.returncode != 0:
-        raise ToolError(_trim(numstat.stderr))
-    tokens = numstat.stdout.decode("utf-8", "surrogateescape").split("\0")
-    paths = [t.split("\t", 2)[2] if t.count("\t") >= 2 else t for t in tokens]
-    for name, prefixed in _header_paths(patch):
-        if name == "/dev/null":
-            continue
-        parts = name.split("/")
-        if prefixed and strip:
-            if len(parts) <= strip:
-                continue
-            parts = parts[strip:]
-        paths.append("/".join(parts))
-    return list(dict.fromkeys(p for p in paths if p and p != "/dev/null"))
-
-
-def _header_paths(patch: str) -> list[tuple[str, bool]]:
-    """(path, carries an a/ b/ prefix) for each file header, skipping hunk bodies by count."""
-    found: list[tuple[str, bool]] = []
-    old_left = new_left = 0
-    for line in patch.splitlines():
-        if old_left > 0 or new_left > 0:
-            tag = line[:1]
-            if tag in (" ", ""):
-                old_left, new_left = old_left - 1, new_left - 1
-                continue
-            if tag in ("-", "+", "\\"):
-                old_left -= tag == "-"
-                new_left -= tag == "+"
-                continue
-            old_left = new_left = 0
-        if hunk := _HUNK.match(line):
-            old_left = int(hunk.group(1) or 1)
-            new_left = int(hunk.group(2) or 1)
-        elif line.startswith(("--- ", "+++ ")):
-            found.append((_unquote(line[4:].split("\t")[0].rstrip()), True))
-        elif line.startswith(("rename from ", "rename to ", "copy from ", "copy to ")):
-            found.append((_unquote(line.split(" ", 2)[2].rstrip()), False))
-        elif line.startswith("diff --git "):
-            found.extend((_unquote(t), True) for t in _git_header_paths(line[11:]))
-    return found
-
-
-def _git_header_paths(rest: str) -> list[str]:
-    if rest.startswith('"'):
-        return [m.group(0) for m in re.finditer(r'"(?:[^"\\]|\\.)*"|\S+', rest)]
-    half = (len(rest) - 1) // 2
-    first, second = rest[:half], rest[half + 1 :]
-    # "a/x b/x": both halves name the same file after their one-letter prefix.
-    if rest[half : half + 1] == " " and first[2:] == second[2:]:
-        return [first, second]
-    return []
-
-
-def _unquote(token: str) -> str:
-    if len(token) >= 2 and token[0] == '"' and token[-1] == '"':
-        raw = codecs.escape_decode(token[1:-1].encode("utf-8"))[0]
-        return raw.decode("utf-8", "surrogateescape")
-    return token
-
-
-def _git_apply(root: Path, patch: str, strip: int, *flags: str) -> subprocess.CompletedProcess:
-    """``git apply`` on the files under ``root``, reading no repository config but our own."""
-    try:
-        return git("apply", "--recount", "--whitespace=nowarn", f"-p{strip}", *flags, "-",
-                   git_dir=_private_repo(), work_tree=root, cwd=root,
-                   input=patch.encode("utf-8"), text=False, check=False, timeout=60)
-    except GitError as exc:
-        raise ToolError(str(exc)) from None
-
-
-@functools.cache
-def _private_repo() -> Path:
-    """An empty repository of our own: ``git apply`` needs one, and must not find the builder's."""
-    path = Path(tempfile.mkdtemp(prefix="orchestrate-apply-")) / "git"
-    git("init", "-q", "--bare", "--template=", str(path), cwd=path.parent)
-    return path
-
-
-def _trim(stderr: str | bytes, max_lines: int = 6) -> str:
-    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
-    lines = [
-        line.removeprefix("error: ").strip()
-        for line in text.splitlines()
-        if line.strip()
-    ]
-    text = "; ".join(lines[:max_lines]) + (" ..." if len(lines) > max_lines else "")
-    return text or "git apply failed without a message"

@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from . import gitread
 from .base import Tool
-from .search import list_files, read, search
+from .reading import read
+from .search import list_files, search
 
 
 class _Args(BaseModel):

@@ -9,7 +9,6 @@ model names goes through ``Jail``. ``tools/explorer.py`` wraps the functions as 
 from __future__ import annotations
 
 import base64
-import difflib
 import json
 import os
 import shutil
@@ -22,13 +21,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import IO
 
-from ..errors import ConfigError, PolicyViolation, ToolError
+from ..errors import ConfigError, ToolError
 from .jail import Jail, open_regular
 
 LINE_CUT = 300  # search shows at most this many characters of a matching line
 READ_LINE_CUT = 2000  # read shows at most this many characters of one line
+LARGE_FILE = 1_000_000  # bytes: search results say where in such a file each match is
 NARROW_HINT = "narrow the query: add a glob (e.g. '*.py'), a path, or a more specific pattern"
 
 
@@ -70,6 +69,7 @@ class Match:
     text: str
     column: int = 0
     context: bool = False
+    offset: int = 0  # byte offset of the line in its file
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,7 @@ class SearchResult:
     files_searched: int = 0
     errors: list[str] = field(default_factory=list)
     max_bytes: int = 20_000
+    sizes: dict[str, int] = field(default_factory=dict)  # bytes of each matched file
 
     def format_for_model(self, max_bytes: int | None = None) -> str:
         budget = self.max_bytes if max_bytes is None else max_bytes
@@ -92,7 +93,18 @@ class SearchResult:
         head = f"{len(hits)} matches in {files} files{' (truncated)' if self.truncated else ''}:"
         body, cut = _render(self.matches, budget - len(head) - 200)
         more = [f"(results truncated; {NARROW_HINT})"] if self.truncated or cut else []
-        return "\n".join([head, *body, *more, *warnings])
+        return "\n".join([head, *body, *more, *self._offsets(hits), *warnings])
+
+    def _offsets(self, hits: list[Match]) -> list[str]:
+        """Where the matches of large files are, so a read can start right there."""
+        out = []
+        for path, size in self.sizes.items():
+            if size < LARGE_FILE:
+                continue
+            spots = [f"line {m.line} at byte {m.offset:,}" for m in hits if m.path == path][:5]
+            out.append(f"({path} is {size / 1e6:.1f} MB; matches: {'; '.join(spots)}. Read "
+                       "around one with start_line and end_line.)")
+        return out
 
 
 def search(
@@ -106,7 +118,7 @@ def search(
     context: int = 0,
     max_matches: int = 100,
     max_bytes: int = 20_000,
-    max_filesize: str = "1M",
+    max_filesize: str = "256M",
     timeout: float = 30,
 ) -> SearchResult:
     """Search file contents under ``root`` (optionally within ``path``) with ripgrep."""
@@ -134,7 +146,15 @@ def search(
         files_searched=max(collector.searched, len(collector.files)),
         errors=errors,
         max_bytes=max_bytes,
+        sizes={p: _size(jail.root / p) for p in sorted(collector.files)},
     )
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 class _Collector:
@@ -182,7 +202,8 @@ class _Collector:
         text, column = _decode_line(raw), 0
         if len(text) > LINE_CUT and data.get("submatches"):  # to cut the line around the hit
             column = len(raw[: data["submatches"][0]["start"]].decode("utf-8", "ignore"))
-        self.matches.append(Match(path, data["line_number"], text, column, context))
+        self.matches.append(Match(path, data["line_number"], text, column, context,
+                                  data.get("absolute_offset", 0)))
         self.used += len(path) + min(len(text), LINE_CUT) + 12
 
 
@@ -243,7 +264,7 @@ _REGEX_HINT = (
     "( ) [ ] { } . * + ? | \\ (look-around and backreferences are not supported)"
 )
 _NO_MATCHES = (
-    "no matches (.gitignored, hidden, binary and very large files are not searched). "
+    "no matches (.gitignored, hidden and binary files are not searched). "
     "Try a shorter or case-insensitive pattern, or another path."
 )
 
@@ -316,93 +337,7 @@ def _glob_scope(glob: str | None, target: str) -> Iterator[tuple[list[str], Call
         yield ["--ignore-file", str(ignore)], visible
 
 
-# --- read and list --------------------------------------------------------------------------
-
-
-def read(
-    root: Path,
-    path: str,
-    start: int = 1,
-    end: int | None = None,
-    max_bytes: int = 20_000,
-    max_lines: int = 400,
-) -> str:
-    """Lines ``start``..``end`` of a text file, numbered ``  12| text``, capped."""
-    jail = Jail(root)
-    file = jail.resolve(path)
-    rel = jail.relative(file)
-    if ".git" in Path(rel).parts:  # git config may hold credentials in remote URLs
-        raise PolicyViolation(f"{rel} is inside .git; use git_log and git_blame for history")
-    if not file.exists():
-        raise ToolError(f"no such file: {rel}; {_suggest(jail, rel)}")
-    if file.is_dir():
-        raise ToolError(f"{rel} is a directory; use list with path={rel!r}")
-    if start < 1:
-        raise ToolError("start_line must be 1 or more")
-    if end is not None and end < start:
-        raise ToolError(f"end_line {end} is before start_line {start}")
-    with open_regular(file, rel) as f:
-        if b"\0" in f.read(8192):
-            raise ToolError(f"{rel} is a binary file; read works on text files only")
-        f.seek(0)
-        shown, total, resume = _numbered(f, start, end, max_bytes, max_lines)
-    if total == 0:
-        return f"{rel}: empty file (0 lines)"
-    if start > total:
-        raise ToolError(f"start_line {start} is past the end of {rel}, which has {total} lines")
-    last = start + len(shown) - 1
-    parts = [f"{rel} (lines {start}-{last} of {total}):", *shown]
-    if resume is not None:
-        parts.append(f"(truncated: file has {total} lines; read from line {resume} to continue)")
-    return "\n".join(parts)
-
-
-def _suggest(jail: Jail, rel: str) -> str:
-    """Name real files that look like the one asked for: small models guess paths."""
-    proc = subprocess.run([rg_binary(), "--files", "--no-config"], cwd=jail.root,
-                          capture_output=True, timeout=10, check=False)
-    files = proc.stdout.decode("utf-8", "replace").splitlines()
-    by_name: dict[str, list[str]] = {}
-    for f in files:
-        by_name.setdefault(f.rsplit("/", 1)[-1], []).append(f)
-    close = difflib.get_close_matches(rel, files, n=3, cutoff=0.5)
-    for name in difflib.get_close_matches(rel.rsplit("/", 1)[-1], list(by_name), n=3, cutoff=0.6):
-        close += [f for f in by_name[name] if f not in close]
-    if close:
-        return "did you mean " + ", ".join(close[:5]) + "?"
-    return "use list or search to find the right path"
-
-
-def _numbered(f: IO[bytes], start: int, end: int | None, max_bytes: int, max_lines: int):
-    shown: list[str] = []
-    used, n, resume = 0, 0, None
-    raw = b""
-    for n, raw in enumerate(f, 1):
-        if n < start:
-            continue
-        if end is not None and n > end:
-            break
-        text = _decode_line(raw)
-        if len(text) > READ_LINE_CUT:
-            text = f"{text[:READ_LINE_CUT]}… (line cut, {len(text)} chars)"
-        line = f"{n:>4}| {text}"
-        if len(shown) >= max_lines or used + len(line) + 1 > max_bytes:
-            resume = n
-            break
-        shown.append(line)
-        used += len(line) + 1
-    return shown, _count_rest(f, n, raw), resume
-
-
-def _count_rest(f: IO[bytes], n: int, last_raw: bytes) -> int:
-    """Total line count given that line ``n`` (``last_raw``) was the last one consumed."""
-    if n and not last_raw.endswith(b"\n"):
-        return n
-    newlines, tail = 0, b""
-    for chunk in iter(lambda: f.read(1 << 20), b""):
-        newlines += chunk.count(b"\n")
-        tail = chunk
-    return n + newlines + (1 if tail and not tail.endswith(b"\n") else 0)
+# --- list -----------------------------------------------------------------------------------
 
 
 def list_files(

@@ -1,0 +1,131 @@
+"""The bench's baseline without orchestration: one model, one prompt holding the task and the
+repository's files, the whole changed files back, checked by the same acceptance commands.
+
+A role map named ``single:MAP`` runs this with ``MAP``'s builder model. Nothing plans,
+explores, runs tests or retries: it measures what orchestration adds over asking once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import string
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..models.client import ClientPool
+from ..tools.base import Toolbox
+from ..tools.edit import edit_tools
+from ..tools.search import rg_binary
+from .records import RunRecord, failed_run
+
+if TYPE_CHECKING:
+    from .runner import RunSpec
+
+SINGLE = "single:"
+MAX_PROMPT_CHARS = 40_000
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
+_PATHISH = re.compile(r"[\w./-]+\.\w+")
+
+
+def is_single(map_name: str) -> bool:
+    """True for the baseline's role maps (``single:NAME``)."""
+    return map_name.startswith(SINGLE)
+
+
+def _template() -> tuple[str, str]:
+    text = (Path(__file__).parent / "prompts" / "single.md").read_text(encoding="utf-8")
+    system, _, user = text.partition("\n---\n")
+    return system.strip(), user
+
+
+def repo_files(repo: Path) -> dict[str, str]:
+    """The repository's text files (what ripgrep would search), tests last, within the cap."""
+    names = subprocess.run([rg_binary(), "--files", "--no-config"], cwd=repo, capture_output=True,
+                           text=True, timeout=30, check=False).stdout.split()
+    texts: dict[str, str] = {}
+    used = 0
+    for name in sorted(names, key=lambda n: ("test" in n.lower(), n)):
+        try:
+            text = (repo / name).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if used + len(text) > MAX_PROMPT_CHARS:
+            continue
+        texts[name] = text
+        used += len(text)
+    return texts
+
+
+def render_prompt(instruction: str, commands: tuple[str, ...], files: Mapping[str, str]
+                  ) -> list[dict[str, str]]:
+    system, user = _template()
+    shown = "\n\n".join(f"{path}\n```\n{text}```" if text.endswith("\n") else
+                        f"{path}\n```\n{text}\n```" for path, text in files.items())
+    body = string.Template(user).substitute(
+        instruction=instruction, commands="\n".join(f"  $ {c}" for c in commands), files=shown)
+    return [{"role": "system", "content": system}, {"role": "user", "content": body}]
+
+
+def parse_files(reply: str, known: Mapping[str, str]) -> dict[str, str]:
+    """``path -> new content`` for each fenced block whose path (on the fence line or one of
+    the two lines before it) is a file of the repository; other blocks are ignored."""
+    out: dict[str, str] = {}
+    for m in _FENCE.finditer(reply or ""):
+        before = reply[: m.start()].splitlines()[-2:] + [reply[m.start():].split("\n", 1)[0]]
+        tokens = [t.strip("`*:#'\"") for line in before for t in _PATHISH.findall(line)]
+        path = next((t.removeprefix("./") for t in reversed(tokens)
+                     if t.removeprefix("./") in known), None)
+        if path is not None:
+            out[path] = m.group(1)
+    return out
+
+
+async def run_single(spec: RunSpec, dest: Path, *, env: Mapping[str, str] | None = None,
+                     keep: bool = False) -> RunRecord:
+    """One baseline run in a fresh copy of the task's repository; never raises for failures."""
+
+    from .runner import check_acceptance  # the runner imports this module
+    from .suite import materialize
+
+    where: dict[str, Any] = dict(task=spec.task.name, role_map=spec.map_name, repeat=spec.repeat)
+    run_env = dict(os.environ if env is None else env)
+    t0 = time.monotonic()
+    pool = ClientPool(spec.roles, run_env)
+    try:
+        repo = await asyncio.to_thread(materialize, spec.task, dest)
+        files = await asyncio.to_thread(repo_files, repo)
+        messages = render_prompt(spec.task.instruction, spec.task.acceptance, files)
+        completion = await pool.for_role("builder").complete(messages, session="single-1")
+        changed = parse_files(completion.content or "", files)
+        tools = Toolbox.of(edit_tools(repo, edit_format="whole"))
+        for path, text in changed.items():
+            await tools.call("write_file", {"path": path, "content": text})
+        t1 = time.monotonic()
+        passed = bool(changed) and await check_acceptance(
+            spec.task, repo, run_env, spec.roles.run.command_timeout_s,
+            sandbox=spec.roles.sandbox, objects=repo / ".git" / "objects")
+    except Exception as exc:  # a crashed run is a result of the benchmark, not its end
+        return failed_run(exc, **where, wall_s=time.monotonic() - t0,
+                          workdir=str(dest) if keep else "")
+    finally:
+        await pool.aclose()
+        if not keep:
+            await asyncio.to_thread(shutil.rmtree, dest, True)
+    rec = completion.record
+    wall = time.monotonic() - t0
+    reason = (f"changed {', '.join(sorted(changed))}" if changed
+              else "the reply named no file of the repository")
+    return RunRecord(
+        **where, outcome="passed" if passed else "failed",
+        status="succeeded" if passed else "failed", reason=reason, wall_s=wall,
+        model_s=rec.duration_s, tool_s=time.monotonic() - t1,
+        orchestration_s=max(0.0, wall - rec.duration_s - (time.monotonic() - t1)),
+        attempts=1, calls=1, tokens={"builder": rec.prompt_tokens + rec.output_tokens},
+        cost={"builder": rec.cost_usd}, cost_usd=rec.cost_usd,
+        workdir=str(dest) if keep else "")

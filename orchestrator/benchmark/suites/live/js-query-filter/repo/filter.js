@@ -1,0 +1,5 @@
+function filterByQty(items, limit) {
+  return items.filter((item) => item.qty === limit);
+}
+
+module.exports = { filterByQty };

@@ -1,0 +1,59 @@
+"""The planner's questions for explorers, cleaned before any explorer is paid for.
+
+Small planners copy their own prompt into the questions ("Two to six is usually right.", the
+template's placeholder question) and repeat themselves; each such question would start an
+explorer that answers nothing new. Pure functions: ``clean`` drops empty questions, sentences
+lifted from the planner's prompt, and duplicates (ignoring case, spacing, punctuation and
+spelling), and says why for each one dropped.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Sequence
+
+SPELLING = 0.85  # two long words this alike are one word spelt two ways (initialised/-ized)
+_NON_WORD = re.compile(r"[^\w]+")
+
+
+def normalize(text: str) -> str:
+    """Lower case, words only, single spaces."""
+    return " ".join(_NON_WORD.sub(" ", text.lower()).split())
+
+
+def clean(questions: Sequence[str], *, prompt: Sequence[str] = (), allowed: Sequence[str] = ()
+          ) -> tuple[list[str], list[str]]:
+    """``(kept, reasons)``: the questions worth an explorer, in order, and why the others went.
+
+    ``prompt`` holds the texts the planner was given; a question found in them is a copy,
+    unless it is one of ``allowed`` (in explore mode the user's question is a fine question).
+    """
+    source = normalize("\n".join(prompt))
+    ok = {normalize(a) for a in allowed}
+    kept: list[str] = []
+    seen: list[str] = []
+    reasons: list[str] = []
+    for raw in questions:
+        q = " ".join(raw.split())
+        key = normalize(q)
+        if len(key.split()) < 2:
+            reasons.append(f"{q!r}: too short to be a question")
+        elif key not in ok and key in source:
+            reasons.append(f"{q!r}: copied from the planner's own prompt")
+        elif any(_same(key, s) for s in seen):
+            reasons.append(f"{q!r}: the same as an earlier question")
+        else:
+            kept.append(q)
+            seen.append(key)
+    return kept, reasons
+
+
+def _same(a: str, b: str) -> bool:
+    """The same words in the same order, allowing a long word to be spelt differently; a
+    different name (`median` vs `mean`) is a different question."""
+    wa, wb = a.split(), b.split()
+    return len(wa) == len(wb) and all(
+        x == y or (min(len(x), len(y)) >= 6
+                   and difflib.SequenceMatcher(None, x, y).ratio() >= SPELLING)
+        for x, y in zip(wa, wb, strict=True))

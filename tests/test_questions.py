@@ -1,0 +1,35 @@
+"""The planner's questions are cleaned before explorers start: copies of its own prompt and
+duplicates go, with a reason each."""
+
+from orchestrator.definitions import load_agents
+from orchestrator.questions import clean
+
+
+def test_prompt_sentences_and_duplicates_are_dropped_as_a_small_planner_wrote_them():
+    planner = load_agents()["planner"]
+    task = "Fix the shared cart bug: two carts share one list."
+    prompt = [planner.system, planner.render_task(task=task, localized="")]
+    asked = [
+        "Where is the Cart class defined and how is `items` initialised?",
+        "Two to six is usually right.",  # a sentence of the planner's own instructions
+        "where is the Cart class defined, and how is items initialised",  # the same again
+        "Where is the Cart class defined and how is `items` initialized?",  # near-identical
+        "Which tests create more than one Cart?",
+        "Which tests create more than one Order?",  # another name: another question
+        "   ",
+    ]
+    kept, reasons = clean(asked, prompt=prompt)
+    assert kept == ["Where is the Cart class defined and how is `items` initialised?",
+                    "Which tests create more than one Cart?",
+                    "Which tests create more than one Order?"]
+    assert len(reasons) == 4
+    assert "copied from the planner's own prompt" in reasons[0]
+    assert sum("same as an earlier question" in r for r in reasons) == 2
+
+
+def test_in_explore_mode_the_users_question_is_allowed_once():
+    planner = load_agents()["planner"]
+    question = "Where is the retry delay computed?"
+    prompt = [planner.system, planner.render_task("explore", question=question)]
+    kept, reasons = clean([question] * 4, prompt=prompt, allowed=[question])
+    assert kept == [question] and len(reasons) == 3
