@@ -82,11 +82,14 @@ def test_claims_citing_only_the_known_tests_add_nothing(sample_repo: Path):
 
 def test_a_failure_report_from_a_check_fills_the_same_slot():
     known = KnownTests(source="check", commands=["pytest -q"], files=["tests/test_a.py"],
-                       report="FAILED tests/test_a.py::test_x - assert 1 == 2")
+                       report="FAILED tests/test_a.py::test_x - assert 1 == 2",
+                       suspects=["src/a.py"])
     text = for_explorer(known)
-    assert "their failure output:" in text and "assert 1 == 2" in text
+    assert "what they printed when run before any change:" in text and "assert 1 == 2" in text
+    assert "the failure points at: src/a.py" in text
     digest = build_digest([], known=known)
-    assert digest.startswith("Tests (the acceptance commands ran before exploring)")
+    assert digest.startswith("Tests (run before any change; their failures are above): tests/test_a.py")
+    assert "assert 1 == 2" not in digest  # the builder's prompt opens with the report already
 
 
 def _planner_with_test_question() -> ModelBehavior:
@@ -96,22 +99,43 @@ def _planner_with_test_question() -> ModelBehavior:
     return ModelBehavior(script=[Reply(tool_calls=[ToolCallSpec(name="submit", arguments=plan)])])
 
 
-async def test_a_run_tells_explorers_and_the_builder_what_the_tests_show(fresh_sim, sample_repo):
+async def test_a_run_tells_explorers_what_the_failing_tests_show(fresh_sim, sample_repo):
+    """The preflight ran the tests before any model call: explorers get its failures."""
     fresh_sim.set_scenario(scenario_with(**{"sim-planner": _planner_with_test_question()}))
     result = await api.arun(DEMO_TASK, repo=sample_repo, roles=sim_roles(fresh_sim), env=run_env())
     assert result.status == "succeeded", result.reason
-    assert result.known_tests is not None and result.known_tests.files == ["tests/test_stats.py"]
+    known = result.known_tests
+    assert known is not None and known.source == "check"
+    assert known.files == ["tests/test_stats.py"] and known.suspects == ["stats.py"]
+    assert "test_median_even" in known.report and "2.5" in known.report
     first = fresh_sim.state.requests_for("sim-explorer")[0].body["messages"][1]["content"]
     assert "What the builder already has (citing it adds nothing):" in first
-    assert "tests/test_stats.py:14: self.assertEqual(median([4, 1, 3, 2]), 2.5)" in first
+    assert "what they printed when run before any change:" in first and "test_median_even" in first
+    assert "the failure points at: stats.py" in first
     code, test = result.explorers
     assert code.verified == 1 and code.model == "sim-explorer"
     assert test.verified == 0 and test.adds_nothing == 1
     builder = fresh_sim.state.requests_for("sim-builder")[0].body["messages"][1]["content"]
-    assert "Tests (from the plan; nothing was run yet): tests/test_stats.py" in builder
+    assert "Tests (run before any change; their failures are above): tests/test_stats.py" in builder
     assert "(1 claim(s) only restated the tests above)" in builder
     stats = result.claims_by_model["sim-explorer"]
     assert (stats.explorers, stats.submitted, stats.verified, stats.adds_nothing) == (2, 2, 1, 1)
     report = json.loads((Path(result.run_dir) / "report.json").read_text())
     assert report["explorers"][1]["verdicts"][0]["status"] == "adds_nothing"
     assert report["claims_by_model"]["sim-explorer"]["adds_nothing"] == 1
+    assert report["known_tests"]["source"] == "check"
+
+
+async def test_without_the_preflight_the_plan_tells_what_the_tests_are(fresh_sim, sample_repo):
+    fresh_sim.set_scenario(scenario_with(**{"sim-planner": _planner_with_test_question()}))
+    roles = sim_roles(fresh_sim, "run.preflight=false")
+    result = await api.arun(DEMO_TASK, repo=sample_repo, roles=roles, env=run_env())
+    assert result.status == "succeeded", result.reason
+    known = result.known_tests
+    assert known is not None and known.source == "plan" and not known.report
+    assert known.files == ["tests/test_stats.py"] and [a.line for a in known.lines] == [8, 11, 14]
+    first = fresh_sim.state.requests_for("sim-explorer")[0].body["messages"][1]["content"]
+    assert "tests/test_stats.py:14: self.assertEqual(median([4, 1, 3, 2]), 2.5)" in first
+    assert result.explorers[1].adds_nothing == 1
+    builder = fresh_sim.state.requests_for("sim-builder")[0].body["messages"][1]["content"]
+    assert "Tests (from the plan; nothing was run yet): tests/test_stats.py" in builder
