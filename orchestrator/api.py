@@ -18,6 +18,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
+from .claimstats import by_model
 from .config import RoleMap, resolve_overrides, resolve_roles
 from .definitions import load_agents
 from .errors import BudgetExhausted, UsageError
@@ -30,6 +31,7 @@ from .lifecycle import (
     close_pool,
     is_final,
     read_run_file,
+    record_claims,
     run_warnings,
     write_explore_file,
     write_failure,
@@ -300,6 +302,7 @@ async def aexplore(
     parallel: int | None = None,
     workdir: str | os.PathLike[str] | None = None,
     trust_repo_config: bool = False,
+    split: bool = True,
 ) -> ExploreResult:
     """Split ``question`` and answer it with the explorer swarm; the checkout is only read.
 
@@ -307,6 +310,9 @@ async def aexplore(
     ``workspaces/<run-id>/`` (or ``workdir`` when given): ``events.jsonl`` as it happens,
     ``explorers.jsonl`` as each explorer finishes, paged tool outputs, and ``report.json`` at
     the end, so a run cut short still leaves what it found.
+
+    ``split=False`` skips the planner: one explorer answers the question as asked (the
+    explore bench measures explorers that way).
     """
     if not question.strip():
         raise UsageError("the question is empty")
@@ -319,7 +325,7 @@ async def aexplore(
     relay = Relay()
     pool = build_pool(role_map, env, relay)
     try:
-        pool.check_credentials(("planner", "explorer"))
+        pool.check_credentials(("planner", "explorer") if split else ("explorer",))
         run_id = new_run_id()
         if workdir:
             run_dir = Path(workdir)
@@ -341,14 +347,18 @@ async def aexplore(
         )
         telemetry.emit("run_started", repo=str(top), kind="explore")
         try:
-            app = build_explore_graph().compile()
+            app = build_explore_graph(split=split).compile()
+            preset = None if split else Plan(goal=question, steps=[], questions=[question])
             out = await app.ainvoke(
-                RunState(task=question, mode="explore"),
+                RunState(task=question, mode="explore", plan=preset),
                 {"max_concurrency": role_map.roles["explorer"].parallel, "recursion_limit": 50},
                 context=ctx,
             )
             final = RunState.model_validate(out)
             result = _explore_result(question, top, run_dir, final, telemetry)
+            problem = await asyncio.to_thread(record_claims, pool, run_id, result.explorers)
+            if problem:
+                telemetry.emit("warning", message=problem)
             (run_dir / "report.json").write_text(_explore_report(result, telemetry), "utf-8")
             return result
         except BaseException as exc:
@@ -362,10 +372,11 @@ async def aexplore(
 
 def _explore_result(question: str, top: Path, run_dir: Path, final: RunState,
                     telemetry: Telemetry) -> ExploreResult:
+    explorers = sorted(final.explorers, key=lambda r: r.index)
     return ExploreResult(
         question=question, repo=str(top),
         sub_questions=list(final.plan.questions) if final.plan else [],
-        explorers=sorted(final.explorers, key=lambda r: r.index), digest=final.digest,
+        explorers=explorers, digest=final.digest, claims_by_model=by_model(explorers),
         per_role=telemetry.per_role(), time_split=telemetry.time_split(),
         cost_usd=sum(c.cost_usd for c in telemetry.calls), run_id=telemetry.run_id,
         run_dir=str(run_dir), losses=list(telemetry.losses), warnings=run_warnings(telemetry),

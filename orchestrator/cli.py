@@ -356,13 +356,15 @@ def trust(
 @app.command()
 def runs(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     """List the runs in the repository (id, state, branch, task, cost)."""
+    from .claimstats import ClaimStats, merge
     from .runs import list_runs
 
     found = _guarded(lambda: list_runs(api.repo_root(repo)))
     if as_json:
         out.print_json(data=[{**vars(r), "age": r.age} for r in found])
         return
-    print_runs(out, found)
+    claims = merge({m: ClaimStats.model_validate(c) for m, c in r.claims.items()} for r in found)
+    print_runs(out, found, claims)
 
 
 @app.command()
@@ -407,9 +409,12 @@ def quota(
     team: TeamOpt = None,
     database_url: DbOpt = None,
     trust_repo_config: TrustOpt = False,
+    days: Annotated[int, typer.Option("--days", help="Explorer claim history to show, in days.")] = 7,
     as_json: JsonOpt = False,
 ) -> None:
-    """Today's token and USD use per model, caps, and which models are exhausted until when."""
+    """Today's token and USD use per model, caps, exhaustion, and explorer models' claim drop rates."""
+    from datetime import UTC, datetime, timedelta
+
     from .models.client import ClientPool
     from .models.fallback import quota_key
     from .models.quota_pg import build_ledger
@@ -421,17 +426,21 @@ def quota(
         pool = ClientPool(role_map, os.environ)
         caps = {quota_key(pool.route(role, alias)): role_map.models[alias].quota_tokens_per_day
                 for role in role_map.roles for alias in role_map.chain(role)}
+        if days < 1:
+            raise UsageError("--days must be at least 1")
         ledger = build_ledger(database_url, os.environ)
         try:
-            return ledger.rows(None, caps)
+            since = datetime.now(UTC) - timedelta(days=days - 1)
+            return ledger.rows(None, caps), ledger.claim_rows(since)
         finally:
             ledger.close()
 
-    rows = _guarded(go)
+    rows, claims = _guarded(go)
     if as_json:
-        out.print_json(data=[asdict(r) for r in rows], default=str)
+        out.print_json(data={"usage": [asdict(r) for r in rows],
+                             "claims": [asdict(c) for c in claims]}, default=str)
     else:
-        print_quota(out, rows)
+        print_quota(out, rows, claims)
 
 
 @app.command()

@@ -1,15 +1,17 @@
 """The builder's view of what the explorers found: verified claims, merged and capped.
 
-Pure functions: claims from all explorers are de-duplicated (same citation ranges or same
-text), each explorer's share is capped, and so is the whole digest, so the builder's context
-stays lean however many explorers ran.
+Pure functions: what the run knew about its tests comes first; claims from all explorers are
+de-duplicated (same citation ranges or same text), claims that only restated those tests are
+left out with a count, each explorer's share is capped, and so is the whole digest, so the
+builder's context stays lean however many explorers ran.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .state import Claim, ExplorerResult
+from .known import for_builder
+from .state import Claim, ExplorerResult, KnownTests
 
 
 def approx_tokens(text: str) -> int:
@@ -44,13 +46,19 @@ def build_digest(
     per_explorer_tokens: int = 1500,
     total_tokens: int = 8000,
     count: Callable[[str], int] = approx_tokens,
+    known: KnownTests | None = None,
 ) -> str:
-    """Render verified claims grouped by question, within both caps."""
+    """Render what is known about the tests, then verified claims by question, within both caps."""
     seen: set[tuple] = set()
-    sections: list[str] = []
-    used = 0
+    tests = for_builder(known)
+    sections: list[str] = [tests] if tests else []
+    used = count(tests)
+    restated: list[str] = []
     for result in sorted(results, key=lambda r: r.index):
         if not _trusted(result):
+            if result.adds_nothing and not result.error:
+                restated.append(f"Q{result.index + 1}: {result.question} ({result.adds_nothing} "
+                                "claim(s) only restated the tests above)")
             continue
         head = f"Q{result.index + 1}: {result.question}\nA: {result.answer.strip()}"
         budget = min(per_explorer_tokens, total_tokens - used)
@@ -71,6 +79,12 @@ def build_digest(
             spent += cost
         if omitted:
             parts.append(f"  ({omitted} more verified claims omitted to stay within the digest cap)")
+        if result.adds_nothing:
+            parts.append(f"  ({result.adds_nothing} claim(s) only restated the tests above)")
         sections.append("\n".join(parts))
         used += spent
-    return "\n\n".join(sections) if sections else "(no verified findings)"
+    if len(sections) == (1 if tests else 0):
+        sections.append("(no verified findings)")
+    if restated and used + count("\n".join(restated)) <= total_tokens:
+        sections.append("\n".join(restated))
+    return "\n\n".join(sections)

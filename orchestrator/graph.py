@@ -28,7 +28,7 @@ def fan_out(state: RunState) -> list[Send] | Literal["gather", "report"]:
     if not questions:
         return "gather"
     return [
-        Send("explore", ExploreTask(question=q, index=i, task=state.task))
+        Send("explore", ExploreTask(question=q, index=i, task=state.task, tests=state.tests))
         for i, q in enumerate(questions)
     ]
 
@@ -87,14 +87,17 @@ def build_graph(
     return g
 
 
-def build_explore_graph() -> StateGraph[RunState, RunContext, RunState, RunState]:
-    """The question split and the swarm only: plan -> explore x N -> gather."""
+def build_explore_graph(*, split: bool = True) -> StateGraph[RunState, RunContext, RunState, RunState]:
+    """The question split and the swarm only: plan -> explore x N -> gather. Without ``split``
+    the input state's plan already holds the questions and no planner runs."""
     g = StateGraph(RunState, context_schema=RunContext)
-    g.add_node("plan", nodes.plan)
+    if split:
+        g.add_node("plan", nodes.plan)
     g.add_node("explore", _EXPLORE)
     g.add_node("gather", nodes.gather)
-    g.add_edge(START, "plan")
-    g.add_conditional_edges("plan", fan_out, ["explore", "gather"])
+    if split:
+        g.add_edge(START, "plan")
+    g.add_conditional_edges("plan" if split else START, fan_out, ["explore", "gather"])
     g.add_edge("explore", "gather")
     g.add_edge("gather", END)
     return g

@@ -15,9 +15,11 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .claimstats import UNKNOWN_MODEL, by_model, of_result
 from .config import RoleMap
 from .definitions import load_agents
 from .errors import OrchestrateError, UsageError
@@ -32,7 +34,7 @@ from .results import EXIT_USAGE, RunResult
 from .runs import run_lock
 from .runtime import RunContext
 from .sandbox import Sandbox, build_sandbox, kill_leftovers, require_sandbox
-from .state import RunState
+from .state import ExplorerResult, RunState
 from .telemetry import Listener, Telemetry
 from .workspace import Workspace
 
@@ -220,6 +222,9 @@ class OpenRun:
 
     def _record(self, result: RunResult) -> None:
         (self.ws.run_dir / "report.json").write_text(_report_json(result, self.telemetry), "utf-8")
+        problem = record_claims(self.pool, self.ws.run_id, result.explorers)
+        if problem:
+            self.telemetry.emit("warning", message=problem)
         self.registry.record_finish(self.ws.run_id, result.status, result.reason,
                                     result.cost_usd, result.commit)
 
@@ -263,6 +268,8 @@ def _result(
         diff_stat=ws.diff_stat(), tests=final.verify, attempts=final.attempts, plan=final.plan,
         review=final.review.model_dump() if final.review else None,
         explorers=sorted(final.explorers, key=lambda r: r.index),
+        claims_by_model=by_model(sorted(final.explorers, key=lambda r: r.index)),
+        known_tests=final.tests,
         per_role=t.per_role(), time_split=t.time_split(),
         cost_usd=sum(c.cost_usd for c in t.calls),
         policy_violations=t.counters.get("policy_violations", 0),
@@ -272,6 +279,21 @@ def _result(
         sandbox=ctx.sandbox.info if ctx.sandbox else None, replayed_calls=journal.replayed,
         paid_calls_repeated=journal.repeated,
     )
+
+
+def record_claims(pool: ClientPool, run_id: str, explorers: Sequence[ExplorerResult]) -> str | None:
+    """Each explorer's claim counts into the quota ledger's history, once per run and session
+    (a resumed run replaces its rows), so `orchestrate quota` shows each model's record.
+    Returns why that failed, if it did: history is never worth failing a finished run for."""
+    now = datetime.now(UTC)
+    try:
+        for e in explorers:
+            pool.routing.ledger.record_claims(run_id, f"explorer-{e.index + 1}",
+                                              e.model or UNKNOWN_MODEL, of_result(e).model_dump(),
+                                              now)
+    except Exception as exc:  # sqlite3 / psycopg errors alike
+        return f"explorer claim counts were not recorded in the quota ledger: {exc}"
+    return None
 
 
 def _report_json(result: RunResult, telemetry: Telemetry) -> str:

@@ -7,6 +7,8 @@ work through what ``runtime.context`` provides, and never mutates the state it w
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 from typing import Any, cast
 
 from langgraph.runtime import Runtime
@@ -16,6 +18,7 @@ from . import failures, localize, questions
 from .context import policy_for
 from .digest import build_digest
 from .errors import BudgetExhausted, MissingCredentials, OrchestrateError, ToolError
+from .known import for_explorer, known_tests
 from .models.errors import ModelRefused
 from .preflight import preflight
 from .runtime import RunContext
@@ -26,6 +29,7 @@ from .state import (
     ExplorerResult,
     ExploreTask,
     Findings,
+    KnownTests,
     Plan,
     Review,
     Role,
@@ -38,7 +42,7 @@ from .tools.edit import edit_tools
 from .tools.explorer import explorer_tools
 from .tools.gitread import GitHistory
 from .tools.shell import DEFAULT_DENY, CommandPolicy, run_command, scrubbed_env, shell_tool
-from .verify import DirSource, GitCommitSource, Verified, verify_findings
+from .verify import DirSource, FileSource, GitCommitSource, Verified, verify_findings
 
 
 def policy_of(ctx: RunContext) -> CommandPolicy:
@@ -121,7 +125,20 @@ async def plan(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         result = result.model_copy(update={"questions": [state.task]})
     if loc is None and state.mode == "run":  # only the plan named the commands
         loc = await preflight(ctx, list(result.acceptance), policy_of(ctx))
-    return {"plan": result, "localization": loc}
+    if state.mode == "explore" or state.tests is not None:
+        return {"plan": result, "localization": loc}
+    tests = await asyncio.to_thread(_known_tests, ctx, result, state.task, loc)
+    return {"plan": result, "localization": loc, "tests": tests}
+
+
+def _known_tests(ctx: RunContext, plan: Plan, task: str,
+                 loc: localize.Localization | None) -> KnownTests | None:
+    """What explorers are told about the tests: the preflight's failures when it ran, else what
+    the plan says (read at the run's commit)."""
+    commands = list(ctx.roles.verify.commands) or list(plan.acceptance)
+    with _source(ctx) as src:
+        return known_tests(src, commands=commands, files=plan.files_to_touch, task=task,
+                           localization=loc)
 
 
 def _localized(loc: localize.Localization | None) -> str:
@@ -172,7 +189,9 @@ async def explore(payload: ExploreTask, runtime: Runtime[RunContext]) -> dict[st
     ctx = runtime.context
     question, index = payload["question"], payload["index"]
     sid = f"explorer-{index + 1}"
-    task = ctx.agents["explorer"].render_task(question=question, task=payload["task"])
+    known = payload.get("tests")
+    task = ctx.agents["explorer"].render_task(question=question, task=payload["task"],
+                                              known=for_explorer(known))
     limit = ctx.roles.run.explorer_timeout_s
     lost: RoleLoss | None = None
     try:
@@ -192,7 +211,7 @@ async def explore(payload: ExploreTask, runtime: Runtime[RunContext]) -> dict[st
                         code=getattr(exc, "code", "os_error"))
     else:
         findings = cast(Findings, outcome.payload)
-        checked = await asyncio.to_thread(_verify, ctx, findings, outcome.tool_calls)
+        checked = await asyncio.to_thread(_verify, ctx, findings, outcome.tool_calls, known)
         result = ExplorerResult(
             question=question,
             index=index,
@@ -200,15 +219,21 @@ async def explore(payload: ExploreTask, runtime: Runtime[RunContext]) -> dict[st
             answer=findings.answer,
             submitted=checked.submitted,
             verified=checked.verified,
+            adds_nothing=checked.adds_nothing,
             dropped=checked.dropped,
             tool_calls=outcome.tool_calls,
             drop_reasons=checked.reasons[:20],
+            drops=checked.drops,
+            verdicts=checked.verdicts[:100],
         )
+    model = _served_model(ctx, sid) or ctx.roles.model_for("explorer").id
+    result = result.model_copy(update={"model": model})
     _keep_partial(ctx, result)  # on disk before anyone is told, so a cut run keeps it
     ctx.telemetry.emit(
-        "explorer_finished", role="explorer", session=sid,
+        "explorer_finished", role="explorer", session=sid, model=result.model,
         question=question, submitted=result.submitted, verified=result.verified,
-        dropped=result.dropped, error=result.error,
+        adds_nothing=result.adds_nothing, dropped=result.dropped, error=result.error,
+        drops=[v.kind for v in result.verdicts if v.kind],
     )
     if lost is not None:
         ctx.telemetry.lose(lost)
@@ -232,12 +257,30 @@ def _keep_partial(ctx: RunContext, result: ExplorerResult) -> None:
         fh.write(result.model_dump_json() + "\n")
 
 
-def _verify(ctx: RunContext, findings: Findings, tool_calls: int) -> Verified:
-    """Check citations against the run's commit, or the working tree for `explore`."""
+def _served_model(ctx: RunContext, session: str) -> str:
+    """The model that answered the explorer's last call (its forks included), "" if none did
+    (then the explorer is counted against the role's configured model)."""
+    calls = [c for c in ctx.telemetry.calls if c.role == "explorer" and c.error is None
+             and (c.session == session or c.session.startswith(session + "."))]
+    return (calls[-1].served_model or calls[-1].requested_model) if calls else ""
+
+
+@contextlib.contextmanager
+def _source(ctx: RunContext) -> Iterator[FileSource]:
+    """Files at the run's commit, or the working tree for `explore`."""
     if ctx.workspace is None:
-        return verify_findings(DirSource(ctx.worktree), findings, tool_calls=tool_calls)
+        yield DirSource(ctx.worktree)
+        return
     with GitCommitSource(ctx.repo, ctx.base_commit) as source:
-        return verify_findings(source, findings, tool_calls=tool_calls)
+        yield source
+
+
+def _verify(ctx: RunContext, findings: Findings, tool_calls: int,
+            known: KnownTests | None) -> Verified:
+    """Check citations; the run's explorers share one count of the repository's lines."""
+    with _source(ctx) as source:
+        return verify_findings(source, findings, tool_calls=tool_calls,
+                               line_counts=ctx.line_counts, known=known)
 
 
 async def gather(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -246,6 +289,7 @@ async def gather(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         state.explorers,
         per_explorer_tokens=settings.digest_tokens_per_explorer,
         total_tokens=settings.digest_tokens_total,
+        known=state.tests,
     )
     return {"digest": digest}
 

@@ -108,7 +108,8 @@ class Progress:
                 row.state = "failed" if d.get("error") else "done"
             if d.get("error"):
                 return f"✘ {sid:<14} failed: {d.get('error')}"
-            return f"  {sid:<14} claims verified {d.get('verified')}/{d.get('submitted')}"
+            extra = f", {d.get('adds_nothing')} adding nothing" if d.get("adds_nothing") else ""
+            return f"  {sid:<14} claims verified {d.get('verified')}/{d.get('submitted')}{extra}"
         elif e.kind == "localized":
             if d.get("passed"):
                 return "● before any change: the acceptance commands already pass"
@@ -147,6 +148,8 @@ def _gauge(fraction: float, width: int = 10) -> str:
 
 
 def print_run_summary(console: Console, result: RunResult, *, simulated: bool = False) -> None:
+    from .claimviews import model_table
+
     ok = result.status == "succeeded"
     if result.status == "awaiting_approval":
         if result.plan is not None:
@@ -181,6 +184,8 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
     console.print(_per_role_table(result.per_role))
     if result.explorers:
         console.print(_explorer_table(result))
+    if any(s.submitted for s in result.claims_by_model.values()):
+        console.print(model_table(result.claims_by_model))
     split = result.time_split
     if split:
         console.print(
@@ -208,13 +213,15 @@ def _per_role_table(per_role: dict) -> Table:
 
 
 def _explorer_table(result: RunResult) -> Table:
-    t = Table(title="explorers (claims submitted / verified / dropped)", show_edge=False)
-    for col in ("#", "question", "sub", "ok", "drop", "note"):
+    t = Table(title="explorers (claims submitted / verified / adding nothing / dropped)",
+              show_edge=False)
+    for col in ("#", "question", "model", "sub", "ok", "≡", "drop", "note"):
         t.add_column(col)
     for r in result.explorers:
         note = r.error or (r.drop_reasons[0] if r.drop_reasons else "")
-        t.add_row(str(r.index + 1), escape(r.question[:60]), str(r.submitted), str(r.verified),
-                  str(r.dropped), escape(note))
+        t.add_row(str(r.index + 1), escape(r.question[:60]), escape(r.model or "-"),
+                  str(r.submitted), str(r.verified), str(r.adds_nothing), str(r.dropped),
+                  escape(note))
     return t
 
 
@@ -233,6 +240,8 @@ def print_roles(console: Console, roles: RoleMap) -> None:
 
 
 def print_explore(console: Console, result: ExploreResult) -> None:
+    from .claimviews import model_table
+
     console.print(f"[bold]{escape(result.question)}[/]", highlight=False)
     for r in result.explorers:
         console.print(f"\n[bold]Q{r.index + 1}[/] {escape(r.question)}", highlight=False)
@@ -247,9 +256,12 @@ def print_explore(console: Console, result: ExploreResult) -> None:
             for line in quote[:4]:
                 console.print(f"      [dim]│ {escape(line)}[/]", highlight=False)
         console.print(f"  [dim]claims: {r.submitted} submitted, {r.verified} verified, "
-                      f"{r.dropped} dropped[/]", highlight=False)
+                      f"{r.dropped} dropped{' · ' + r.model if r.model else ''}[/]",
+                      highlight=False)
         for reason in r.drop_reasons[:3]:
-            console.print(f"  [dim]dropped: {escape(reason)}[/]", highlight=False)
+            console.print(f"  [dim]{escape(reason)}[/]", highlight=False)
+    if any(s.submitted for s in result.claims_by_model.values()):
+        console.print(model_table(result.claims_by_model))
     verified = sum(r.verified for r in result.explorers)
     console.print(f"\n{len(result.explorers)} explorers · {verified} verified claims · "
                   f"{len(result.failures)} failed · {result.time_split.get('wall_s', 0):.1f}s · "
@@ -258,14 +270,19 @@ def print_explore(console: Console, result: ExploreResult) -> None:
         console.print(f"[yellow]warning[/] {escape(w)}", highlight=False)
 
 
-def print_runs(console: Console, runs: list) -> None:
+def print_runs(console: Console, runs: list, claims: dict | None = None) -> None:
+    """The runs, then (when any explorer made claims) each explorer model's record over them."""
+    from .claimviews import model_table, run_claims_cell
+
     t = Table(title="runs", show_edge=False)
-    for col in ("run", "state", "age", "branch", "worktree", "cost $", "task"):
+    for col in ("run", "state", "age", "branch", "worktree", "cost $", "claims ok", "task"):
         t.add_column(col)
     for r in runs:
         t.add_row(r.run_id, r.state, r.age, r.branch or "(explore)", "yes" if r.has_worktree else "-",
-                  f"{r.cost_usd:.4f}", escape(r.task[:60]))
+                  f"{r.cost_usd:.4f}", escape(run_claims_cell(r.claims)), escape(r.task[:60]))
     console.print(t)
+    if claims:
+        console.print(model_table(claims, title=f"explorer claims per model over these {len(runs)} run(s)"))
 
 
 def print_plan(console: Console, plan) -> None:
@@ -279,6 +296,8 @@ def print_plan(console: Console, plan) -> None:
 
 
 def print_details(console: Console, details) -> None:
+    from .claimviews import model_table, verdict_lines
+
     report = details.report
     console.print(f"run {details.run_id}: [bold]{details.state}[/]"
                   + (f" — {escape(report.get('reason', ''))}" if report else ""), highlight=False)
@@ -303,6 +322,12 @@ def print_details(console: Console, details) -> None:
                               markup=False)
         if report.get("per_role"):
             console.print(_per_role_table(report["per_role"]))
+        if report.get("explorers"):
+            console.print("claims (✔ verified · ≡ adds nothing · ✘ dropped):")
+            for line in verdict_lines(report["explorers"]):
+                console.print(escape(line), highlight=False)
+        if report.get("claims_by_model"):
+            console.print(model_table(report["claims_by_model"]))
     t = Table(title="sessions", show_edge=False)
     for col in ("session", "role", "model", "purpose", "peak context", "status", "forks"):
         t.add_column(col)
@@ -330,7 +355,19 @@ def print_details(console: Console, details) -> None:
     console.print(c)
 
 
-def print_quota(console: Console, rows: list) -> None:
+def print_quota(console: Console, rows: list, claims: list | None = None) -> None:
+    """Today's use per model; then, from ``claims`` (ledger ``ClaimRow``s), explorer truthfulness."""
+    _print_usage(console, rows)
+    if claims:
+        from .claimstats import ClaimStats
+        from .claimviews import model_table
+
+        stats = {r.model: ClaimStats(explorers=r.explorers, **r.counts) for r in claims}
+        console.print(model_table(stats, title=f"explorer claims per model since {claims[0].since} "
+                                               "(UTC; all runs of this user)"))
+
+
+def _print_usage(console: Console, rows: list) -> None:
     t = Table(title="quota today (UTC)", show_edge=False)
     for col in ("model", "calls", "tokens", "cap", "usd", "exhausted until"):
         t.add_column(col)

@@ -12,8 +12,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from .claimstats import ClaimStats
 from .sandbox import SandboxInfo
-from .state import ExplorerResult, Plan, RoleLoss, VerifyResult
+from .state import ExplorerResult, KnownTests, Plan, RoleLoss, VerifyResult
 
 RunStatus = Literal["succeeded", "failed", "awaiting_approval", "stopped"]
 ExitCode = Literal[0, 1, 2, 3]
@@ -42,6 +43,8 @@ class RunResult(BaseModel):
     plan: Plan | None = None
     review: dict[str, Any] | None = None
     explorers: list[ExplorerResult] = Field(default_factory=list)
+    claims_by_model: dict[str, ClaimStats] = Field(default_factory=dict)
+    known_tests: KnownTests | None = None
     per_role: dict[str, dict[str, Any]] = Field(default_factory=dict)
     time_split: dict[str, float] = Field(default_factory=dict)
     cost_usd: float = 0.0
@@ -81,6 +84,7 @@ class ExploreResult(BaseModel):
     sub_questions: list[str]
     explorers: list[ExplorerResult]
     digest: str
+    claims_by_model: dict[str, ClaimStats] = Field(default_factory=dict)
     per_role: dict[str, dict[str, Any]] = Field(default_factory=dict)
     time_split: dict[str, float] = Field(default_factory=dict)
     cost_usd: float = 0.0

@@ -14,7 +14,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import UsageError
@@ -63,6 +63,7 @@ class RunInfo:
     has_worktree: bool
     run_dir: str
     created: float  # seconds since the epoch
+    claims: dict = field(default_factory=dict)  # explorer model -> claim counts (ClaimStats)
 
     @property
     def age(self) -> str:
@@ -84,6 +85,7 @@ def list_runs(repo: Path) -> list[RunInfo]:
             cost_usd=float(report.get("cost_usd", 0.0)),
             has_worktree=(ws.worktree / ".git").exists(), run_dir=str(ws.run_dir),
             created=float(meta.get("created") or ws.run_dir.stat().st_mtime),
+            claims=dict(report.get("claims_by_model") or {}),
         ))
     return runs
 

@@ -7,13 +7,14 @@ once per run and LangGraph hands it to each node. Nothing here is checkpointed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from .config import RoleMap
 from .definitions import AgentDef
 from .models.client import ModelClient
+from .sources import LineCounts
 from .state import Role
 from .telemetry import Telemetry
 
@@ -44,3 +45,5 @@ class RunContext:
     env: Mapping[str, str]
     workspace: Workspace | None = None  # None for `explore`, which has no worktree
     sandbox: Sandbox | None = None  # where builder and verify commands run; None for `explore`
+    # the repository's line counts for the citation check, built once and shared by explorers
+    line_counts: LineCounts = field(default_factory=LineCounts)

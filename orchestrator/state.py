@@ -15,14 +15,6 @@ from .localize import Localization
 from .role import ROLES, Role  # noqa: F401 (re-exported: the names live apart for quick loads)
 
 
-class ExploreTask(TypedDict):
-    """What the graph sends each explorer: its question, its index and the run's task."""
-
-    question: str
-    index: int
-    task: str
-
-
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -110,19 +102,94 @@ class CallRecord(Frozen):
     replayed: bool = False  # answered from the run's journal on resume: not paid again
 
 
+DropKind = Literal["path", "quote", "trivial", "unrelated", "uncited", "unchecked"]
+DROP_KINDS: tuple[DropKind, ...] = ("path", "quote", "trivial", "unrelated", "uncited", "unchecked")
+
+
+class CitationVerdict(Frozen):
+    """What the verifier found for one citation: ``kind`` is None when it supports its claim."""
+
+    path: str
+    start_line: int
+    end_line: int
+    kind: DropKind | None = None
+    reason: str = ""
+
+
+class ClaimVerdict(Frozen):
+    """One submitted claim after verification, with the reason when it did not count.
+
+    ``verified``: a citation exists, is informative and shares a name with the claim;
+    ``adds_nothing``: verified, but it only cites test files the builder already has;
+    ``dropped``: no citation supports it (``kind`` says how the best one failed).
+    """
+
+    index: int
+    text: str
+    status: Literal["verified", "adds_nothing", "dropped"]
+    kind: DropKind | None = None
+    reason: str = ""
+    citations: list[CitationVerdict] = Field(default_factory=list)
+
+
 class ExplorerResult(Frozen):
     """One explorer's outcome after verification."""
 
     question: str
     index: int
-    claims: list[Claim] = Field(default_factory=list)  # verified claims only
+    claims: list[Claim] = Field(default_factory=list)  # verified claims that add something
     answer: str = ""
     submitted: int = 0
     verified: int = 0
+    adds_nothing: int = 0
     dropped: int = 0
     tool_calls: int = 0
     error: str | None = None
     drop_reasons: list[str] = Field(default_factory=list)
+    drops: dict[str, int] = Field(default_factory=dict)  # drop kind -> claims (all of them)
+    verdicts: list[ClaimVerdict] = Field(default_factory=list)  # the first 100 claims
+    model: str = ""  # the model that served the explorer's last call ("" when none did)
+
+
+class AssertLine(Frozen):
+    """One assertion line of a test file."""
+
+    path: str
+    line: int
+    text: str
+
+
+class KnownTests(Frozen):
+    """What the run knows about its tests before exploring.
+
+    Explorers are told, so they look for the code under test rather than the tests; the builder
+    gets it at the top of the digest; claims citing only these files add nothing. ``source`` is
+    ``"plan"`` when derived from the plan's acceptance commands and files (nothing run), or
+    ``"check"`` when the acceptance commands ran before exploring (the preflight's
+    ``localization``): ``report`` then holds their failures and ``suspects`` the code they point
+    at.
+    """
+
+    source: Literal["plan", "check"] = "plan"
+    commands: list[str] = Field(default_factory=list)
+    files: list[str] = Field(default_factory=list)
+    lines: list[AssertLine] = Field(default_factory=list)
+    report: str = ""
+    suspects: list[str] = Field(default_factory=list)  # non-test files the failure points at
+
+    def covers(self, path: str) -> bool:
+        """True when ``path`` is one of the known test files."""
+        return path.removeprefix("./") in self.files
+
+
+class ExploreTask(TypedDict):
+    """What the graph sends each explorer: its question, its index, the run's task and what
+    the run already knows about its tests."""
+
+    question: str
+    index: int
+    task: str
+    tests: KnownTests | None
 
 
 class RoleLoss(Frozen):
@@ -158,6 +225,8 @@ class RunState(BaseModel):
     plan: Plan | None = None
     # the acceptance commands' failures before any change (preflight.py), None until run
     localization: Localization | None = None
+    # what explorers and the builder are told about the tests (known.py), from the above or the plan
+    tests: KnownTests | None = None
     explorers: Annotated[list[ExplorerResult], operator.add] = Field(default_factory=list)
     digest: str = ""
     build: BuildReport | None = None

@@ -35,7 +35,8 @@ _PASSWORD = re.compile(r"(://[^:/@]*:)([^@/]*)@")
 _STATE_TYPES = [
     state.RunState, state.Plan, state.Citation, state.Claim, state.Findings, state.BuildReport,
     state.Review, state.ExplorerResult, state.CheckResult, state.VerifyResult, state.Handoff,
-    state.CallRecord,
+    state.CallRecord, state.ClaimVerdict, state.CitationVerdict, state.KnownTests,
+    state.AssertLine,
 ]
 
 

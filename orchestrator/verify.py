@@ -1,249 +1,224 @@
-"""Mechanical citation checks: a claim survives only if a cited quote really is in the cited lines.
+"""Mechanical citation checks: a claim survives only if one of its citations exists and supports it.
 
-A ``FileSource`` supplies file lines (from the working tree through the path jail, or from a
-commit through one long-lived ``git cat-file --batch``), numbered exactly as the ``read`` tool
-numbers them. ``check_citation`` compares whitespace-normalised text; ``verify_findings`` keeps
-the claims with at least one valid citation and says why the rest were dropped. Sources cache each
-file's lines and normalised lines, so checking is a dictionary lookup plus a substring search.
+A citation *exists* when its file is there (at the run's commit, or in the working tree), its
+lines are inside the file and its quote is in them (whitespace, the tools' line-number prefixes
+and leading or trailing ellipses forgiven). It *supports* its claim when the quote is informative
+and shares a name with the claim (``support.py``). A claim counts when one citation does both; a
+verified claim whose supporting citations all sit in test files the builder already has adds
+nothing. Every claim gets a ``ClaimVerdict`` with its reason, which the run's report keeps.
 """
 
 from __future__ import annotations
 
-import os
-import posixpath
 import re
-import subprocess
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import IO, Protocol
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 
-from .errors import ToolError, UsageError
-from .gitsafe import git, git_env
-from .state import Citation, Claim, Findings
-from .tools.jail import Jail, open_regular
-from .tools.search import decode_lines
+from .sources import (
+    CachedSource,
+    DirSource,
+    FileLines,
+    FileSource,
+    GitCommitSource,
+    LineCounts,
+    normalize_ws,
+)
+from .state import (
+    Citation,
+    CitationVerdict,
+    Claim,
+    ClaimVerdict,
+    DropKind,
+    Findings,
+    KnownTests,
+)
+from .support import shared_name, uninformative
+
+__all__ = [
+    "DirSource", "FileSource", "GitCommitSource", "LineCounts", "Verified", "check_citation",
+    "judge_citation", "locate_quote", "normalize_ws", "verify_findings",
+]
 
 _READ_PREFIX = re.compile(r"(?m)^[ \t]*\d+[ \t]*\|[ \t]?")  # "  12| " from the read tool
 _SEARCH_PREFIX = re.compile(r"(?m)^[^\s:]+:\d+[:-][ \t]?")  # "src/a.py:12: " from search
-_BATCH_HEADER = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)\n$")
 _ELLIPSES = ("...", "…")
-
-
-def normalize_ws(s: str) -> str:
-    """Every run of whitespace collapsed to one space, ends stripped."""
-    return " ".join(s.split())
-
-
-class FileSource(Protocol):
-    """Where cited files are read from; ``None`` means there is no such file."""
-
-    def lines(self, path: str) -> list[str] | None: ...
-
-
-class _File:
-    """One file's lines and their normalised forms, computed once."""
-
-    __slots__ = ("lines", "norm")
-
-    def __init__(self, lines: list[str]):
-        self.lines = lines
-        self.norm = [normalize_ws(line) for line in lines]
-
-    def text(self, start: int, end: int) -> str:
-        return " ".join(n for n in self.norm[start - 1 : end] if n)
-
-
-class _CachedSource:
-    """Caches loaded files; ``_load`` returns a file's bytes or None."""
-
-    def __init__(self) -> None:
-        self._files: dict[str, _File | None] = {}
-        self._lock = threading.Lock()
-
-    def lines(self, path: str) -> list[str] | None:
-        f = self.file(path)
-        return None if f is None else f.lines
-
-    def file(self, path: str) -> _File | None:
-        if path in self._files:
-            return self._files[path]
-        data = self._load(path)
-        loaded = None if data is None else _File(decode_lines(data))
-        with self._lock:  # two threads may load the same file; the first result wins
-            return self._files.setdefault(path, loaded)
-
-    def _load(self, path: str) -> bytes | None:
-        raise NotImplementedError
-
-
-class DirSource(_CachedSource):
-    """Files as they are now in the directory ``root``, read through the path jail."""
-
-    def __init__(self, root: Path):
-        super().__init__()
-        self.jail = Jail(root)
-
-    def _load(self, path: str) -> bytes | None:
-        try:
-            resolved = self.jail.resolve(path)
-            if not resolved.is_file():
-                return None
-            with open_regular(resolved) as fh:
-                return fh.read()
-        except (ToolError, OSError):
-            return None
-
-
-class GitCommitSource(_CachedSource):
-    """Files as of ``commit`` in ``repo``, read by one long-lived ``git cat-file --batch``."""
-
-    def __init__(self, repo: Path, commit: str):
-        super().__init__()
-        self.repo = Path(os.path.realpath(repo))
-        self.commit = _rev_parse(self.repo, commit)
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._io = threading.Lock()
-
-    def _load(self, path: str) -> bytes | None:
-        rel = _repo_relative(self.repo, path)
-        if rel is None:
-            return None
-        with self._io:
-            stdin, stdout = self._pipes()
-            stdin.write(f"{self.commit}:{rel}\n".encode())
-            stdin.flush()
-            header = _BATCH_HEADER.match(stdout.readline())
-            if header is None:
-                return None  # "<object> missing" / "ambiguous"
-            data = stdout.read(int(header.group(2)) + 1)[:-1]
-        return data if header.group(1) == b"blob" else None
-
-    def _pipes(self) -> tuple[IO[bytes], IO[bytes]]:
-        if self._proc is None or self._proc.poll() is not None:
-            self._proc = subprocess.Popen(
-                ["git", "-C", str(self.repo), "cat-file", "--batch"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                env=git_env(),  # no secrets; cat-file runs no hooks or drivers
-            )
-        assert self._proc.stdin is not None and self._proc.stdout is not None
-        return self._proc.stdin, self._proc.stdout
-
-    def close(self) -> None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return
-        proc.stdin.close()  # type: ignore[union-attr]
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()  # type: ignore[union-attr]
-
-    def __enter__(self) -> GitCommitSource:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if getattr(self, "_proc", None) is not None:
-            self.close()
-
-
-def _rev_parse(repo: Path, commit: str) -> str:
-    proc = git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", cwd=repo, check=False)
-    if proc.returncode:
-        raise UsageError(f"unknown commit {commit!r} in {repo}")
-    return str(proc.stdout).strip()
-
-
-def _repo_relative(repo: Path, path: str) -> str | None:
-    if "\n" in path or "\0" in path:
-        return None
-    if os.path.isabs(path):
-        path = os.path.relpath(os.path.realpath(path), repo)
-    rel = posixpath.normpath(path.replace(os.sep, "/"))
-    if rel in (".", "..") or rel.startswith("../") or rel.startswith("/"):
-        return None
-    return rel
-
-
-# --- checks ---------------------------------------------------------------------------------
+# How far a failing citation got: a claim is dropped for the furthest of its citations.
+_STAGE: dict[DropKind, int] = {"path": 0, "quote": 1, "trivial": 2, "unrelated": 3}
+_TEXT_CHARS = 300
+_CITES = 20  # citations checked per claim; a claim rarely needs more than two
 
 
 @dataclass(frozen=True)
 class Verified:
-    """The claims that survived, with counts and the reasons for everything dropped."""
+    """The claims that survived, with counts, a verdict per claim, and the reasons as lines."""
 
     claims: list[Claim]
     submitted: int
     verified: int
     dropped: int
     reasons: list[str]
+    adds_nothing: int = 0
+    verdicts: list[ClaimVerdict] = field(default_factory=list)
+
+    @property
+    def drops(self) -> dict[str, int]:
+        """Drop kind -> number of claims dropped for it."""
+        out: dict[str, int] = {}
+        for v in self.verdicts:
+            if v.status == "dropped" and v.kind:
+                out[v.kind] = out.get(v.kind, 0) + 1
+        return out
+
+
+def _file(src: FileSource, path: str) -> FileLines | None:
+    if isinstance(src, CachedSource):
+        return src.file(path)
+    lines = src.lines(path)
+    return None if lines is None else FileLines(lines)
+
+
+def _exists(src: FileSource, c: Citation) -> tuple[DropKind | None, str, str]:
+    """(None, "", the quote as matched) when the quote is in the cited lines, else (kind, why, "")."""
+    f = _file(src, c.path)
+    if f is None:
+        return "path", f"no such file: {c.path}", ""
+    if c.start_line > c.end_line:
+        return "path", "start_line > end_line", ""
+    if c.start_line < 1 or c.end_line > len(f.lines):
+        return "path", f"lines {c.start_line}-{c.end_line} outside file ({len(f.lines)} lines)", ""
+    haystack = f.text(c.start_line, c.end_line)
+    empty = True
+    for norm, raw in _quote_forms(c.quote):
+        if norm and norm in haystack:
+            return None, "", raw
+        empty = empty and not norm
+    where = f"{c.path}:{c.start_line}-{c.end_line}"
+    return "quote", (f"empty quote for {where}" if empty else f"quote not found in {where}"), ""
 
 
 def check_citation(src: FileSource, c: Citation) -> str | None:
     """None if the quote is in ``c.path`` lines ``start_line``..``end_line``, else why not."""
-    f = src.file(c.path) if isinstance(src, _CachedSource) else _wrap(src.lines(c.path))
-    if f is None:
-        return f"no such file: {c.path}"
-    if c.start_line > c.end_line:
-        return "start_line > end_line"
-    if c.start_line < 1 or c.end_line > len(f.lines):
-        return f"lines {c.start_line}-{c.end_line} outside file ({len(f.lines)} lines)"
-    haystack = f.text(c.start_line, c.end_line)
-    empty = True
-    for q in _quote_forms(c.quote):
-        if q and q in haystack:
-            return None
-        empty = empty and not q
-    where = f"{c.path}:{c.start_line}-{c.end_line}"
-    return f"empty quote for {where}" if empty else f"quote not found in {where}"
+    kind, why, _ = _exists(src, c)
+    return None if kind is None else why
 
 
-def verify_findings(src: FileSource, findings: Findings, *, tool_calls: int) -> Verified:
-    """Keep each claim's valid citations and the claims left with at least one."""
+def judge_citation(src: FileSource, claim: str, c: Citation,
+                   line_count: Callable[[str], int] | None = None) -> CitationVerdict:
+    """Whether ``c`` exists and supports ``claim``; ``line_count`` gives a line's repository count."""
+    kind, why, matched = _exists(src, c)
+    if kind is None:
+        trivial = uninformative(matched, line_count)
+        if trivial is not None:
+            kind, why = "trivial", f"{trivial}: {_short(matched)}"
+        elif shared_name(claim, matched) is None:
+            kind, why = "unrelated", f"quote shares no name with the claim: {_short(matched)}"
+    return CitationVerdict(path=c.path, start_line=c.start_line, end_line=c.end_line, kind=kind,
+                           reason=why)
+
+
+def verify_findings(
+    src: FileSource,
+    findings: Findings,
+    *,
+    tool_calls: int,
+    line_counts: LineCounts | None = None,
+    known: KnownTests | None = None,
+) -> Verified:
+    """A verdict per claim; the verified claims keep only their supporting citations."""
     submitted = len(findings.claims)
     if tool_calls == 0:
-        return Verified([], submitted, 0, submitted, ["explorer made no tool call"])
+        unchecked = [ClaimVerdict(index=i, text=cl.text[:_TEXT_CHARS], status="dropped",
+                                  kind="unchecked", reason="explorer made no tool call")
+                     for i, cl in enumerate(findings.claims, 1)]
+        return Verified([], submitted, 0, submitted, ["explorer made no tool call"],
+                        verdicts=unchecked)
+    count = _line_count(src, line_counts)
     kept: list[Claim] = []
-    reasons: list[str] = []
+    verdicts: list[ClaimVerdict] = []
     for i, claim in enumerate(findings.claims, 1):
-        valid = []
-        for c in claim.citations:
-            why = check_citation(src, c)
-            if why is None:
-                valid.append(c)
-            else:
-                reasons.append(f"claim {i}: {why}")
-        if not valid:
-            reasons.append(f"claim {i} dropped: {'no valid' if claim.citations else 'no'} citation")
-        elif len(valid) < len(claim.citations):
-            kept.append(claim.model_copy(update={"citations": valid}))
+        checks = [judge_citation(src, claim.text, c, count) for c in claim.citations[:_CITES]]
+        verdict = _claim_verdict(i, claim, checks, known)
+        verdicts.append(verdict)
+        if verdict.status == "verified":
+            good = [c for c, v in zip(claim.citations, checks, strict=False) if v.kind is None]
+            kept.append(claim if len(good) == len(claim.citations)
+                        else claim.model_copy(update={"citations": good}))
+    dropped = sum(v.status == "dropped" for v in verdicts)
+    useless = sum(v.status == "adds_nothing" for v in verdicts)
+    return Verified(kept, submitted, len(kept), dropped, _reason_lines(verdicts),
+                    adds_nothing=useless, verdicts=verdicts)
+
+
+def _line_count(src: FileSource, counts: LineCounts | None) -> Callable[[str], int] | None:
+    if counts is None:
+        return None
+    return lambda line: counts.of(src).get(line, 0)  # counted on first need, then shared
+
+
+def _claim_verdict(i: int, claim: Claim, checks: list[CitationVerdict],
+                   known: KnownTests | None) -> ClaimVerdict:
+    text = claim.text[:_TEXT_CHARS]
+    good = [v for v in checks if v.kind is None]
+    if good and known is not None and all(known.covers(v.path) for v in good):
+        files = ", ".join(sorted({v.path for v in good}))
+        return ClaimVerdict(index=i, text=text, status="adds_nothing", citations=checks,
+                            reason=f"only restates {files}, which the builder already has")
+    if good:
+        return ClaimVerdict(index=i, text=text, status="verified", citations=checks)
+    if not checks:
+        return ClaimVerdict(index=i, text=text, status="dropped", kind="uncited",
+                            reason="no citation")
+    best = max(checks, key=lambda v: _STAGE[v.kind] if v.kind else -1)
+    return ClaimVerdict(index=i, text=text, status="dropped", kind=best.kind, reason=best.reason,
+                        citations=checks)
+
+
+def _reason_lines(verdicts: list[ClaimVerdict]) -> list[str]:
+    lines = []
+    for v in verdicts:
+        if v.status == "verified":
+            lines += [f"claim {v.index}: {c.reason}" for c in v.citations if c.kind is not None]
         else:
-            kept.append(claim)
-    return Verified(kept, submitted, len(kept), submitted - len(kept), reasons)
+            label = "adds nothing" if v.status == "adds_nothing" else f"dropped ({v.kind})"
+            lines.append(f"claim {v.index} {label}: {v.reason}")
+    return lines
 
 
-def _wrap(lines: list[str] | None) -> _File | None:
-    return None if lines is None else _File(lines)
+def locate_quote(src: FileSource, c: Citation) -> tuple[int, int] | None:
+    """The narrowest lines inside the citation that hold its quote, or None if it is not there."""
+    f = _file(src, c.path)
+    if f is None or c.start_line < 1 or c.end_line > len(f.lines) or c.start_line > c.end_line:
+        return None
+    forms = [norm for norm, _ in _quote_forms(c.quote) if norm]
+    # a quote's lines are usually file lines; a quote written on fewer lines may span up to 40
+    widest = min(c.end_line - c.start_line + 1, max(40, c.quote.strip().count("\n") + 2))
+    for size in range(1, widest + 1):
+        for first in range(c.start_line, c.end_line - size + 2):
+            text = f.text(first, first + size - 1)
+            if any(q in text for q in forms):
+                return first, first + size - 1
+    return None
 
 
-def _quote_forms(quote: str) -> Iterator[str]:
-    yield _strip_ellipses(normalize_ws(quote))
+def _short(quote: str, limit: int = 80) -> str:
+    text = normalize_ws(quote)
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def _quote_forms(quote: str) -> Iterator[tuple[str, str]]:
+    """(normalised, raw) forms of a quote to look for: as given, then without tool prefixes."""
+    raw = _strip_ellipses(quote)
+    yield normalize_ws(raw), raw
     # Models often paste tool output with its numbering; strip it and try again.
     for prefix in (_READ_PREFIX, _SEARCH_PREFIX):
         stripped = prefix.sub("", quote)
         if stripped != quote:
-            yield _strip_ellipses(normalize_ws(stripped))
+            raw = _strip_ellipses(stripped)
+            yield normalize_ws(raw), raw
 
 
 def _strip_ellipses(s: str) -> str:
+    s = s.strip()
     while True:
         before = s
         for e in _ELLIPSES:

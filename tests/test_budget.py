@@ -35,6 +35,6 @@ def test_cli_budget_and_quota(sim, sample_repo, tmp_path):
             "--set", f'providers.sim.base_url="{sim.base_url}"']
     proc = cli("run", DEMO_TASK, *args, "--max-usd", "0.001", env=env)
     assert proc.returncode == 1 and "run budget reached" in proc.stdout
-    rows = json.loads(cli("quota", *args, "--json", env=env).stdout)
+    rows = json.loads(cli("quota", *args, "--json", env=env).stdout)["usage"]
     used = {r["model"]: r for r in rows if r["tokens"]}
     assert "sim/sim-planner" in used and used["sim/sim-planner"]["usd"] > 0

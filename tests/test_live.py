@@ -198,3 +198,20 @@ def test_live_bench_routed_vs_solo_vs_single_prompt(live_url, tmp_path):
     assert len(report.records) == len(LIVE_TASKS) * len(maps)
     assert all(r.outcome in ("passed", "failed") for r in report.records), report.records
     assert all(r.workdir and Path(r.workdir).is_dir() for r in report.records)
+
+
+async def test_live_explore_bench_scores_a_real_explorer(live_url, tmp_path):
+    """One question of the built-in explore suite: the record adds up, whatever the model said."""
+    from orchestrator.benchmark import arun_explore_bench, load_explore_suite
+    from orchestrator.config import resolve_overrides
+
+    suite = load_explore_suite("builtin-explore").select(["bad-parameter"])
+    roles = resolve_overrides(live_roles(live_url), ["run.explorer_timeout_s=1800"])
+    report = await arun_explore_bench(suite, [("live", roles)], env=run_env(),
+                                      out_dir=tmp_path / "out")
+    (rec,) = report.records
+    assert rec.outcome in ("answered", "unanswered") and rec.error is None, rec
+    c = rec.claims
+    assert c.submitted == c.verified + c.adds_nothing + c.dropped
+    assert c.dropped == c.path + c.quote + c.trivial + c.unrelated + c.uncited + c.unchecked
+    assert rec.tokens > 0 and (tmp_path / "out" / "explore.json").is_file()

@@ -177,6 +177,27 @@ def test_ledger_caps_settles_and_marks_like_the_sqlite_one(ledger):
     assert rows["sim/d"].tokens == 0 and rows["sim/b"].exhausted_until is None
 
 
+def test_ledger_keeps_explorer_claims_per_model_once_per_run_and_session(ledger):
+    """Recording one explorer again (a resumed run) replaces its row instead of adding to it."""
+    tag = f"m-{T0.timestamp():.0f}-{id(ledger)}"
+    first = {"submitted": 4, "verified": 1, "dropped": 3, "path": 2, "trivial": 1}
+    ledger.record_claims("run-1", "explorer-1", f"{tag}-a", first, T0)
+    ledger.record_claims("run-1", "explorer-1", f"{tag}-a", first, T0)
+    ledger.record_claims("run-1", "explorer-2", f"{tag}-a", {"submitted": 2, "verified": 2}, T0)
+    ledger.record_claims("run-2", "explorer-1", f"{tag}-a", {"submitted": 1, "dropped": 1,
+                                                             "unrelated": 1}, T0 + timedelta(days=1))
+    ledger.record_claims("run-3", "explorer-1", f"{tag}-b", {"submitted": 3, "verified": 3},
+                         T0 - timedelta(days=3))
+    rows = {r.model: r for r in ledger.claim_rows(T0) if r.model.startswith(tag)}
+    assert set(rows) == {f"{tag}-a"}  # b was recorded before the window
+    a = rows[f"{tag}-a"]
+    assert (a.runs, a.explorers, a.since) == (2, 3, "2026-03-01")
+    assert {k: v for k, v in a.counts.items() if v} == {
+        "submitted": 7, "verified": 3, "dropped": 4, "path": 2, "trivial": 1, "unrelated": 1}
+    older = {r.model for r in ledger.claim_rows(T0 - timedelta(days=7))}
+    assert {f"{tag}-a", f"{tag}-b"} <= older
+
+
 def _draw(url: str, start, granted) -> None:
     from orchestrator.models.quota_pg import PostgresQuotaLedger
 

@@ -3,6 +3,7 @@ carries over from one run to the next through the same SQLite file."""
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -127,3 +128,19 @@ async def test_the_summarizer_follows_its_own_chain_when_the_main_model_is_exhau
     summary = await pool.for_role("summarizer").complete(MESSAGES, session="summarizer-1")
     assert summary.content == "handoff" and summary.record.fallback_step == 1
     assert len(fresh_sim.state.requests_for("sim-planner")) == 1  # only the planner's attempt
+
+
+def test_a_ledger_from_an_older_version_gains_the_new_claim_columns(tmp_path):
+    path = tmp_path / "quota.sqlite"
+    old = sqlite3.connect(path)
+    old.execute("CREATE TABLE claims (run_id TEXT NOT NULL, session TEXT NOT NULL, day TEXT NOT "
+                "NULL, model TEXT NOT NULL, submitted INTEGER NOT NULL DEFAULT 0, "
+                "PRIMARY KEY (run_id, session))")
+    old.execute("INSERT INTO claims VALUES ('r0', 'explorer-1', '2026-03-01', 'm', 3)")
+    old.commit()
+    old.close()
+    ledger = QuotaLedger(path)
+    ledger.record_claims("r1", "explorer-1", "m", {"submitted": 2, "failed": 1, "path": 2}, NOW)
+    (row,) = ledger.claim_rows(NOW)
+    assert (row.runs, row.counts["submitted"], row.counts["failed"], row.counts["path"]) == (2, 5, 1, 2)
+    ledger.close()

@@ -174,8 +174,11 @@ async def test_acceptance_runs_before_any_model_and_planner_and_builder_see_the_
         assert "AssertionError" in prompt and "traceback (most recent call last)" in prompt
         assert "stats.py lines" in prompt and "def median(values):" in prompt
         assert "Symbols of these files:" in prompt
-    # the explorers' prompts are unchanged until issue 16's slot takes the localisation
-    assert "before any change" not in first_prompt("sim-explorer")
+    # explorers get what the failing tests show (issue 16's KnownTests slot), not the whole map
+    explorer = first_prompt("sim-explorer")
+    assert "what they printed when run before any change:" in explorer
+    assert "AssertionError" in explorer and "the failure points at: stats.py" in explorer
+    assert "Symbols of these files:" not in explorer
 
 
 async def test_preflight_can_be_turned_off(fresh_sim, sample_repo):

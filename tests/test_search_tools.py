@@ -263,6 +263,16 @@ async def test_tools_return_error_text_instead_of_raising(repo: Path) -> None:
         assert tool.schema()["function"]["description"]
 
 
+async def test_an_invented_file_name_too_long_for_the_os_is_a_tool_error(repo: Path) -> None:
+    """A small model once asked for a 300-character path; that must not end its session."""
+    box = Toolbox.of(explorer_tools(repo, git_root=repo))
+    long = "src/IntRange.clamping." + "x" * 300 + ".py"
+    for name, args in (("read", {"path": long}), ("search", {"pattern": "x", "path": long}),
+                       ("list", {"path": long})):
+        out = await box.call(name, args)
+        assert not out.ok and out.text.startswith("error:") and len(out.text) < 400, (name, out)
+
+
 def test_read_refuses_the_git_directory(tmp_path):
     import subprocess
 

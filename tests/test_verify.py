@@ -59,6 +59,9 @@ def test_only_the_correct_citation_survives(repo: Path) -> None:
         "claim 1: lines 90-95 outside file (11 lines)",
         "claim 1: quote not found in src/app.py:1-2",
     ]
+    (verdict,) = result.verdicts
+    assert verdict.status == "verified" and verdict.kind is None
+    assert [c.kind for c in verdict.citations] == ["path", "path", "quote", None]
 
 
 def test_reasons_for_bad_ranges(repo: Path) -> None:
@@ -89,23 +92,25 @@ def test_claim_without_valid_citation_is_dropped(repo: Path) -> None:
     findings = Findings(
         answer="a",
         claims=[
-            Claim(text="bad", citations=[cite("src/app.py", 1, 1, "not there")]),
+            Claim(text="the app says so", citations=[cite("src/app.py", 1, 1, "not there")]),
             Claim(text="none", citations=[]),
-            Claim(text="good", citations=[cite("src/app.py", 1, 1, "line 1 of app")]),
+            Claim(text="the app's first line", citations=[cite("src/app.py", 1, 1, "line 1 of app")]),
         ],
     )
     result = verify_findings(DirSource(repo), findings, tool_calls=1)
-    assert [c.text for c in result.claims] == ["good"]
+    assert [c.text for c in result.claims] == ["the app's first line"]
     assert (result.submitted, result.verified, result.dropped) == (3, 1, 2)
-    assert "claim 1 dropped: no valid citation" in result.reasons
-    assert "claim 2 dropped: no citation" in result.reasons
+    assert "claim 1 dropped (quote): quote not found in src/app.py:1-1" in result.reasons
+    assert "claim 2 dropped (uncited): no citation" in result.reasons
+    assert result.drops == {"quote": 1, "uncited": 1}
 
 
 def test_no_tool_calls_drops_everything(repo: Path) -> None:
-    good = Claim(text="good", citations=[cite("src/app.py", 1, 1, "line 1 of app")])
+    good = Claim(text="the app", citations=[cite("src/app.py", 1, 1, "line 1 of app")])
     result = verify_findings(DirSource(repo), Findings(answer="a", claims=[good]), tool_calls=0)
     assert result.claims == [] and result.dropped == 1
     assert result.reasons == ["explorer made no tool call"]
+    assert result.drops == {"unchecked": 1}
 
 
 def test_git_commit_source_reads_the_committed_version(repo: Path) -> None:

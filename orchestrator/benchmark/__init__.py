@@ -1,5 +1,7 @@
 """``orchestrate bench``: measure time to working code per role map on a suite of tasks, and
-compare role maps at equal accuracy (pass rates always next to speed-ups).
+compare role maps at equal accuracy (pass rates always next to speed-ups); or, on an explore
+suite, measure explorer models' truthfulness (questions answered with a supporting citation in
+range, claims verified and dropped by reason) next to their time and tokens.
 
 ``run_bench``/``arun_bench`` run a ``Suite`` under several ``(name, RoleMap)`` pairs and return
 a ``BenchReport`` (also written as JSON, CSV and, with matplotlib, a PNG); ``print_report``
@@ -9,6 +11,9 @@ simulated models the built-in suite and the packaged ``bench-careful``/``bench-f
 
 from .command import bench_main
 from .compare import MapSummary, PairComparison, Spread, compare_all, compare_pair, summarize
+from .explore_report import ExploreRecord, ExploreReport, ExploreSummary, print_explore_report
+from .explore_runner import arun_explore_bench
+from .explore_suite import ExploreSuite, Question, builtin_explore_path, load_explore_suite
 from .records import RunRecord
 from .report import BenchReport, print_report
 from .runner import arun_bench, run_bench
@@ -16,8 +21,10 @@ from .simulator import SIM_MAPS, BenchSimulator, bench_scenario, load_role_map
 from .suite import Suite, Task, apply_fix, builtin_suite, load_suite, materialize
 
 __all__ = [
-    "SIM_MAPS", "BenchReport", "BenchSimulator", "MapSummary", "PairComparison", "RunRecord",
-    "Spread", "Suite", "Task", "apply_fix", "arun_bench", "bench_main", "bench_scenario",
-    "builtin_suite", "compare_all", "compare_pair", "load_role_map", "load_suite", "materialize",
+    "SIM_MAPS", "BenchReport", "BenchSimulator", "ExploreRecord", "ExploreReport",
+    "ExploreSuite", "ExploreSummary", "MapSummary", "PairComparison", "Question", "RunRecord",
+    "Spread", "Suite", "Task", "apply_fix", "arun_bench", "arun_explore_bench", "bench_main",
+    "bench_scenario", "builtin_explore_path", "builtin_suite", "compare_all", "compare_pair",
+    "load_explore_suite", "load_role_map", "load_suite", "materialize", "print_explore_report",
     "print_report", "run_bench", "summarize",
 ]

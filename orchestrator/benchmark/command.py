@@ -1,10 +1,13 @@
 """``orchestrate bench`` in one call, for the CLI: load the suite and the role maps, start the
 bench simulator when asked (``sim=True``; the packaged simulated maps are then the default),
-run, print the tables and comparisons (or the report as JSON) and return the exit code.
+run, print the tables and comparisons (or the report as JSON) and return the exit code. A task
+suite measures time to working code; an explore suite (``explore.toml``, e.g. the built-in
+``builtin-explore``) measures explorer models' truthfulness.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 from collections.abc import Mapping, Sequence
@@ -13,6 +16,9 @@ from pathlib import Path
 from rich.console import Console
 
 from ..errors import UsageError
+from .explore_report import ExploreRecord, ExploreReport, print_explore_report
+from .explore_runner import arun_explore_bench
+from .explore_suite import is_explore_suite, load_explore_suite
 from .report import BenchReport, print_report
 from .runner import run_bench
 from .simulator import SIM_MAPS, BenchSimulator, load_role_map
@@ -37,10 +43,13 @@ def bench_main(
 ) -> int:
     """Run the bench and print it; 0 when it ran (failed runs are results, not errors)."""
     console = console or Console()
-    loaded = load_suite(suite).select(list(tasks))
     files = list(role_files) or (list(SIM_MAPS) if sim else [])
     if len(files) < 1:
         raise UsageError("name at least one role map: --roles A.toml [--roles B.toml] (or --sim)")
+    if is_explore_suite(suite):
+        return _explore(suite, files, repeat=repeat, jobs=jobs, out=out, as_json=as_json,
+                        sim=sim, questions=tasks, env=env, console=console)
+    loaded = load_suite(suite).select(list(tasks))
     with BenchSimulator(loaded) if sim else contextlib.nullcontext() as simulator:
         url = simulator.base_url if simulator else None
         maps = [load_role_map(f, sim_url=url) for f in files]
@@ -51,6 +60,36 @@ def bench_main(
                            keep_repos=keep)
     _emit(report, console, as_json)
     return 0
+
+
+def _explore(suite: str | os.PathLike[str], files: Sequence[str | os.PathLike[str]], *,
+             repeat: int, jobs: int, out: str | os.PathLike[str] | None, as_json: bool, sim: bool,
+             questions: Sequence[str], env: Mapping[str, str] | None, console: Console) -> int:
+    loaded = load_explore_suite(suite).select(list(questions))
+    with BenchSimulator(None) if sim else contextlib.nullcontext() as simulator:
+        url = simulator.base_url if simulator else None
+        maps = [load_role_map(f, sim_url=url) for f in files]
+        run_env = simulator.env(env) if simulator else env
+        report: ExploreReport = asyncio.run(arun_explore_bench(
+            loaded, maps, repeat=repeat, jobs=jobs, env=run_env,
+            out_dir=Path(out) if out else DEFAULT_OUT,
+            progress=None if as_json else _explore_progress(console)))
+    if as_json:
+        console.print_json(report.model_dump_json())
+    else:
+        print_explore_report(report, console)
+    return 0
+
+
+def _explore_progress(console: Console):
+    def show(rec: ExploreRecord) -> None:
+        mark = {"answered": "ok", "unanswered": "miss", "error": "ERROR"}[rec.outcome]
+        console.print(f"  {mark:5} {rec.question} [{rec.role_map} · {rec.model} #{rec.repeat + 1}] "
+                      f"{rec.wall_s:.1f}s claims {rec.claims.verified}/{rec.claims.submitted}"
+                      + (f"  {rec.error[:100]}" if rec.error else ""),
+                      highlight=False, markup=False)
+
+    return show
 
 
 def _progress(console: Console):

@@ -40,8 +40,9 @@ class RunRecord(BaseModel):
     cost_usd: float = 0.0
     forks: int = 0
     fallbacks: int = Field(0, description="Model calls served by a fallback (fallback_step > 0).")
-    citations_submitted: int = 0
+    citations_submitted: int = Field(0, description="Explorer claims submitted.")
     citations_verified: int = 0
+    citations_adds_nothing: int = Field(0, description="Verified claims only restating the tests.")
     citations_dropped: int = 0
     run_id: str = ""
     workdir: str = Field("", description="The run's repository, kept with --keep (its "
@@ -71,6 +72,7 @@ class RunRecord(BaseModel):
             cost_usd=result.cost_usd, forks=len(result.forks), fallbacks=fallbacks,
             citations_submitted=sum(e.submitted for e in result.explorers),
             citations_verified=sum(e.verified for e in result.explorers),
+            citations_adds_nothing=sum(e.adds_nothing for e in result.explorers),
             citations_dropped=sum(e.dropped for e in result.explorers),
             run_id=result.run_id, workdir=workdir,
         )

@@ -27,9 +27,11 @@ def packaged_scenario(name: str) -> Path:
     return Path(str(resources.files("orchestrator.sim").joinpath("scenarios", name)))
 
 
-def bench_scenario(suite: Suite, base: Scenario | None = None) -> Scenario:
-    """The bench scenario (or ``base``) answering for ``suite``'s tasks."""
-    return bind_tasks(base or Scenario.load(packaged_scenario(SCENARIO)), sim_tasks(suite))
+def bench_scenario(suite: Suite | None, base: Scenario | None = None) -> Scenario:
+    """The bench scenario (or ``base``) answering for ``suite``'s tasks (none for an explore
+    suite, whose simulated explorers need no reference fixes)."""
+    tasks = sim_tasks(suite) if suite is not None else ()
+    return bind_tasks(base or Scenario.load(packaged_scenario(SCENARIO)), tasks)
 
 
 def role_map_path(name: str | os.PathLike[str]) -> Path:
@@ -62,9 +64,10 @@ def load_role_map(name: str | os.PathLike[str], *, sets: Sequence[str] = (),
 
 
 class BenchSimulator:
-    """``with BenchSimulator(suite) as sim:`` a simulator for the suite on a loopback port."""
+    """``with BenchSimulator(suite) as sim:`` a simulator for the suite on a loopback port
+    (``suite=None`` for an explore suite)."""
 
-    def __init__(self, suite: Suite, scenario: Scenario | None = None) -> None:
+    def __init__(self, suite: Suite | None, scenario: Scenario | None = None) -> None:
         self.server = SimServer(bench_scenario(suite, scenario))
 
     @property

@@ -128,7 +128,12 @@ def sim_tasks(suite: Suite) -> tuple[SimTask, ...]:
 
 def materialize(task: Task, dest: Path) -> Path:
     """A fresh git repository at ``dest`` holding a copy of the task's files, one commit."""
-    shutil.copytree(task.repo, dest, ignore=_SKIP)
+    return copy_repo(task.repo, dest)
+
+
+def copy_repo(source: Path, dest: Path) -> Path:
+    """A fresh git repository at ``dest`` holding a copy of ``source``'s files, one commit."""
+    shutil.copytree(source, dest, ignore=_SKIP)
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "task"]):
         subprocess.run(["git", *_IDENT, *args], cwd=dest, check=True, capture_output=True)
     return dest

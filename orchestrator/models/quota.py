@@ -3,7 +3,9 @@
 One file per user (``$XDG_STATE_HOME/orchestrate/quota.sqlite``), shared by every run and
 process, so routing can be proactive: a model that is out of quota is skipped without a call.
 Daily caps are enforced by reserving tokens with a single guarded ``UPDATE`` before a call and
-settling the real count after it, so two processes never overspend a cap together.
+settling the real count after it, so two processes never overspend a cap together. The ledger
+also keeps each explorer's claim counts (verified, dropped and why) per model, one row per run
+and session, so ``orchestrate quota`` can show which models' citations hold up over time.
 """
 
 from __future__ import annotations
@@ -24,7 +26,17 @@ CREATE TABLE IF NOT EXISTS usage (
     PRIMARY KEY (day, model));
 CREATE TABLE IF NOT EXISTS exhausted (
     model TEXT PRIMARY KEY, until TEXT NOT NULL, reason TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS claims (
+    run_id TEXT NOT NULL, session TEXT NOT NULL, day TEXT NOT NULL, model TEXT NOT NULL,
+    submitted INTEGER NOT NULL DEFAULT 0, verified INTEGER NOT NULL DEFAULT 0,
+    adds_nothing INTEGER NOT NULL DEFAULT 0, dropped INTEGER NOT NULL DEFAULT 0,
+    path INTEGER NOT NULL DEFAULT 0, quote INTEGER NOT NULL DEFAULT 0,
+    trivial INTEGER NOT NULL DEFAULT 0, unrelated INTEGER NOT NULL DEFAULT 0,
+    uncited INTEGER NOT NULL DEFAULT 0, unchecked INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0, PRIMARY KEY (run_id, session));
 """
+CLAIM_COUNTS = ("submitted", "verified", "adds_nothing", "dropped", "path", "quote", "trivial",
+                "unrelated", "uncited", "unchecked", "failed")
 
 
 def default_ledger_path(env: Mapping[str, str]) -> Path:
@@ -48,8 +60,24 @@ class QuotaRow:
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class ClaimRow:
+    """One model's explorer claims since a day: runs, explorer sessions, ``CLAIM_COUNTS``."""
+
+    model: str
+    since: str
+    runs: int
+    explorers: int
+    counts: dict[str, int]
+
+
 def _day(now: datetime) -> str:
     return now.astimezone(UTC).strftime("%Y-%m-%d")
+
+
+def claim_values(counts: Mapping[str, int]) -> tuple[int, ...]:
+    """The counts in ``CLAIM_COUNTS`` order (missing ones are 0)."""
+    return tuple(int(counts.get(k, 0)) for k in CLAIM_COUNTS)
 
 
 class QuotaLedger:
@@ -62,6 +90,17 @@ class QuotaLedger:
         target = str(self.path) if self.path is not None else ":memory:"
         self._db = connect(target, schema=_SCHEMA)
         self._lock = threading.Lock()
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """A ledger file written by an older version gains the claim counts added since."""
+        have = {row[1] for row in self._run("PRAGMA table_info(claims)")}
+        for column in CLAIM_COUNTS:
+            if column not in have:
+                try:
+                    self._run(f"ALTER TABLE claims ADD COLUMN {column} INTEGER NOT NULL DEFAULT 0")
+                except sqlite3.OperationalError:  # another process added it first
+                    pass
 
     def _run(self, sql: str, args: tuple = ()) -> sqlite3.Cursor:
         with self._lock:
@@ -127,6 +166,24 @@ class QuotaLedger:
             out.append(QuotaRow(name, _day(now), tokens, usd, calls, caps.get(name), until,
                                 row[0] if row and until else ""))
         return out
+
+    def record_claims(self, run_id: str, session: str, model: str, counts: Mapping[str, int],
+                      now: datetime) -> None:
+        """One explorer's claim counts; recording the same run and session again replaces them."""
+        cols = ", ".join(CLAIM_COUNTS)
+        marks = ", ".join("?" for _ in CLAIM_COUNTS)
+        self._run(f"INSERT OR REPLACE INTO claims (run_id, session, day, model, {cols}) "
+                  f"VALUES (?, ?, ?, ?, {marks})",
+                  (run_id, session, _day(now), model, *claim_values(counts)))
+
+    def claim_rows(self, since: datetime) -> list[ClaimRow]:
+        """Per model: explorer claims recorded on or after ``since``'s UTC day."""
+        sums = ", ".join(f"SUM({c})" for c in CLAIM_COUNTS)
+        day = _day(since)
+        rows = self._run(f"SELECT model, COUNT(DISTINCT run_id), COUNT(*), {sums} FROM claims "
+                         "WHERE day >= ? GROUP BY model ORDER BY model", (day,)).fetchall()
+        return [ClaimRow(r[0], day, r[1], r[2], dict(zip(CLAIM_COUNTS, map(int, r[3:]), strict=True)))
+                for r in rows]
 
     def close(self) -> None:
         with self._lock:

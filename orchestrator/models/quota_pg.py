@@ -13,7 +13,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from ..store import advisory_key, connect_postgres, database_errors
-from .quota import QuotaLedger, QuotaRow, default_ledger_path
+from .quota import CLAIM_COUNTS, ClaimRow, QuotaLedger, QuotaRow, claim_values, default_ledger_path
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS orchestrate_quota_usage ("
@@ -22,6 +22,13 @@ _SCHEMA = (
     " PRIMARY KEY (day, model))",
     "CREATE TABLE IF NOT EXISTS orchestrate_quota_exhausted ("
     " model TEXT PRIMARY KEY, until TIMESTAMPTZ NOT NULL, reason TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS orchestrate_claims ("
+    " run_id TEXT NOT NULL, session TEXT NOT NULL, day DATE NOT NULL, model TEXT NOT NULL, "
+    + ", ".join(f"{c} INTEGER NOT NULL DEFAULT 0" for c in CLAIM_COUNTS)
+    + ", PRIMARY KEY (run_id, session))",
+    # a table created by an older version gains the claim counts added since
+    *(f"ALTER TABLE orchestrate_claims ADD COLUMN IF NOT EXISTS {c} INTEGER NOT NULL DEFAULT 0"
+      for c in CLAIM_COUNTS),
 )
 # Takes the tokens only when they fit: the row's lock makes the check and the add one step.
 _RESERVE = """
@@ -109,6 +116,26 @@ class PostgresQuotaLedger:
             out.append(QuotaRow(name, _day(now).isoformat(), tokens, usd, calls, caps.get(name),
                                 live, reason if live else ""))
         return out
+
+    def record_claims(self, run_id: str, session: str, model: str, counts: Mapping[str, int],
+                      now: datetime) -> None:
+        """One explorer's claim counts; recording the same run and session again replaces them."""
+        cols = ", ".join(CLAIM_COUNTS)
+        marks = ", ".join("%s" for _ in CLAIM_COUNTS)
+        updates = ", ".join(f"{c} = excluded.{c}" for c in ("day", "model", *CLAIM_COUNTS))
+        self._run(f"INSERT INTO orchestrate_claims (run_id, session, day, model, {cols}) "
+                  f"VALUES (%s, %s, %s, %s, {marks}) "
+                  f"ON CONFLICT (run_id, session) DO UPDATE SET {updates}",
+                  (run_id, session, _day(now), model, *claim_values(counts)))
+
+    def claim_rows(self, since: datetime) -> list[ClaimRow]:
+        """Per model: explorer claims recorded on or after ``since``'s UTC day."""
+        sums = ", ".join(f"SUM({c})" for c in CLAIM_COUNTS)
+        day = _day(since)
+        rows = self._run(f"SELECT model, COUNT(DISTINCT run_id), COUNT(*), {sums} FROM orchestrate_claims "
+                         "WHERE day >= %s GROUP BY model ORDER BY model", (day,))
+        return [ClaimRow(r[0], day.isoformat(), int(r[1]), int(r[2]),
+                         dict(zip(CLAIM_COUNTS, map(int, r[3:]), strict=True))) for r in rows]
 
     def close(self) -> None:
         with self._lock:

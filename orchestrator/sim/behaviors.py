@@ -1,8 +1,9 @@
 """Computed replies for the bundled scenarios: simulated agents that act on what they were sent.
 
 ``explorer-cite`` searches for the term the question names (in backticks, else its longest
-word), reads the first hit and submits a claim that cites exactly the line it found, which is
-what a well-behaved explorer does. The others misbehave on purpose, for tests.
+word; within the file the question names, "... in stats.py?"), reads the first hit and submits
+a claim that cites exactly the line it found, which is what a well-behaved explorer does. The
+others misbehave on purpose, for tests.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from .scenario import ChatRequestView, Reply, ToolCallSpec, register_behavior
 _HIT = re.compile(r"^(?P<path>[^\s:][^:]*):(?P<line>\d+): (?P<text>.*)$", re.M)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _STOP = {"where", "which", "what", "does", "defined", "function", "test", "tests", "file", "the"}
+_IN_FILE = re.compile(r"\bin ([\w./-]+\.[A-Za-z]\w*)\b")
 
 
 def _question(req: ChatRequestView) -> str:
@@ -43,7 +45,9 @@ def explorer_cite(req: ChatRequestView) -> Reply:
     question = _question(req)
     results = req.tool_results()
     if not results:
-        return _call("search", pattern=search_term(question), fixed_strings=True)
+        where = _IN_FILE.search(question)
+        scope = {"path": where.group(1)} if where else {}
+        return _call("search", pattern=search_term(question), fixed_strings=True, **scope)
     hits = [m for _, _, content in results for m in _HIT.finditer(content)]
     if not hits:
         return _call("submit", answer=f"Nothing in the repository matches {search_term(question)!r}.", claims=[])
@@ -74,12 +78,14 @@ def explorer_fabricate(req: ChatRequestView) -> Reply:
     if not results:
         return _call("search", pattern=search_term(_question(req)), fixed_strings=True)
     hits = list(_HIT.finditer(results[0][2]))
+    term = search_term(_question(req))
     citations = [{"path": "src/imaginary.py", "start_line": 10, "end_line": 12, "quote": "def x():"}]
     if hits:
         h = hits[0]
         citations.append({"path": h.group("path"), "start_line": int(h.group("line")),
                           "end_line": int(h.group("line")), "quote": h.group("text").strip()})
-    claims = [{"text": "invented", "citations": citations[:1]}, {"text": "real", "citations": citations}]
+    claims = [{"text": f"{term} is defined in src/imaginary.py", "citations": citations[:1]},
+              {"text": f"{term} is used here", "citations": citations}]
     return Reply(tool_calls=[ToolCallSpec(name="submit", arguments=json.dumps(
         {"answer": "mixed", "claims": claims}))])
 

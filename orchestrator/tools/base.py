@@ -87,6 +87,8 @@ class Toolbox:
             return ToolOutcome(name, f"refused: {exc}", ok=False, policy_violation=True)
         except ToolError as exc:
             return ToolOutcome(name, f"error: {exc}", ok=False)
+        except OSError as exc:  # e.g. a 300-character invented file name: the model's to fix
+            return ToolOutcome(name, f"error: {str(exc)[:300]}", ok=False)
         return ToolOutcome(name, text)
 
 
