@@ -145,6 +145,9 @@ class SandboxSettings(_Strict):
     memory_mb: int = Field(4096, ge=64, description="Data segment limit per process.")
     cpu_s: int = Field(600, ge=1, description="CPU seconds per process.")
     processes: int = Field(256, ge=8, description="Processes and threads a command may run.")
+    process_cgroup: bool = Field(
+        True, description="As root (where the process rlimit does not bind), cap processes with "
+        "a pids cgroup; it costs ~10 ms per command on cgroup v1. false: no cap as root.")
     tmp_mb: int = Field(1024, ge=16, description="Size of the private /tmp and home scratch.")
     read_only: tuple[str, ...] = Field(
         (), description="Extra paths the commands may read (a toolchain, a cache); ~ expands.")

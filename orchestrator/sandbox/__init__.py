@@ -44,6 +44,9 @@ __all__ = [
 ]
 
 _LIMIT_EXIT = 125  # the wrapper's exit status when a limit could not be set
+# The command runs in the same bash that set the limits (one process start fewer than
+# `exec bash -c`), with no positional parameters left over from the wrapper.
+_RUN = '__orchestrate_cmd=$1; set --; eval "$__orchestrate_cmd"'
 
 
 class Limits(BaseModel):
@@ -95,6 +98,7 @@ class Sandbox:
     extra_env: Mapping[str, str] = field(default_factory=dict)
     ledger: Path | None = None  # where running commands are recorded (a run's commands.jsonl)
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names its pids cgroup
+    use_cgroup: bool = True
 
     def argv(self, command: str) -> list[str]:
         """The full argv that runs ``bash -c command`` inside the sandbox, limits applied."""
@@ -117,7 +121,7 @@ class Sandbox:
         One group per sandbox (a run's commands run one after another), so no command pays for
         creating and removing it; ``close()`` removes it.
         """
-        if self.limits is None:
+        if self.limits is None or not self.use_cgroup:
             return None
         with CGROUP_LOCK:
             group = CGROUPS.get(self.key)
@@ -174,7 +178,7 @@ class Sandbox:
 
 def _limit_script(limits: Limits | None) -> str:
     if limits is None:
-        return 'exec bash -c "$1"'
+        return _RUN
     kib = 1024
     hard_cpu = limits.cpu_s + 5  # soft first: SIGXCPU, a signal we can name, before SIGKILL
     sets = [
@@ -186,7 +190,7 @@ def _limit_script(limits: Limits | None) -> str:
          f"exit {_LIMIT_EXIT}; }}" for s in sets]
         + [f"ulimit -S -t {limits.cpu_s}", f"ulimit -H -t {hard_cpu}"]
     )
-    return body + '; exec bash -c "$1"'
+    return f"{body}; {_RUN}"
 
 
 def build_sandbox(
@@ -212,7 +216,8 @@ def build_sandbox(
             warning="builder commands run WITHOUT a sandbox ([sandbox] mode = \"none\" in your "
                     "config): they can read and change anything you can",
         )
-        return Sandbox(info=info, worktree=worktree, limits=limits, ledger=ledger)
+        return Sandbox(info=info, worktree=worktree, limits=limits, ledger=ledger,
+                       use_cgroup=settings.process_cgroup)
     bwrap, version = require_sandbox(settings)
     home = env.get("HOME") or None
     plan = MountPlan(home=home, tmp_mb=settings.tmp_mb)
@@ -221,8 +226,12 @@ def build_sandbox(
     plan.expose(exposed)
     plan.hide([*SECRETS, *settings.hidden])
     plan.writable(worktree)
-    cap = "cgroup" if PidsCgroup.available() else (
-        "rlimit" if os.geteuid() != 0 else "none (root: RLIMIT_NPROC does not bind; no cgroup)")
+    if os.geteuid() != 0:
+        cap = "rlimit"
+    elif not settings.process_cgroup:
+        cap = "none (root, [sandbox] process_cgroup = false)"
+    else:
+        cap = "cgroup" if PidsCgroup.available() else "none (root: no writable pids cgroup)"
     info = SandboxInfo(
         mechanism="bwrap", version=version, network="off",
         writable=[str(worktree), "/tmp (private)", f"{home or '~'} (private scratch)"],
@@ -233,7 +242,8 @@ def build_sandbox(
                  GIT_COMMITTER_NAME="orchestrate-builder",
                  GIT_COMMITTER_EMAIL="builder@localhost")
     return Sandbox(info=info, worktree=worktree, bwrap=bwrap, mounts=tuple(plan.args),
-                   limits=limits, home=home, extra_env=extra, ledger=ledger)
+                   limits=limits, home=home, extra_env=extra, ledger=ledger,
+                   use_cgroup=settings.process_cgroup)
 
 
 def require_sandbox(settings: SandboxSettings) -> tuple[str, str | None]:
