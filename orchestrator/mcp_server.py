@@ -14,7 +14,7 @@ import json
 import os
 import socket
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -313,7 +313,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             reason=str(report.get("reason", "")), branch=str(report.get("branch", "")),
             commit=report.get("commit"), cost_usd=float(report.get("cost_usd", 0.0)),
             per_role=report.get("per_role", {}), calls=len(d.calls),
-            sessions=[asdict(s) for s in d.sessions],
+            sessions=[s.model_dump(mode="json") for s in d.sessions],
         )
 
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
