@@ -98,8 +98,9 @@ def resolve(
     later = [*env_layers(env or {}, role_names), *[Layer(f"--set {s}", parse_set(s)) for s in sets]]
     merged, sources = merge_layers([Layer("merged", merged), *later], sources)
     for name in _pipeline_roles(merged):
-        if name in registry:
-            agent = registry[name]
+        # registry[name] raises, for a file that could not be used, why it could not
+        agent = registry[name] if name in registry or name in registry.unusable else None
+        if agent is not None:
             _beneath(merged, sources, agent.source, {"roles": {name: agent.defaults()}})
     merged["team"] = team
     if repo is not None and untrusted and not trust_repo:

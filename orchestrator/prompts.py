@@ -66,3 +66,8 @@ def text(group: str, key: str, **values: Any) -> str:
     if not isinstance(template, str):
         raise ConfigError(f"agents/prompts/{group}.md: no template {key!r}")
     return fill(template.rstrip("\n"), f"agents/prompts/{group}.md ({key})", **values)
+
+
+def evidence(key: str, **values: Any) -> str:
+    """``agents/prompts/evidence.md``: failures, localisation, known tests, the digest."""
+    return text("evidence", key, **values)

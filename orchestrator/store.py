@@ -130,7 +130,7 @@ def connect_postgres(database_url: str) -> psycopg.Connection:
 
 @asynccontextmanager
 async def sqlite_checkpointer(repo: Path) -> AsyncIterator[AsyncSqliteSaver]:
-    """An ``AsyncSqliteSaver`` on ``<repo>/.orchestrate/checkpoints.sqlite``."""
+    """An ``AsyncSqliteSaver`` on ``<repo>/.orchestrate/state/checkpoints.sqlite``."""
     # Concurrent runs in one repository share the file. Switching a new file to WAL and creating
     # the tables take locks that SQLite's busy timeout does not always wait for, so that first
     # part runs under a file lock; later writes wait up to the timeout.
