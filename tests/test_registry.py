@@ -3,6 +3,8 @@ pipeline they make, and one clear line for every file that does not fit."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -173,13 +175,9 @@ def test_cli_roles_lists_kinds_files_and_unusable_agents(tmp_path):
         '[roles.security-auditor]\nmodel = "sol"\n')
     proc = cli("roles", "--repo", str(repo), "--json")
     assert proc.returncode == 2 and "not a git repository" in proc.stderr
-    import subprocess
-
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     proc = cli("roles", "--repo", str(repo), "--json")
     assert proc.returncode == 0, proc.stderr
-    import json
-
     data = json.loads(proc.stdout)
     agents = {a["role"]: a for a in data["agents"]}
     assert agents["security-auditor"]["kind"] == "check" and agents["security-auditor"]["in_pipeline"]
@@ -188,3 +186,9 @@ def test_cli_roles_lists_kinds_files_and_unusable_agents(tmp_path):
     assert data["pipeline"]["steps"] == ["planner", "builder", "security-auditor"]
     proc = cli("roles", "--repo", str(repo))
     assert proc.returncode == 0 and "planner → builder ⇄ verify → security-auditor" in proc.stdout
+    # the pipeline takes the file that cannot run: one line naming the file and the tool
+    (repo / "roles.toml").write_text('[pipeline]\nsteps = ["planner", "builder", "fetcher"]\n')
+    proc = cli("roles", "--repo", str(repo))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
+    assert ".claude/agents/fetcher.md: tools WebFetch: not available in orchestrate" in proc.stderr
