@@ -32,7 +32,7 @@ async def one(tps: float, wire: str = "chat") -> dict[str, float]:
                                     sets=[f'providers.sim.api="{wire}"'])
     assert result.status == "succeeded", result.reason
     split = result.time_split
-    turns = sum(row["calls"] for row in result.per_role.values())
+    turns = sum(row.calls for row in result.per_role.values())
     return {**split, "turns": turns,
             "per_turn_ms": 1000 * split["orchestration_s"] / turns,
             "share": split["orchestration_s"] / split["wall_s"]}

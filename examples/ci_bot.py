@@ -37,8 +37,12 @@ def to_markdown(result: orchestrator.RunResult) -> str:
         lines += [f"| `{c.command}` | {c.exit_code} |" for c in result.tests.checks]
     lines += ["", "| role | models | calls | tokens in / out | cost $ |", "|---|---|---|---|---|"]
     for role, row in result.per_role.items():
-        lines.append(f"| {role} | {', '.join(row['models'])} | {row['calls']} | "
-                     f"{row['prompt_tokens']} / {row['output_tokens']} | {row['cost_usd']:.4f} |")
+        lines.append(f"| {role} | {', '.join(row.models)} | {row.calls} | "
+                     f"{row.prompt_tokens} / {row.output_tokens} | {row.cost_usd:.4f} |")
+    judges = ([("reviewer", result.review)] if result.review else []) + list(result.checks.items())
+    if judges:  # the reviewer and any check roles of the team's pipeline
+        lines += ["", "| judge | verdict | comments |", "|---|---|---|"]
+        lines += [f"| {role} | {v.verdict} | {'; '.join(v.comments) or '-'} |" for role, v in judges]
     findings = result.verified_findings
     if findings:
         lines += ["", "<details><summary>verified findings</summary>", ""]

@@ -19,10 +19,10 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command
 
 from .claimstats import by_model
-from .config import RoleMap, resolve_overrides, resolve_roles
-from .definitions import load_agents
-from .errors import BudgetExhausted, UsageError
+from .config import RoleMap, resolve_overrides, resolve_roles  # noqa: F401 (api.resolve_roles)
+from .errors import BudgetExhausted, ConfigError, UsageError
 from .graph import build_explore_graph, build_graph
+from .layers import resolve_setup
 from .lifecycle import (
     OpenRun,
     Relay,
@@ -32,6 +32,7 @@ from .lifecycle import (
     is_final,
     read_run_file,
     record_claims,
+    run_registry,
     run_warnings,
     write_explore_file,
     write_failure,
@@ -39,16 +40,18 @@ from .lifecycle import (
 )
 from .models.client import ClientPool
 from .models.routing import telemetry_listener
+from .pipeline import Pipeline, pipeline_of
 from .repo import repo_root
+from .reporules import repo_rules
 from .results import ExploreResult, RunResult
 from .runs import run_lock
 from .runtime import RunContext
-from .state import Plan, Role, RunState
+from .state import Plan, RunState
 from .store import open_checkpointer
 from .telemetry import Event, Listener, Telemetry
+from .verify import DirSource
 from .workspace import Workspace, create_record_dir, new_run_id
 
-RUN_ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer")
 Approver = Callable[[Plan], bool | Awaitable[bool]]
 DATABASE_ENV = "ORCHESTRATE_DATABASE_URL"
 
@@ -97,21 +100,22 @@ async def arun(
         raise UsageError("the task is empty: say what should be done, e.g. 'fix the failing test'")
     top = repo_root(repo)
     env = dict(os.environ if env is None else env)
-    role_map = resolve_roles(top, roles, role_files, sets, team, env=env,
-                             trust_repo_config=trust_repo_config)
+    role_map, registry = resolve_setup(top, roles, role_files, sets, team, env=env,
+                                       trust_repo_config=trust_repo_config)
+    pipeline = pipeline_of(role_map, registry)
     database_url = _database_url(database_url, env)
     relay = Relay()
     pool = build_pool(role_map, env, relay, quota_path=quota_path, max_usd=max_usd,
                       max_tokens=max_tokens, database_url=database_url)
     try:
-        pool.check_credentials(RUN_ROLES)
+        pool.check_credentials(pipeline.roles())
         await asyncio.to_thread(check_sandbox, role_map)
         ws = await asyncio.to_thread(Workspace.create, top, new_run_id(),
                                      include_dirty=include_dirty)
     except BaseException:
         await close_pool(pool)
         raise
-    write_run_file(ws, task, role_map, approve_plan=approve_plan)
+    write_run_file(ws, task, role_map, approve_plan=approve_plan, registry=registry)
     initial = RunState(task=task, max_attempts=role_map.run.max_attempts,
                        max_reviews=role_map.run.max_reviews, approve_plan=approve_plan)
     return await _drive(ws, task, role_map, pool, relay, env, listeners, initial, approver,
@@ -140,13 +144,14 @@ async def aresume(
     # reattach=False: the worktree is rebuilt from the checkpoint before the graph resumes
     ws = await asyncio.to_thread(Workspace.open, top, run_id, reattach=False)
     task, role_map = read_run_file(ws.run_dir)
+    pipeline = pipeline_of(role_map, run_registry(ws))
     env = dict(os.environ if env is None else env)
     database_url = _database_url(database_url, env)
     relay = Relay()
     pool = build_pool(role_map, env, relay, quota_path=quota_path, max_usd=max_usd,
                       max_tokens=max_tokens, database_url=database_url)
     try:
-        pool.check_credentials(RUN_ROLES)
+        pool.check_credentials(pipeline.roles())
         await asyncio.to_thread(check_sandbox, role_map)
     except BaseException:
         await close_pool(pool)
@@ -193,11 +198,11 @@ async def _invoke(
     """Run the graph to its end or to a pause; True in the result means a plan awaits approval."""
     config: RunnableConfig = {
         "configurable": {"thread_id": ctx.run_id},
-        "max_concurrency": ctx.roles.roles["explorer"].parallel,  # only explorers fan out
+        "max_concurrency": _parallel(ctx.roles, ctx.pipeline),  # only explorers fan out
         "recursion_limit": 200,
     }
     async with open_checkpointer(ctx.repo, database_url) as saver:
-        app = build_graph().compile(checkpointer=saver)
+        app = build_graph(ctx.pipeline).compile(checkpointer=saver)
         payload: Any = initial
         if initial is None:
             snapshot = await app.aget_state(config)
@@ -221,6 +226,11 @@ async def _invoke(
             if payload is None:
                 values = {k: v for k, v in out.items() if k != "__interrupt__"}
                 return RunState.model_validate(values), True
+
+
+def _parallel(roles: RoleMap, pipeline: Pipeline) -> int:
+    """Explorers in flight at once: the explore role's ``parallel``."""
+    return roles.roles[pipeline.explore].parallel if pipeline.explore else 1
 
 
 async def _restore_worktree(ctx: RunContext, state: RunState) -> None:
@@ -318,14 +328,20 @@ async def aexplore(
         raise UsageError("the question is empty")
     top = repo_root(repo)
     env = dict(os.environ if env is None else env)
-    role_map = resolve_roles(top, roles, role_files, sets, team, env=env,
-                             trust_repo_config=trust_repo_config)
+    role_map, registry = resolve_setup(top, roles, role_files, sets, team, env=env,
+                                       trust_repo_config=trust_repo_config)
+    pipeline = pipeline_of(role_map, registry, need_build=False)
+    if pipeline.explore is None:
+        raise ConfigError(f"[pipeline] steps: explore needs an explore role "
+                          f"(the pipeline is {pipeline.describe()})")
     if parallel:
-        role_map = resolve_overrides(role_map, [f"explorer.parallel={parallel}"])
+        role_map = resolve_overrides(role_map, [f"{pipeline.explore}.parallel={parallel}"])
     relay = Relay()
     pool = build_pool(role_map, env, relay)
     try:
-        pool.check_credentials(("planner", "explorer") if split else ("explorer",))
+        explorers = (pipeline.roles(explore_only=True) if split
+                     else (pipeline.explore,) if pipeline.explore else ())
+        pool.check_credentials(explorers)
         run_id = new_run_id()
         if workdir:
             run_dir = Path(workdir)
@@ -341,17 +357,19 @@ async def aexplore(
                               listeners=tuple(listeners), env=env)
         relay.targets.append(telemetry_listener(telemetry))
         ctx = RunContext(
-            run_id=run_id, roles=role_map, agents=load_agents(top), pool=pool,
+            run_id=run_id, roles=role_map, agents=registry, pool=pool,
             telemetry=telemetry, repo=top, worktree=top, run_dir=run_dir,
-            base_commit="HEAD", env=env,
+            base_commit="HEAD", env=env, pipeline=pipeline,
+            repo_rules=repo_rules(DirSource(top).lines,
+                                  max_tokens=role_map.run.repo_rules_tokens),
         )
-        telemetry.emit("run_started", repo=str(top), kind="explore")
+        telemetry.emit("run_started", repo=str(top), mode="explore")
         try:
-            app = build_explore_graph(split=split).compile()
+            app = build_explore_graph(pipeline, split=split).compile()
             preset = None if split else Plan(goal=question, steps=[], questions=[question])
             out = await app.ainvoke(
                 RunState(task=question, mode="explore", plan=preset),
-                {"max_concurrency": role_map.roles["explorer"].parallel, "recursion_limit": 50},
+                {"max_concurrency": _parallel(role_map, pipeline), "recursion_limit": 50},
                 context=ctx,
             )
             final = RunState.model_validate(out)

@@ -11,6 +11,7 @@ The engine (``api``: LangGraph, the OpenAI SDK) is imported on first use, so ``-
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from collections.abc import Callable
@@ -32,7 +33,6 @@ from .render import (
     print_jobs,
     print_plan,
     print_quota,
-    print_roles,
     print_run_summary,
     print_runs,
     print_trust,
@@ -45,6 +45,7 @@ from .trust import UntrustedConfig, record_trust, user_config_dir
 if TYPE_CHECKING:
     from . import api
     from .results import RunResult
+    from .telemetry import Event
 else:
 
     class _Engine(ModuleType):
@@ -134,12 +135,31 @@ def _guarded(fn: Callable[[], Any]) -> Any:
         raise typer.Exit(130) from None
 
 
-def _emit_result(result: RunResult, as_json: bool, *, simulated: bool = False) -> None:
-    if as_json:
+def _emit_result(result: RunResult, as_json: bool, *, simulated: bool = False,
+                 events: bool = False) -> None:
+    if events:  # the last JSON line of the stream
+        _line({"kind": "result", "result": result.model_dump(mode="json")})
+    elif as_json:
         out.print_json(result.model_dump_json())
     else:
         print_run_summary(out, result, simulated=simulated)
     raise typer.Exit(result.exit_code)
+
+
+def _line(data: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(data, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def _event_lines(event: Event) -> None:
+    """``--events``: every event but the live ticks, one JSON line each, as it happens."""
+    if event.kind != "progress":
+        _line(event.model_dump(mode="json"))
+
+
+EventsOpt = Annotated[bool, typer.Option(
+    "--events", help="Stream the run's events as JSON lines on stdout (for CI logs); the last "
+    'line is {"kind": "result", "result": ...}. See `orchestrate schema events`.')]
 
 
 @app.command()
@@ -156,23 +176,27 @@ def run(
     database_url: DbOpt = None,
     trust_repo_config: TrustOpt = False,
     as_json: JsonOpt = False,
+    events: EventsOpt = False,
 ) -> None:
     """Plan, explore, build and review TASK in an isolated worktree of the repository."""
+    as_json = as_json or events
     progress = Progress(err, enabled=not as_json)
     approver = _ask_approval(progress) if approve_plan and sys.stdin.isatty() and not as_json else None
+    listeners = [_event_lines] if events else [progress.on_event]
 
     def go(trusted: bool) -> RunResult:
         with progress:
             return _run(
                 api.arun(task, repo=repo, role_files=roles, sets=set_, team=team,
-                         listeners=[progress.on_event], include_dirty=include_dirty,
+                         listeners=listeners, include_dirty=include_dirty,
                          approve_plan=approve_plan, approver=approver, max_usd=max_usd,
                          max_tokens=max_tokens, database_url=database_url,
                          trust_repo_config=trusted)
             )
 
     _emit_result(_guarded(lambda: _trusting(go, interactive=not as_json,
-                                            trust_flag=trust_repo_config)), as_json)
+                                            trust_flag=trust_repo_config)), as_json,
+                 events=events)
 
 
 def _ask_approval(progress: Progress):
@@ -195,18 +219,21 @@ def resume(
     max_tokens: TokensOpt = None,
     database_url: DbOpt = None,
     as_json: JsonOpt = False,
+    events: EventsOpt = False,
 ) -> None:
     """Continue a run stopped by a crash, Ctrl-C, a budget or a pending plan approval."""
+    as_json = as_json or events
     progress = Progress(err, enabled=not as_json)
     approver = _ask_approval(progress) if approve is None and sys.stdin.isatty() and not as_json else None
+    listeners = [_event_lines] if events else [progress.on_event]
 
     def go() -> RunResult:
         with progress:
             return _run(api.aresume(run_id, repo=repo, approve=approve, approver=approver,
-                                           listeners=[progress.on_event], max_usd=max_usd,
+                                    listeners=listeners, max_usd=max_usd,
                                            max_tokens=max_tokens, database_url=database_url))
 
-    _emit_result(_guarded(go), as_json)
+    _emit_result(_guarded(go), as_json, events=events)
 
 
 @app.command()
@@ -221,8 +248,9 @@ def show(
     details = _guarded(lambda: run_details(api.repo_root(repo), run_id))
     if as_json:
         out.print_json(data={"run_id": details.run_id, "state": details.state,
-                             "report": details.report, "calls": details.calls,
-                             "sessions": [asdict(s) for s in details.sessions]})
+                             "report": details.report,
+                             "calls": [c.model_dump(mode="json") for c in details.calls],
+                             "sessions": [s.model_dump(mode="json") for s in details.sessions]})
         return
     print_details(out, details)
 
@@ -290,21 +318,102 @@ def roles_cmd(
     set_: SetOpt = [],  # noqa: B006
     team: TeamOpt = None,
     trust_repo_config: TrustOpt = False,
+    explain: Annotated[bool, typer.Option("--explain", help="Show which layer set each value.")] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Print the resolved role map (after every layer and override)."""
-    from .config import resolve_roles
+    """The pipeline and its roles (kind, agent file, model, tier, tools), after every layer and
+    override; --explain shows where each value came from."""
+    from .layers import resolve
+    from .rolesview import explain_data, print_explain, print_roles, roles_data
 
-    def go():
+    def go(trusted: bool):
         top = repo_root(repo) if repo is not None else _maybe_repo()
-        return resolve_roles(top, None, roles, set_, team, env=os.environ,
-                             trust_repo_config=trust_repo_config)
+        found = resolve(repo=top, files=roles, sets=set_, team=team, env=os.environ,
+                        user_dir=user_config_dir(os.environ), trust_repo=trusted)
+        return found, (explain_data(found) if explain else roles_data(found))
 
-    role_map = _guarded(go)
+    found, data = _guarded(lambda: _trusting(go, interactive=not as_json,
+                                             trust_flag=trust_repo_config))
     if as_json:
-        out.print_json(role_map.model_dump_json())
+        out.print_json(data=data)
+    elif explain:
+        print_explain(out, found)
     else:
-        print_roles(out, role_map)
+        _guarded(lambda: print_roles(out, found))
+
+
+@app.command()
+def init(
+    repo: RepoOpt = None,
+    provider: Annotated[str | None, typer.Option(help="Provider name in the role map (default openai).")] = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="An OpenAI-compatible endpoint (default: the provider's public one).")] = None,
+    api_key_env: Annotated[str | None, typer.Option("--api-key-env", help="The variable holding the API key (default OPENAI_API_KEY, or NAME_API_KEY).")] = None,
+    model: Annotated[list[str], typer.Option("--model", help="ROLE=MODEL-ID (planner, explorer, builder, reviewer, summarizer, all), or a bare MODEL-ID for every role; repeat.")] = [],  # noqa: B006
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing roles.toml.")] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a commented starter roles.toml for the repository (asks at a terminal when no
+    flag says; never asks elsewhere)."""
+    from . import starter
+    from .trust import protected_settings
+
+    ask = sys.stdin.isatty() and not as_json and provider is base_url is api_key_env is None \
+        and not model
+
+    def go() -> tuple[Path, list[tuple[str, Any]]]:
+        top = repo_root(repo)
+        chosen: dict[str, Any] = dict(provider=provider or "openai", base_url=base_url,
+                                      key_env=api_key_env, models=starter.parse_models(model))
+        if ask:
+            chosen = _ask_starter()
+        path = starter.write_starter(top, starter.starter_roles(**chosen), force=force)
+        from .config import read_layer
+
+        protected = protected_settings(read_layer(path).data)
+        if protected:  # you wrote these values just now: the file is trusted as written
+            record_trust(user_config_dir(os.environ), top)
+        return path, protected
+
+    path, protected = _guarded(go)
+    if as_json:
+        out.print_json(data={"path": str(path), "trusted": bool(protected)})
+        return
+    out.print(f"wrote {path}" + (" (trusted as written; `orchestrate trust --revoke` undoes "
+                                 "that)" if protected else ""), highlight=False)
+    out.print("next: `orchestrate roles --explain`, then commit it with your agents in "
+              ".orchestrate/agents/", highlight=False)
+
+
+def _ask_starter() -> dict[str, Any]:
+    from . import starter
+
+    chosen_provider = typer.prompt("Provider name", default="openai", err=True)
+    url = typer.prompt("Base URL (empty: the provider's public endpoint)", default="",
+                       show_default=False, err=True) or None
+    key = typer.prompt("Variable holding the API key", err=True,
+                       default=starter._key_env(chosen_provider))
+    ids = typer.prompt("Model id for every role (empty: keep the packaged models)", default="",
+                       show_default=False, err=True)
+    return dict(provider=chosen_provider, base_url=url, key_env=key,
+                models={"all": ids} if ids else {})
+
+
+@app.command()
+def schema(
+    what: Annotated[str, typer.Argument(help="events (one line of events.jsonl or --events) or result (a RunResult).")] = "events",
+) -> None:
+    """Print a JSON Schema for bot authors: the events of a run, or a run's result."""
+    def go() -> dict[str, Any]:
+        from .events import event_schema
+        from .results import RunResult
+
+        if what == "events":
+            return event_schema()
+        if what == "result":
+            return RunResult.model_json_schema(mode="serialization")
+        raise UsageError(f"schema {what!r}: expected events or result")
+
+    out.print(json.dumps(_guarded(go), indent=2), highlight=False, soft_wrap=True)
 
 
 def _maybe_repo() -> Path | None:

@@ -1,10 +1,11 @@
 """The role map: ``roles.toml`` layers merged once into frozen, strict pydantic models.
 
-Precedence, lowest first: the packaged default, the user's ``roles.toml`` (in
-``$XDG_CONFIG_HOME/orchestrate/``), the repository's ``roles.toml``, each ``--roles FILE``, the
-``--team`` overlay, then ``--set role.key=value`` flags. Every leaf remembers which layer set it,
-so an error names the file, the key path and what is allowed, and keys that touch secrets or
-safety are refused when the repository's own file set them without the user's trust (``trust``).
+The layers and their order are ``layers.py``'s: the defaults the pipeline's agent files give
+their roles, the packaged ``roles.toml``, the user's (``$XDG_CONFIG_HOME/orchestrate/``), the
+repository's, each ``--roles FILE``, the ``--team`` overlay, ``ORCHESTRATE_*`` environment
+variables, then ``--set role.key=value`` flags. Every leaf remembers which layer set it, so an
+error names the file, the key path and what is allowed, and keys that touch secrets or safety
+are refused when the repository's own file set them without the user's trust (``trust``).
 """
 
 from __future__ import annotations
@@ -14,15 +15,18 @@ import json
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from . import trust
 from .errors import ConfigError
-from .role import ROLES, Role
+from .kinds import ROLE_NAME
+from .packaged import DEFAULT_ROLES, packaged_file
+from .role import Role
+
+if TYPE_CHECKING:
+    from .definitions import Registry
 
 Tier = Literal["standard", "priority", "flex", "ultrafast"]
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
@@ -31,7 +35,10 @@ EditFormat = Literal["any", "replace", "lines", "patch", "whole"]
 _EFFORT_ALIASES = {"light": "low", "max": "xhigh"}
 SECTIONS = (
     "providers", "models", "roles", "teams", "run", "verify", "policy", "quota", "sandbox",
+    "pipeline",
 )
+DEFAULT_STEPS = ("planner", "explorer", "builder", "reviewer")
+ENV_PREFIX = "ORCHESTRATE_"
 
 
 def _effort_alias(v: Any) -> Any:
@@ -119,6 +126,9 @@ class RunSettings(_Strict):
     digest_tokens_total: int = Field(8000, ge=100)
     preflight: bool = Field(True, description="Run the acceptance commands before any model "
                             "call and give the planner and builder their localised failures.")
+    repo_rules_tokens: int = Field(
+        2000, ge=0, description="Cap on the repository's AGENTS.md / CLAUDE.md quoted to the "
+        "planner and the builder (0: none).")
 
 
 class VerifySettings(_Strict):
@@ -155,12 +165,36 @@ class SandboxSettings(_Strict):
         (), description="Extra paths hidden from commands, on top of the built-in secret list.")
 
 
+def _role_name(name: str) -> str:
+    if not ROLE_NAME.match(name):
+        raise ValueError(f"{name!r} is not a role name (lower case letters, digits, '-', '_')")
+    return name
+
+
+RoleName = Annotated[str, AfterValidator(_role_name)]
+
+
+class PipelineSettings(_Strict):
+    """Which roles run, in order. Each role's kind (its agent file) decides its step."""
+
+    steps: tuple[RoleName, ...] = Field(
+        DEFAULT_STEPS, description="Role names: one plan, at most one explore, one build, then "
+        "any judges (review, check) in the order they run.")
+    summarizer: RoleName = Field("summarizer", description="The role that writes handoffs.")
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """Every role a run may call: the steps and the summarizer."""
+        return (*self.steps, self.summarizer)
+
+
 class RoleMap(_Strict):
     """The resolved role map of one run."""
 
     providers: dict[str, Provider]
     models: dict[str, ModelSpec]
-    roles: dict[Role, RoleSpec]
+    roles: dict[RoleName, RoleSpec]
+    pipeline: PipelineSettings = PipelineSettings()
     run: RunSettings = RunSettings()
     verify: VerifySettings = VerifySettings()
     policy: PolicySettings = PolicySettings()
@@ -192,15 +226,7 @@ class Layer(NamedTuple):
 
 
 def default_roles_text() -> str:
-    return packaged_file("roles.toml").read_text(encoding="utf-8")
-
-
-def packaged_file(name: str):
-    """A file shipped in the package's agents folder (falls back to the source tree)."""
-    packaged = resources.files("orchestrator").joinpath("_agents", name)
-    if packaged.is_file():
-        return packaged
-    return Path(__file__).resolve().parent.parent / "agents" / name  # editable install
+    return packaged_file(DEFAULT_ROLES).read_text(encoding="utf-8")
 
 
 def read_layer(path: Path, *, repo: bool = False) -> Layer:
@@ -239,22 +265,6 @@ def parse_set(item: str) -> dict[str, Any]:
     return tree
 
 
-def role_layers(
-    *,
-    repo: Path | None = None,
-    files: Sequence[Path] = (),
-    base_text: str | None = None,
-    user_dir: Path | None = None,
-) -> list[Layer]:
-    """The files of a role map, lowest precedence first (``--team`` and ``--set`` come later)."""
-    layers = [Layer("packaged roles.toml", tomllib.loads(base_text or default_roles_text()))]
-    if user_dir is not None and (user_dir / trust.USER_ROLES).is_file():
-        layers.append(read_layer(user_dir / trust.USER_ROLES))
-    layers += [read_layer(f, repo=True) for f in (trust.repo_config_files(repo) if repo else ())]
-    layers += [read_layer(Path(f)) for f in files]
-    return layers
-
-
 def load_roles(
     *,
     repo: Path | None = None,
@@ -264,51 +274,20 @@ def load_roles(
     base_text: str | None = None,
     user_dir: Path | None = None,
     trust_repo: bool = False,
+    env: Mapping[str, str] | None = None,
+    registry: Registry | None = None,
 ) -> RoleMap:
-    """Merge the layers in precedence order and validate the result once.
+    """Merge the layers in precedence order and validate the result once (``layers.resolve``).
 
-    ``user_dir`` is the user's config directory (its ``roles.toml`` layer and trust records);
-    ``trust_repo`` trusts the repository's own file for this call only.
+    ``user_dir`` is the user's config directory (its ``roles.toml``, ``agents/`` and trust
+    records); ``trust_repo`` trusts the repository's own file for this call only; ``env`` adds
+    the ``ORCHESTRATE_*`` layer; ``registry`` is the run's agent definitions (by default the
+    packaged ones, the user's and the repository's).
     """
-    layers = role_layers(repo=repo, files=files, base_text=base_text, user_dir=user_dir)
-    merged, sources = merge_layers(layers)
-    untrusted = {layer.name for layer in layers if layer.repo}
-    if team is not None:
-        merged, sources = _apply_team(merged, sources, team, untrusted)
-    set_layers = [Layer(f"--set {s}", parse_set(s)) for s in sets]
-    merged, sources = merge_layers([Layer("merged", merged), *set_layers], sources)
-    merged["team"] = team
-    if repo is not None and untrusted and not trust_repo:
-        first = next(i for i, layer in enumerate(layers) if layer.repo)
-        below, _ = merge_layers(layers[:first])
-        trust.check(repo, {Path(lay.name): lay.digest for lay in layers if lay.repo}, merged,
-                    below, lambda path: _source_of(path, sources) in untrusted, user_dir)
-    return validate(merged, sources)
+    from .layers import resolve
 
-
-def _apply_team(
-    merged: dict[str, Any], sources: dict[KeyPath, str], team: str, untrusted: set[str]
-) -> tuple[dict[str, Any], dict[KeyPath, str]]:
-    """Overlay ``[teams.TEAM]``; each key keeps the name of the file that wrote it."""
-    overlay = merged.get("teams", {}).get(team)
-    if overlay is None:
-        known = ", ".join(sorted(merged.get("teams", {}))) or "none defined"
-        raise ConfigError(f"--team {team}: no [teams.{team}] in the role map (teams: {known})")
-    by_file: dict[str, dict[str, Any]] = {}
-    for path, value in trust.leaves(overlay):
-        origin = _source_of(("teams", team, *path), sources)
-        name = f"{origin} [teams.{team}]"
-        if origin in untrusted:
-            untrusted.add(name)
-        _set_path(by_file.setdefault(name, {}), path, value)
-    return merge_layers([Layer("merged", merged), *(Layer(n, d) for n, d in by_file.items())],
-                        sources)
-
-
-def _set_path(tree: dict[str, Any], path: KeyPath, value: Any) -> None:
-    for key in path[:-1]:
-        tree = tree.setdefault(key, {})
-    tree[path[-1]] = value
+    return resolve(repo=repo, files=files, sets=sets, team=team, base_text=base_text,
+                   user_dir=user_dir, trust_repo=trust_repo, env=env, registry=registry).roles
 
 
 def resolve_roles(
@@ -324,14 +303,13 @@ def resolve_roles(
     """The role map of a run: the one given, or the layers merged (see ``load_roles``).
 
     The user's config directory comes from ``env`` (``XDG_CONFIG_HOME``); without ``env`` there
-    is no user layer and no recorded trust. ``trust_repo_config`` trusts the repository's own
-    ``roles.toml`` for this call (see ``orchestrator.trust``).
+    is no user layer, no ``ORCHESTRATE_*`` layer and no recorded trust. ``trust_repo_config``
+    trusts the repository's own ``roles.toml`` for this call (see ``orchestrator.trust``).
     """
-    if roles is not None:
-        return resolve_overrides(roles, sets) if sets else roles
-    user_dir = trust.user_config_dir(env) if env is not None else None
-    return load_roles(repo=repo, files=[Path(f) for f in role_files], sets=sets, team=team,
-                      user_dir=user_dir, trust_repo=trust_repo_config)
+    from .layers import resolve_setup
+
+    return resolve_setup(repo, roles, role_files, sets, team, env=env,
+                         trust_repo_config=trust_repo_config)[0]
 
 
 def resolve_overrides(roles: RoleMap, sets: Sequence[str]) -> RoleMap:
@@ -383,7 +361,7 @@ def validate(data: dict[str, Any], sources: Mapping[tuple[str, ...], str]) -> Ro
     return roles
 
 
-def _source_of(loc: tuple[str, ...], sources: Mapping[tuple[str, ...], str]) -> str:
+def source_of(loc: tuple[str, ...], sources: Mapping[tuple[str, ...], str]) -> str:
     for n in range(len(loc), 0, -1):
         if loc[:n] in sources:
             return sources[loc[:n]]
@@ -393,7 +371,7 @@ def _source_of(loc: tuple[str, ...], sources: Mapping[tuple[str, ...], str]) -> 
 
 def _describe(err: Mapping[str, Any], loc: tuple[str, ...], sources: Mapping) -> str:
     key = ".".join(loc) or "(top level)"
-    src = _source_of(loc, sources)
+    src = source_of(loc, sources)
     kind = err["type"]
     if kind == "extra_forbidden":
         parent = loc[:-1]
@@ -438,26 +416,31 @@ def _check_references(roles: RoleMap, sources: Mapping[tuple[str, ...], str]) ->
     aliases = ", ".join(sorted(roles.models))
     for name, model in roles.models.items():
         if model.provider not in roles.providers:
-            src = _source_of(("models", name, "provider"), sources)
+            src = source_of(("models", name, "provider"), sources)
             known = ", ".join(sorted(roles.providers))
             raise ConfigError(
                 f"{src}: models.{name}.provider: unknown provider {model.provider!r} (known: {known})"
             )
-    for role in ROLES:
+    for role in roles.pipeline.roles:
         if role not in roles.roles:
-            raise ConfigError(f"role map: roles.{role} is required (roles: {', '.join(ROLES)})")
+            src = source_of(("pipeline", "steps"), sources)
+            raise ConfigError(
+                f"{src}: pipeline role {role} has no [roles.{role}]: give it a model there "
+                f"(model = ALIAS) or in its agent file (model: ALIAS)")
     for role, spec in roles.roles.items():
         for i, alias in enumerate(roles.chain(role)):
             key = ("roles", role, "model") if i == 0 else ("roles", role, "fallback")
             if alias not in roles.models:
-                src = _source_of(key, sources)
+                src = source_of(key, sources)
+                hint = (f"; a model: in an agent file is a default: set [roles.{role}] model in "
+                        f"the role map, or add [models.{alias}]") if src.endswith(".md") else ""
                 raise ConfigError(
                     f"{src}: {'.'.join(key)}: unknown model alias {alias!r} (models: {aliases})"
-                )
+                    + hint)
             provider_name = roles.models[alias].provider
             _check_effort(roles, role, alias, sources)
             if spec.tier not in roles.providers[provider_name].tiers:
-                src = _source_of(("roles", role, "tier"), sources)
+                src = source_of(("roles", role, "tier"), sources)
                 offered = ", ".join(roles.providers[provider_name].tiers)
                 raise ConfigError(
                     f"{src}: roles.{role}.tier: provider {provider_name!r} (model {alias!r}) has no "
@@ -471,7 +454,7 @@ def _check_effort(roles: RoleMap, role: Role, alias: str,
     effort, accepted = roles.roles[role].effort, roles.models[alias].efforts
     if effort is None or accepted is None or effort in accepted:
         return
-    src = _source_of(("roles", role, "effort"), sources)
+    src = source_of(("roles", role, "effort"), sources)
     raise ConfigError(
         f"{src}: roles.{role}.effort: model {alias!r} ({roles.models[alias].id}) does not accept "
         f"effort {effort!r} (it takes {', '.join(accepted)}; see models.{alias}.efforts)"

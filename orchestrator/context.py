@@ -23,8 +23,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from .config import ModelSpec, RoleSpec
+from .errors import ConfigError
+from .events import EventBase, Forked, RoleFinished, RoleStarted
 from .models.base import REASONING
+from .prompts import text
 
 # --- token counting -----------------------------------------------------------------------------
 
@@ -288,8 +293,11 @@ def describe_call(name: str, arguments: str, limit: int = 100) -> str:
 
 
 def mask_stub(call: str, tokens: int, handle: str) -> str:
-    return (f'{MASK_PREFIX}output of {call} — {tokens:,} tokens; '
-            f'call read_artifact("{handle}") to see it again]')
+    """What stands in for a masked tool output (``agents/prompts/session.md``: ``masked``)."""
+    stub = text("session", "masked", call=call, tokens=f"{tokens:,}", handle=handle)
+    if not stub.startswith(MASK_PREFIX):  # masked outputs are recognised by this prefix
+        raise ConfigError(f"agents/prompts/session.md: masked must start with {MASK_PREFIX!r}")
+    return stub
 
 
 def mask_old_outputs(
@@ -385,19 +393,10 @@ def _cut(text: str, limit: int) -> str:
 
 # --- the session tree for `orchestrate show` ----------------------------------------------------
 
-@dataclass(frozen=True)
-class ForkRecord:
-    """One fork: the child that continued, why, and the prompt size before and after."""
-
-    child: str
-    reason: str
-    tokens_before: int
-    tokens_after: int
-
-
-@dataclass(frozen=True)
-class SessionNode:
+class SessionNode(BaseModel):
     """One session of a run as the report shows it."""
+
+    model_config = ConfigDict(frozen=True)
 
     session: str
     role: str | None
@@ -406,34 +405,31 @@ class SessionNode:
     purpose: str = "task"  # "task", "fork" (continues its parent) or "handoff" (summariser)
     window: int | None = None
     peak_context: float = 0.0
-    forks: tuple[ForkRecord, ...] = ()
+    forks: tuple[Forked, ...] = ()
     children: tuple[str, ...] = ()
     status: str = "open"  # "finished", "forked" or "open"
 
 
-def session_tree(events: Sequence[Mapping[str, Any]]) -> list[SessionNode]:
-    """Every session in ``events.jsonl`` records, in order of start, with lineage and peaks."""
+def session_tree(events: Sequence[EventBase]) -> list[SessionNode]:
+    """Every session of a run's events, in order of start, with lineage and peaks."""
     nodes: dict[str, dict[str, Any]] = {}
+
+    def node_of(sid: str, role: str | None) -> dict[str, Any]:
+        return nodes.setdefault(sid, {"session": sid, "role": role, "forks": [], "children": []})
+
     for e in events:
-        kind, sid = e.get("event") or e.get("kind"), e.get("session")
-        if not sid or kind not in ("role_started", "fork", "role_finished"):
+        if not e.session or not isinstance(e, RoleStarted | Forked | RoleFinished):
             continue
-        node = nodes.setdefault(sid, {"session": sid, "role": e.get("role"), "forks": [],
-                                      "children": []})
-        peak = e.get("peak_context")
-        if isinstance(peak, int | float):
-            node["peak_context"] = max(node.get("peak_context", 0.0), float(peak))
-        if kind == "role_started":
-            node.update(model=e.get("model"), window=e.get("window"), parent=e.get("parent"),
-                        purpose=e.get("purpose") or "task")
-            if e.get("parent"):
-                parent = nodes.setdefault(e["parent"], {"session": e["parent"], "role": None,
-                                                        "forks": [], "children": []})
-                parent["children"].append(sid)
-        elif kind == "fork":
-            node["forks"].append(ForkRecord(str(e.get("child")), str(e.get("reason")),
-                                            int(e.get("tokens_before") or 0),
-                                            int(e.get("tokens_after") or 0)))
+        node = node_of(e.session, e.role)
+        if isinstance(e, RoleStarted):
+            node.update(role=node["role"] or e.role, model=e.model, window=e.window,
+                        parent=e.parent, purpose=e.purpose)
+            if e.parent:
+                node_of(e.parent, None)["children"].append(e.session)
+            continue
+        node["peak_context"] = max(node.get("peak_context", 0.0), e.peak_context)
+        if isinstance(e, Forked):
+            node["forks"].append(e)
             node["status"] = "forked"
         else:
             node["status"] = "finished"

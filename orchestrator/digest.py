@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from .known import for_builder
+from .prompts import evidence as _t
 from .state import Claim, ExplorerResult, KnownTests
 
 
@@ -57,10 +58,11 @@ def build_digest(
     for result in sorted(results, key=lambda r: r.index):
         if not _trusted(result):
             if result.adds_nothing and not result.error:
-                restated.append(f"Q{result.index + 1}: {result.question} ({result.adds_nothing} "
-                                "claim(s) only restated the tests above)")
+                restated.append(_t("digest_restated_question", n=result.index + 1,
+                                   question=result.question, count=result.adds_nothing))
             continue
-        head = f"Q{result.index + 1}: {result.question}\nA: {result.answer.strip()}"
+        head = _t("digest_answer", n=result.index + 1, question=result.question,
+                  answer=result.answer.strip())
         budget = min(per_explorer_tokens, total_tokens - used)
         if budget <= count(head):
             break
@@ -78,13 +80,13 @@ def build_digest(
             parts.append(text)
             spent += cost
         if omitted:
-            parts.append(f"  ({omitted} more verified claims omitted to stay within the digest cap)")
+            parts.append(_t("digest_omitted", count=omitted))
         if result.adds_nothing:
-            parts.append(f"  ({result.adds_nothing} claim(s) only restated the tests above)")
+            parts.append(_t("digest_restated", count=result.adds_nothing))
         sections.append("\n".join(parts))
         used += spent
     if len(sections) == (1 if tests else 0):
-        sections.append("(no verified findings)")
+        sections.append(_t("digest_none"))
     if restated and used + count("\n".join(restated)) <= total_tokens:
         sections.append("\n".join(restated))
     return "\n\n".join(sections)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from .prompts import evidence as _t
 from .testreport import (
     FailureReport,
     Frame,
@@ -33,32 +34,34 @@ MAX_SHOWN = 5
 def render(report: FailureReport, *, limit: int = 2500) -> str:
     """The failure for a model: each test's error, then its frames; the cleaned tail when the
     parse found nothing more specific. At most ``limit`` characters."""
-    head = f"$ {report.command}  (exit {report.exit_code})" if report.command else ""
+    head = (_t("failure_head", command=report.command, exit_code=report.exit_code)
+            if report.command else "")
     parts = [p for p in (head, report.summary) if p]
     shown = report.failures[:MAX_SHOWN]
     previous: tuple[tuple[str, ...], tuple[Frame, ...]] | None = None
     for failure in shown:
         if previous == (failure.error, failure.frames):
-            parts.append(f"FAILED {failure.name}: the same error and traceback as above")
+            parts.append(_t("failure_same", name=failure.name))
             continue
         previous = (failure.error, failure.frames)
         parts.append(_render_failure(failure))
     if len(report.failures) > len(shown):
         rest = ", ".join(f.name for f in report.failures[len(shown):][:10])
-        parts.append(f"... {len(report.failures) - len(shown)} more failing: {rest}")
+        parts.append(_t("failure_more", count=len(report.failures) - len(shown), names=rest))
     if not report.failures and report.tail:
-        parts.append("end of output:\n" + "\n".join(report.tail))
+        parts.append(_t("failure_tail", tail="\n".join(report.tail)))
     return _cap("\n".join(parts), limit)
 
 
 def _render_failure(failure: TestFailure) -> str:
-    out = [f"FAILED {failure.name}" if failure.name != "(command)" else "error:"]
+    out = [_t("failure_name", name=failure.name) if failure.name != "(command)"
+           else _t("failure_command")]
     out += [f"  {e}" for e in failure.error]
     frames = list(failure.frames)
     if len(frames) > MAX_FRAMES:
         frames = frames[:2] + frames[-(MAX_FRAMES - 2):]
     if frames:
-        out.append("  traceback (most recent call last):")
+        out.append(_t("failure_traceback"))
         for f in frames:
             where = f"{f.path}:{f.line}" + (f" in {f.function}" if f.function else "")
             out.append(f"    {where}" + (f": {f.code}" if f.code else ""))
@@ -69,7 +72,7 @@ def _cap(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     keep = text[: limit - 40].rsplit("\n", 1)[0]
-    return keep + f"\n... (cut at {limit} characters)"
+    return keep + "\n" + _t("failure_cut", limit=limit)
 
 
 def relative(report: FailureReport, root: str) -> FailureReport:

@@ -1,23 +1,34 @@
-"""LangGraph wiring only: plan -> approve -> explore x N -> gather -> build <-> verify -> review -> report.
+"""LangGraph wiring only, from the run's pipeline:
+plan -> approve -> explore x N -> gather -> build <-> verify -> judges (review, checks) -> report.
 
-``build_graph()`` returns the *uncompiled* graph so that embedders choose persistence;
-routing functions are small, pure and typed.
+``build_graph(pipeline)`` returns the *uncompiled* graph so that embedders choose persistence;
+every agent step is ``nodes.agent_node`` for its role. Routing functions are small, pure and
+typed; those that depend on the pipeline's judges are made for it (``judge_routes``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal, cast
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import Send
 
 from . import nodes
+from .nodes import NodeFn
+from .pipeline import (
+    BUILD_NODE,
+    DEFAULT_PIPELINE,
+    EXPLORE_NODE,
+    PLAN_NODE,
+    Judge,
+    Pipeline,
+)
 from .runtime import RunContext
-from .state import ExploreTask, RunState
+from .state import ExploreTask, Review, RunState
 
-# The explorer node takes a Send payload (a TypedDict), which LangGraph's overloads cannot express.
-_EXPLORE = cast(Any, nodes.explore)
+NodeAdapter = Callable[[str, NodeFn], NodeFn]
+Route = Callable[[RunState], str]
 
 
 def fan_out(state: RunState) -> list[Send] | Literal["gather", "report"]:
@@ -28,17 +39,14 @@ def fan_out(state: RunState) -> list[Send] | Literal["gather", "report"]:
     if not questions:
         return "gather"
     return [
-        Send("explore", ExploreTask(question=q, index=i, task=state.task, tests=state.tests))
+        Send(EXPLORE_NODE, ExploreTask(question=q, index=i, task=state.task, tests=state.tests))
         for i, q in enumerate(questions)
     ]
 
 
-def after_verify(state: RunState) -> Literal["build", "review", "report"]:
-    if state.verify is not None and state.verify.passed:
-        return "review" if state.reviews < state.max_reviews else "report"
-    if state.attempts >= state.max_attempts or _repeating(state):
-        return "report"
-    return "build"
+def _after_approve(state: RunState) -> Literal["build", "report"]:
+    """A pipeline without explorers goes from the plan to the build."""
+    return "report" if state.plan_rejected else "build"
 
 
 def _repeating(state: RunState) -> bool:
@@ -46,22 +54,67 @@ def _repeating(state: RunState) -> bool:
     return len(state.failures) >= 2 and state.failures[-1] == state.failures[-2]
 
 
-def after_review(state: RunState) -> Literal["build", "report"]:
-    if state.review is not None and state.review.verdict == "request_changes":
-        return "build" if state.attempts < state.max_attempts else "report"
+def rounds(state: RunState, judge: Judge) -> int:
+    """How many times the judge has run."""
+    return state.reviews if judge.kind == "review" else state.check_rounds.get(judge.role, 0)
+
+
+def verdict(state: RunState, judge: Judge) -> Review | None:
+    """The judge's last verdict."""
+    return state.review if judge.kind == "review" else state.checks.get(judge.role)
+
+
+def _next_judge(state: RunState, judges: Sequence[Judge], after: int) -> str:
+    """The first judge after position ``after`` with rounds left, else the report."""
+    for judge in judges[after + 1:]:
+        if rounds(state, judge) < state.max_reviews:
+            return judge.node
     return "report"
 
 
-NodeFn = Callable[..., Awaitable[dict[str, Any]]]
-NodeAdapter = Callable[[str, NodeFn], NodeFn]
-RUN_NODES: tuple[tuple[str, NodeFn], ...] = (
-    ("plan", nodes.plan), ("approve", nodes.approve), ("explore", _EXPLORE),
-    ("gather", nodes.gather), ("build", nodes.build), ("verify", nodes.verify),
-    ("review", nodes.review), ("report", nodes.report),
-)
+def judge_routes(judges: Sequence[Judge]) -> tuple[Route, list[Route]]:
+    """The routes after verify and after each judge, for this pipeline's judges."""
+
+    def after_verify(state: RunState) -> str:
+        if state.verify is not None and state.verify.passed:
+            return _next_judge(state, judges, -1)
+        if state.attempts >= state.max_attempts or _repeating(state):
+            return "report"
+        return BUILD_NODE
+
+    def after_judge(i: int) -> Route:
+        def route(state: RunState) -> str:
+            said = verdict(state, judges[i])
+            if said is not None and said.verdict == "request_changes":
+                return BUILD_NODE if state.attempts < state.max_attempts else "report"
+            return _next_judge(state, judges, i)
+
+        return route
+
+    return after_verify, [after_judge(i) for i in range(len(judges))]
+
+
+after_verify, (after_review,) = judge_routes(DEFAULT_PIPELINE.judges)
+
+
+def run_nodes(pipeline: Pipeline) -> list[tuple[str, NodeFn]]:
+    """The nodes of a run, by graph name."""
+    found: list[tuple[str, NodeFn]] = [
+        (PLAN_NODE, nodes.agent_node(pipeline.plan, "plan", PLAN_NODE)), ("approve", nodes.approve)]
+    if pipeline.explore:
+        # the explorer node takes a Send payload (a TypedDict), which LangGraph's overloads
+        # cannot express
+        found += [(EXPLORE_NODE, cast(Any, nodes.explore_node(pipeline.explore))),
+                  ("gather", nodes.gather)]
+    if pipeline.build:
+        found += [(BUILD_NODE, nodes.agent_node(pipeline.build, "build", BUILD_NODE)),
+                  ("verify", nodes.verify)]
+    found += [(j.node, nodes.agent_node(j.role, j.kind, j.node)) for j in pipeline.judges]
+    return [*found, ("report", nodes.report)]
 
 
 def build_graph(
+    pipeline: Pipeline = DEFAULT_PIPELINE,
     *,
     adapt: NodeAdapter | None = None,
     state_schema: type[RunState] = RunState,
@@ -69,35 +122,48 @@ def build_graph(
     input_schema: type[Any] | None = None,
     output_schema: type[Any] | None = None,
 ) -> StateGraph[Any, Any, Any, Any]:
-    """The run's graph. ``adapt(name, node)`` may wrap each node, and the schemas may be
-    widened: the platform graph rebuilds every node's live context that way (``platform.py``)."""
+    """The run's graph for ``pipeline``. ``adapt(name, node)`` may wrap each node, and the
+    schemas may be widened: the platform graph rebuilds every node's live context that way
+    (``platform.py``)."""
     g = StateGraph(state_schema, context_schema=context_schema, input_schema=input_schema,
                    output_schema=output_schema)
-    for name, node in RUN_NODES:
+    for name, node in run_nodes(pipeline):
         g.add_node(name, adapt(name, node) if adapt else node)
-    g.add_edge(START, "plan")
-    g.add_edge("plan", "approve")
-    g.add_conditional_edges("approve", fan_out, ["explore", "gather", "report"])
-    g.add_edge("explore", "gather")
-    g.add_edge("gather", "build")
-    g.add_edge("build", "verify")
-    g.add_conditional_edges("verify", after_verify)
-    g.add_conditional_edges("review", after_review)
+    g.add_edge(START, PLAN_NODE)
+    g.add_edge(PLAN_NODE, "approve")
+    if pipeline.explore:
+        g.add_conditional_edges("approve", fan_out, [EXPLORE_NODE, "gather", "report"])
+        g.add_edge(EXPLORE_NODE, "gather")
+        g.add_edge("gather", BUILD_NODE)
+    else:
+        g.add_conditional_edges("approve", _after_approve, [BUILD_NODE, "report"])
+    g.add_edge(BUILD_NODE, "verify")
+    judges = pipeline.judges
+    after_verify, after_judges = judge_routes(judges)
+    g.add_conditional_edges("verify", after_verify,
+                            [BUILD_NODE, "report", *(j.node for j in judges)])
+    for i, (judge, route) in enumerate(zip(judges, after_judges, strict=True)):
+        g.add_conditional_edges(judge.node, route,
+                                [BUILD_NODE, "report", *(j.node for j in judges[i + 1:])])
     g.add_edge("report", END)
     return g
 
 
-def build_explore_graph(*, split: bool = True) -> StateGraph[RunState, RunContext, RunState, RunState]:
+def build_explore_graph(
+    pipeline: Pipeline = DEFAULT_PIPELINE, *, split: bool = True,
+) -> StateGraph[RunState, RunContext, RunState, RunState]:
     """The question split and the swarm only: plan -> explore x N -> gather. Without ``split``
     the input state's plan already holds the questions and no planner runs."""
+    if pipeline.explore is None:
+        raise ValueError("the pipeline has no explore role")
     g = StateGraph(RunState, context_schema=RunContext)
     if split:
-        g.add_node("plan", nodes.plan)
-    g.add_node("explore", _EXPLORE)
+        g.add_node(PLAN_NODE, nodes.agent_node(pipeline.plan, "plan", PLAN_NODE))
+    g.add_node(EXPLORE_NODE, cast(Any, nodes.explore_node(pipeline.explore)))
     g.add_node("gather", nodes.gather)
     if split:
-        g.add_edge(START, "plan")
-    g.add_conditional_edges("plan" if split else START, fan_out, ["explore", "gather"])
-    g.add_edge("explore", "gather")
+        g.add_edge(START, PLAN_NODE)
+    g.add_conditional_edges(PLAN_NODE if split else START, fan_out, [EXPLORE_NODE, "gather"])
+    g.add_edge(EXPLORE_NODE, "gather")
     g.add_edge("gather", END)
     return g

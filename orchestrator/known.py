@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from .failures import render as render_failure
+from .prompts import evidence as _t
 from .sources import FileSource
 from .state import AssertLine, KnownTests
 
@@ -128,7 +129,7 @@ def _from_check(src: FileSource, loc: Localization) -> KnownTests:
     for path in chosen:
         lines += assertion_lines(path, src.lines(path) or [], MAX_LINES - len(lines))
     if loc.passed:
-        report = "They already pass before any change."
+        report = _t("known_passed")
     else:
         report = "\n".join(render_failure(r, limit=MAX_REPORT_CHARS) for r in loc.reports)
     return KnownTests(source="check", commands=[c.command for c in loc.checks], files=chosen,
@@ -140,17 +141,16 @@ def for_explorer(known: KnownTests | None, max_lines: int = 6) -> str:
     """The explorer prompt's paragraph on what is already known ("" when nothing is)."""
     if known is None or not (known.files or known.report):
         return ""
-    out = ["What the builder already has (citing it adds nothing):",
-           "- acceptance commands: " + ", ".join(f"`{c}`" for c in known.commands)]
+    out = [_t("known_head"),
+           _t("known_commands", commands=", ".join(f"`{c}`" for c in known.commands))]
     if known.files:
-        out.append("- the test files they run: " + ", ".join(known.files))
+        out.append(_t("known_files", files=", ".join(known.files)))
         out += [f"  {a.path}:{a.line}: {a.text}" for a in known.lines[:max_lines]]
     if known.report:
-        out.append("- what they printed when run before any change:\n"
-                   + _indent(known.report[:EXPLORER_REPORT_CHARS]))
+        out.append(_t("known_report", report=_indent(known.report[:EXPLORER_REPORT_CHARS])))
     if known.suspects:
-        out.append("- the failure points at: " + ", ".join(known.suspects))
-    out.append("So look for the code these tests exercise, not for the tests.\n")
+        out.append(_t("known_suspects", files=", ".join(known.suspects)))
+    out.append(_t("known_tail") + "\n")
     return "\n".join(out)
 
 
@@ -159,9 +159,8 @@ def for_builder(known: KnownTests | None) -> str:
     failure report is left out: the builder's prompt opens with it already."""
     if known is None or not (known.files or known.report):
         return ""
-    how = ("run before any change; their failures are above" if known.source == "check"
-           else "from the plan; nothing was run yet")
-    out = [f"Tests ({how}): " + (", ".join(known.files) or "(files not identified)")]
+    how = _t("known_how_check" if known.source == "check" else "known_how_plan")
+    out = [_t("known_builder", how=how, files=", ".join(known.files) or _t("known_no_files"))]
     out += [f"  {a.path}:{a.line}: {a.text}" for a in known.lines]
     return "\n".join(out)
 

@@ -21,24 +21,29 @@ from typing import Any
 
 from .claimstats import UNKNOWN_MODEL, by_model, of_result
 from .config import RoleMap
-from .definitions import load_agents
-from .errors import OrchestrateError, UsageError
+from .definitions import Registry, load_registry
+from .errors import ConfigError, OrchestrateError, UsageError
+from .events import Forked, Warned
 from .journal import CallJournal, JournaledPool
 from .models.budget import Budget
 from .models.client import ClientPool
 from .models.quota import QuotaLedger
 from .models.quota_pg import build_ledger
 from .models.routing import telemetry_listener
+from .pipeline import pipeline_of
 from .registry import new_record, open_registry
+from .reporules import repo_rules
 from .results import EXIT_USAGE, RunResult
 from .runs import run_lock
 from .runtime import RunContext
 from .sandbox import Sandbox, build_sandbox, kill_leftovers, require_sandbox
 from .state import ExplorerResult, RunState
 from .telemetry import Listener, Telemetry
+from .verify import GitCommitSource
 from .workspace import Workspace
 
 RUN_FILE = "run.json"
+AGENTS_FILE = "agents.json"  # the run's agent definitions, so a resume sends the same prompts
 COMMANDS_FILE = "commands.jsonl"  # commands running now, found and killed on resume
 
 
@@ -78,12 +83,28 @@ async def close_pool(pool: ClientPool) -> None:
     pool.routing.ledger.close()
 
 
-def write_run_file(ws: Workspace, task: str, role_map: RoleMap, *, approve_plan: bool) -> None:
-    """What ``resume`` needs to rebuild a run: its task and its resolved role map."""
+def write_run_file(ws: Workspace, task: str, role_map: RoleMap, *, approve_plan: bool,
+                   registry: Registry) -> None:
+    """What ``resume`` needs to rebuild a run: its task, its resolved role map and its agents."""
     (ws.run_dir / RUN_FILE).write_text(json.dumps({
         "task": task, "created": time.time(), "approve_plan": approve_plan,
         "roles": role_map.model_dump(mode="json"),
     }, indent=2), encoding="utf-8")
+    (ws.run_dir / AGENTS_FILE).write_text(json.dumps(registry.snapshot(), indent=1),
+                                          encoding="utf-8")
+
+
+def run_registry(ws: Workspace) -> Registry:
+    """The agent definitions a run started with (runs from before they were kept: the
+    repository's as they are now)."""
+    try:
+        saved = json.loads((ws.run_dir / AGENTS_FILE).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return load_registry(ws.repo)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{ws.run_dir / AGENTS_FILE}: cannot read the run's agents ({exc})"
+                          ) from None
+    return Registry.from_snapshot(saved)
 
 
 def check_sandbox(role_map: RoleMap) -> None:
@@ -130,7 +151,8 @@ def write_failure(run_dir: Path, task: str, exc: BaseException, telemetry: Telem
     report = {"run_id": telemetry.run_id, "task": task, "status": "failed", "reason": reason,
               "error": getattr(exc, "code", type(exc).__name__), **extra,
               "cost_usd": sum(c.cost_usd for c in telemetry.calls),
-              "per_role": telemetry.per_role(), "exit_code": getattr(exc, "exit_code", 1),
+              "per_role": {role: usage.model_dump() for role, usage in telemetry.per_role().items()},
+              "exit_code": getattr(exc, "exit_code", 1),
               "losses": [loss.model_dump() for loss in telemetry.losses],
               "calls": [c.model_dump(mode="json") for c in telemetry.calls]}
     (run_dir / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
@@ -138,7 +160,7 @@ def write_failure(run_dir: Path, task: str, exc: BaseException, telemetry: Telem
 
 def run_warnings(telemetry: Telemetry) -> list[str]:
     """The run's warnings, the role sessions it lost included."""
-    said = [str(e.data.get("message")) for e in telemetry.events if e.kind == "warning"]
+    said = [e.message for e in telemetry.events if isinstance(e, Warned)]
     return said + [loss.message for loss in telemetry.losses]
 
 
@@ -190,12 +212,14 @@ class OpenRun:
             self._stack.callback(self.journal.close)
             self.sandbox = sandbox = run_sandbox(ws, role_map, env)
             self._stack.callback(sandbox.close)
+            registry = run_registry(ws)
+            base = ws.start_commit or ws.base_commit
             self.ctx = RunContext(
-                run_id=ws.run_id, roles=role_map, agents=load_agents(ws.repo),
+                run_id=ws.run_id, roles=role_map, agents=registry,
                 pool=JournaledPool(pool, self.journal), telemetry=self.telemetry, repo=ws.repo,
-                worktree=ws.worktree, run_dir=ws.run_dir,
-                base_commit=ws.start_commit or ws.base_commit, env=dict(env), workspace=ws,
-                sandbox=sandbox,
+                worktree=ws.worktree, run_dir=ws.run_dir, base_commit=base, env=dict(env),
+                workspace=ws, sandbox=sandbox, pipeline=pipeline_of(role_map, registry),
+                repo_rules=_repo_rules(ws, base, role_map),
             )
         except BaseException:
             self._stack.close()
@@ -247,6 +271,12 @@ class OpenRun:
             await asyncio.to_thread(self._stack.close)  # SQLite files and a file lock
 
 
+def _repo_rules(ws: Workspace, commit: str, role_map: RoleMap) -> str:
+    """AGENTS.md / CLAUDE.md as of the run's start commit (never the builder's worktree)."""
+    with GitCommitSource(ws.repo, commit) as source:
+        return repo_rules(source.lines, max_tokens=role_map.run.repo_rules_tokens)
+
+
 def _head_of(ws: Workspace) -> str | None:
     sha = ws.tip()
     return sha if sha and sha != ws.base_commit else None
@@ -266,7 +296,7 @@ def _result(
         run_id=ctx.run_id, task=final.task, status=status, reason=reason, repo=str(ctx.repo),
         branch=ws.branch, commit=_head_of(ws), base_commit=ws.base_commit,
         diff_stat=ws.diff_stat(), tests=final.verify, attempts=final.attempts, plan=final.plan,
-        review=final.review.model_dump() if final.review else None,
+        review=final.review, checks=dict(final.checks),
         explorers=sorted(final.explorers, key=lambda r: r.index),
         claims_by_model=by_model(sorted(final.explorers, key=lambda r: r.index)),
         known_tests=final.tests,
@@ -274,7 +304,7 @@ def _result(
         cost_usd=sum(c.cost_usd for c in t.calls),
         policy_violations=t.counters.get("policy_violations", 0),
         warnings=run_warnings(t), losses=list(t.losses),
-        forks=[dict(e.data, session=e.session, role=e.role) for e in t.events if e.kind == "fork"],
+        forks=[e for e in t.events if isinstance(e, Forked)],
         run_dir=str(ws.run_dir), included_dirty=ws.included_dirty, dirty=ws.dirty,
         sandbox=ctx.sandbox.info if ctx.sandbox else None, replayed_calls=journal.replayed,
         paid_calls_repeated=journal.repeated,

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from . import failures, repomap
 from .failures import FailureReport, Frame
+from .prompts import evidence as _t
 
 WHOLE_SYMBOL_LINES = 40  # a frame's enclosing function up to this size is shown whole
 CONTEXT = 3
@@ -206,12 +207,12 @@ def _symbol_spans(paths: Sequence[str], names: set[str], read: Reader, room: int
         lines = text.splitlines()
         if not syms and whole_file and len(lines) <= WHOLE_SYMBOL_LINES:
             spans.append(Span(path=path, start=1, end=len(lines), focus=1, text=tuple(lines),
-                              why="run or imported by the failing tests"))
+                              why=_t("why_imported")))
         for s in syms[: room - len(spans)]:
             end = min(s.end_line, s.line + WHOLE_SYMBOL_LINES - 1)
             spans.append(Span(path=path, start=s.line, end=end, focus=s.line,
                               text=tuple(lines[s.line - 1:end]),
-                              why=f"{s.name}, named by the failing test"))
+                              why=_t("why_named", name=s.name)))
     return spans
 
 
@@ -232,7 +233,7 @@ def _constants(spans: Sequence[Span], read: Reader, room: int) -> list[Span]:
             if m and m.group(1) in used and not span.start <= n <= span.end \
                     and not any(o.path == span.path and o.start == n for o in out):
                 out.append(Span(path=span.path, start=n, end=n, focus=n, text=(line,),
-                                why=f"{m.group(1)}, a constant the code above uses"))
+                                why=_t("why_constant", name=m.group(1))))
     return out[:room]
 
 
@@ -241,7 +242,7 @@ def _span(path: str, text: str, line: int, why: str, *, whole: bool) -> Span:
     sym = repomap.enclosing(repomap.symbols(path, text), line) if whole else None
     if sym is not None and sym.end_line - sym.line < WHOLE_SYMBOL_LINES:
         start, end = sym.line, sym.end_line
-        why = f"{why}, in {sym.name}"
+        why = _t("why_in", why=why, name=sym.name)
     else:
         start, end = max(1, line - CONTEXT), min(len(lines), line + CONTEXT)
     return Span(path=path, start=start, end=end, focus=line,
@@ -253,16 +254,18 @@ def render(loc: Localization, *, limit: int = 3500) -> str:
     if not loc.checks:
         return ""
     if loc.passed:
-        return "The acceptance commands already pass before any change."
-    parts = ["The acceptance commands were run before any change:"]
+        return _t("localized_passed")
+    parts = [_t("localized_head")]
     parts += [failures.render(r, limit=1200) for r in loc.reports]
     if loc.suspects:
-        parts.append("Files the failure points at: " + ", ".join(loc.suspects))
+        parts.append(_t("localized_suspects", files=", ".join(loc.suspects)))
     for s in loc.spans:
         body = "\n".join(f"{n:>4}{'>' if n == s.focus else '|'} {t}"
                          for n, t in enumerate(s.text, s.start))
-        parts.append(f"{s.path} lines {s.start}-{s.end} ({s.why}):\n{body}")
+        parts.append(_t("localized_span", path=s.path, start=s.start, end=s.end, why=s.why,
+                        body=body))
     if loc.repo_map:
-        parts.append("Symbols of these files:\n" + loc.repo_map)
+        parts.append(_t("localized_map", map=loc.repo_map))
     text = "\n\n".join(parts)
-    return text if len(text) <= limit else text[: limit - 20].rsplit("\n", 1)[0] + "\n... (cut)"
+    cut = _t("localized_cut")
+    return text if len(text) <= limit else text[: limit - 20].rsplit("\n", 1)[0] + "\n" + cut

@@ -14,7 +14,7 @@ import json
 import os
 import socket
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -25,6 +25,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from . import api
+from . import events as ev
 from .errors import OrchestrateError, UsageError
 from .results import ExploreResult, RunResult
 from .runs import list_runs, run_details
@@ -152,26 +153,33 @@ def _read(path: Path) -> str:
 
 def progress_message(event: Event) -> str | None:
     """One line for a progress notification, or None for events too small to report."""
-    d, who = event.data, event.role or ""
-    messages: dict[str, Callable[[], str]] = {
-        "run_started": lambda: f"run {event.run_id} started on {d.get('branch')}",
-        "run_resumed": lambda: f"run {event.run_id} resumed",
-        "role_started": lambda: f"{who} {event.session} started on {d.get('model')} "
-                                f"({d.get('tier')})",
-        "role_finished": lambda: f"{who} {event.session} done: {d.get('turns')} turns, "
-                                 f"{d.get('tool_calls')} tool calls",
-        "tool_called": lambda: f"{who} {event.session}: {d.get('tool')}",
-        "explorer_finished": lambda: f"explorer {event.session}: {d.get('verified')} claims "
-                                     f"verified, {d.get('dropped')} dropped"
-                                     + (f" ({d['error']})" if d.get("error") else ""),
-        "fork": lambda: f"{who} {event.session} forked into {d.get('child')} ({d.get('reason')})",
-        "test_result": lambda: "acceptance " + ("passed" if d.get("passed") else "failed"),
-        "review": lambda: f"review by {who}: {d.get('verdict')}",
-        "warning": lambda: f"warning: {d.get('message')}",
-        "run_finished": lambda: f"run {d.get('status')}: {d.get('reason')}",
-    }
-    make = messages.get(event.kind)
-    return make() if make else None
+    who = event.role or ""
+    match event:
+        case ev.RunResumed():
+            return f"run {event.run_id} resumed"
+        case ev.RunStarted():
+            return f"run {event.run_id} started on {event.branch}"
+        case ev.RoleStarted():
+            return f"{who} {event.session} started on {event.model} ({event.tier})"
+        case ev.RoleFinished():
+            return (f"{who} {event.session} done: {event.turns} turns, "
+                    f"{event.tool_calls} tool calls")
+        case ev.ToolCalled():
+            return f"{who} {event.session}: {event.tool}"
+        case ev.ExplorerFinished():
+            return (f"explorer {event.session}: {event.verified} claims verified, "
+                    f"{event.dropped} dropped" + (f" ({event.error})" if event.error else ""))
+        case ev.Forked():
+            return f"{who} {event.session} forked into {event.child} ({event.reason})"
+        case ev.TestResult():
+            return "acceptance " + ("passed" if event.passed else "failed")
+        case ev.Verdict():
+            return f"review by {who}: {event.verdict}"
+        case ev.Warned():
+            return f"warning: {event.message}"
+        case ev.RunFinished():
+            return f"run {event.status}: {event.reason}"
+    return None
 
 
 # --- the server ----------------------------------------------------------------------------------
@@ -313,7 +321,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
             reason=str(report.get("reason", "")), branch=str(report.get("branch", "")),
             commit=report.get("commit"), cost_usd=float(report.get("cost_usd", 0.0)),
             per_role=report.get("per_role", {}), calls=len(d.calls),
-            sessions=[asdict(s) for s in d.sessions],
+            sessions=[s.model_dump(mode="json") for s in d.sessions],
         )
 
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)

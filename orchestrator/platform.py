@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +25,10 @@ from langgraph.errors import GraphInterrupt
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field
 
-from .api import DATABASE_ENV, RUN_ROLES, repo_root, resolve_roles
-from .errors import OrchestrateError, UsageError
+from .api import DATABASE_ENV
+from .errors import ConfigError, OrchestrateError, UsageError
 from .graph import NodeFn, build_graph
+from .layers import resolve_setup
 from .lifecycle import (
     RUN_FILE,
     OpenRun,
@@ -36,8 +37,11 @@ from .lifecycle import (
     check_sandbox,
     close_pool,
     read_run_file,
+    run_registry,
     write_run_file,
 )
+from .pipeline import DEFAULT_PIPELINE, Pipeline, pipeline_of
+from .repo import repo_root
 from .state import RunState
 from .telemetry import Event
 from .tracing import configure_from_env
@@ -94,9 +98,9 @@ class PlatformOutput(BaseModel):
 
 
 def event_json(event: Event) -> dict[str, Any]:
-    """A telemetry event as the plain data of a ``custom`` stream chunk."""
-    return {"kind": event.kind, "run_id": event.run_id, "t": event.t, "role": event.role,
-            "session": event.session, "data": json.loads(json.dumps(dict(event.data), default=str))}
+    """A telemetry event as the plain data of a ``custom`` stream chunk (the same JSON as a
+    line of ``events.jsonl``)."""
+    return event.model_dump(mode="json")
 
 
 class _Stream:
@@ -137,7 +141,7 @@ def run_id_for(thread_id: str) -> str:
 
 
 def _open(thread_id: str, config: PlatformConfig, task: str, approve_plan: bool, *,
-          starting: bool, pools: list[Any]) -> _Live:
+          starting: bool, pools: list[Any], served: Pipeline) -> _Live:
     """Build a thread's run from its config: create it, or re-open it as ``resume`` does.
 
     Runs in a worker thread; the pool it builds goes into ``pools`` so that the caller can
@@ -152,24 +156,32 @@ def _open(thread_id: str, config: PlatformConfig, task: str, approve_plan: bool,
     if starting and status in FINISHED:
         raise UsageError(f"this thread already ran a task (run {run_id}, {status}); "
                          "start a new thread for a new task")
-    if resumed:
+    ws = Workspace.open(top, run_id) if resumed else None
+    if ws is not None:
         _, role_map = read_run_file(run_dir)
+        registry = run_registry(ws)
     else:
-        role_map = resolve_roles(top, None, config.role_files, config.sets, config.team, env=env)
+        role_map, registry = resolve_setup(top, None, config.role_files, config.sets,
+                                           config.team, env=env)
+    pipeline = pipeline_of(role_map, registry)
+    if pipeline != served:
+        raise ConfigError(
+            f"this run's pipeline is {pipeline.describe()}, but the served graph runs "
+            f"{served.describe()} (built from the server's repository); start `langgraph dev` "
+            "in the repository whose roles the runs use")
     relay, stream = Relay(), _Stream()
     database_url = env.get(DATABASE_ENV) or None
     pool = build_pool(role_map, env, relay, database_url=database_url)
     pools.append(pool)
-    pool.check_credentials(RUN_ROLES)
+    pool.check_credentials(pipeline.roles())
     check_sandbox(role_map)
-    if resumed:
-        ws = Workspace.open(top, run_id)
-    else:
+    if ws is None:
         ws = Workspace.create(top, run_id, include_dirty=config.include_dirty)
-        write_run_file(ws, task, role_map, approve_plan=approve_plan)
+        write_run_file(ws, task, role_map, approve_plan=approve_plan, registry=registry)
     run = OpenRun(ws, task, role_map, pool, relay, env, [stream], resumed=resumed,
                   database_url=database_url)
-    return _Live(run, stream, asyncio.Semaphore(role_map.roles["explorer"].parallel), resumed)
+    parallel = role_map.roles[pipeline.explore].parallel if pipeline.explore else 1
+    return _Live(run, stream, asyncio.Semaphore(parallel), resumed)
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -182,7 +194,8 @@ def _json(path: Path) -> dict[str, Any]:
 class LiveRuns:
     """The runs this process has open, one per thread; a thread's run is rebuilt on a miss."""
 
-    def __init__(self) -> None:
+    def __init__(self, pipeline: Pipeline = DEFAULT_PIPELINE) -> None:
+        self.pipeline = pipeline  # what the served graph was built for
         self._open: dict[str, _Live] = {}
         self._building: dict[str, asyncio.Lock] = {}
 
@@ -195,7 +208,8 @@ class LiveRuns:
                 pools: list[Any] = []
                 try:
                     live = await asyncio.to_thread(_open, thread_id, config, task, approve_plan,
-                                                   starting=starting, pools=pools)
+                                                   starting=starting, pools=pools,
+                                                   served=self.pipeline)
                 except BaseException:
                     for pool in pools:
                         await close_pool(pool)
@@ -295,15 +309,29 @@ def _config(context: Any) -> PlatformConfig:
     return PlatformConfig.model_validate(context)
 
 
-def build_platform_graph() -> Any:
-    """The uncompiled platform graph: ``build_graph`` with every node adapted."""
-    live = LiveRuns()
-    return build_graph(adapt=live.adapt, state_schema=PlatformState,
+def served_pipeline(env: Mapping[str, str]) -> Pipeline:
+    """The pipeline of the server's working directory (its repository's role map and agents),
+    or the packaged one outside a repository."""
+    try:
+        top = repo_root(None)
+    except UsageError:
+        top = None
+    # only the pipeline is read here, never a provider or a policy: each run resolves (and
+    # trust-checks) its own role map
+    role_map, registry = resolve_setup(top, None, env=env, trust_repo_config=True)
+    return pipeline_of(role_map, registry)
+
+
+def build_platform_graph(pipeline: Pipeline = DEFAULT_PIPELINE) -> Any:
+    """The uncompiled platform graph: ``build_graph`` for ``pipeline``, every node adapted."""
+    live = LiveRuns(pipeline)
+    return build_graph(pipeline, adapt=live.adapt, state_schema=PlatformState,
                        context_schema=PlatformConfig, input_schema=PlatformInput,
                        output_schema=PlatformOutput)
 
 
 def make_graph() -> Any:
-    """The compiled platform graph; the platform brings its own checkpointer."""
+    """The compiled platform graph for the server's repository; the platform brings its own
+    checkpointer."""
     configure_from_env(os.environ)  # OTLP spans when the standard variables ask for them
-    return build_platform_graph().compile(name="orchestrate")
+    return build_platform_graph(served_pipeline(os.environ)).compile(name="orchestrate")

@@ -1,6 +1,6 @@
 """The run registry: one row per run (task, repository, branch, state, cost, host), queryable.
 
-Embedded, it is ``<repo>/.orchestrate/runs.sqlite``; with a ``postgresql://`` URL it is the
+Embedded, it is ``<repo>/.orchestrate/state/runs.sqlite``; with a ``postgresql://`` URL it is the
 ``orchestrate_runs`` table of the shared database, so a fleet's runs are listed in one place
 whichever machine ran them. Every write is a single statement (an upsert or a guarded update),
 so concurrent writers never interleave half a change.
@@ -146,7 +146,7 @@ def _row_of(run: RunRecord) -> tuple[Any, ...]:
 
 
 class SqliteRegistry(_SqlRegistry):
-    """``<repo>/.orchestrate/runs.sqlite``; WAL and a busy timeout let processes share it."""
+    """``<repo>/.orchestrate/state/runs.sqlite``; WAL and a busy timeout let processes share it."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

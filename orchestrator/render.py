@@ -7,6 +7,7 @@ without touching the commands.
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +18,8 @@ from rich.table import Table
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from .config import RoleMap
     from .results import ExploreResult, RunResult
+    from .state import RoleUsage
     from .telemetry import Event
 
 
@@ -197,18 +198,21 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
         console.print(f"[yellow]warning[/] {escape(w)}", highlight=False)
 
 
-def _per_role_table(per_role: dict) -> Table:
+def _per_role_table(per_role: Mapping[str, RoleUsage | Mapping[str, Any]]) -> Table:
+    """A result's per-role usage, or a report's (``show``: plain JSON)."""
     t = Table(title="per role", show_edge=False)
     for col in ("role", "model", "tier", "calls", "prompt", "cached", "output", "reasoning",
                 "tok/s", "cost $"):
         left = col in {"role", "model", "tier"}
         t.add_column(col, justify="left" if left else "right", overflow="fold", no_wrap=not left)
-    for role, row in per_role.items():
-        tps = row.get("tokens_per_s")
-        t.add_row(role, ", ".join(row["models"]), ", ".join(map(str, row["tiers"])), str(row["calls"]),
-                  str(row["prompt_tokens"]), str(row["cached_tokens"]), str(row["output_tokens"]),
-                  str(row.get("reasoning_tokens", 0)), f"{tps:.0f}" if tps else "-",
-                  f"{row['cost_usd']:.4f}")
+    from .state import RoleUsage  # here: printing a role map needs none of the engine's models
+
+    for role, raw in per_role.items():
+        row = raw if isinstance(raw, RoleUsage) else RoleUsage.model_validate(raw)
+        tps = row.tokens_per_s
+        t.add_row(role, ", ".join(row.models), ", ".join(row.tiers), str(row.calls),
+                  str(row.prompt_tokens), str(row.cached_tokens), str(row.output_tokens),
+                  str(row.reasoning_tokens), f"{tps:.0f}" if tps else "-", f"{row.cost_usd:.4f}")
     return t
 
 
@@ -223,20 +227,6 @@ def _explorer_table(result: RunResult) -> Table:
                   str(r.submitted), str(r.verified), str(r.adds_nothing), str(r.dropped),
                   escape(note))
     return t
-
-
-def print_roles(console: Console, roles: RoleMap) -> None:
-    t = Table(title="role map" + (f" (team {roles.team})" if roles.team else ""), show_edge=False)
-    for col in ("role", "model", "id", "provider", "api", "tier", "service_tier", "effort",
-                "parallel", "fallback"):
-        t.add_column(col)
-    for role, spec in roles.roles.items():
-        model = roles.models[spec.model]
-        provider = roles.providers[model.provider]
-        t.add_row(role, spec.model, model.id, model.provider, model.api or provider.api, spec.tier,
-                  str(provider.tiers.get(spec.tier)), spec.effort or "-", str(spec.parallel),
-                  " → ".join(spec.fallback) or "-")
-    console.print(t)
 
 
 def print_explore(console: Console, result: ExploreResult) -> None:
@@ -343,15 +333,12 @@ def print_details(console: Console, details) -> None:
                 "ttft s", "s", "$"):
         c.add_column(col)
     for call in details.calls:
-        served = call.get("served_model") or "?"
-        tier = f"{call.get('requested_tier') or '-'}→{call.get('served_tier') or '?'}"
-        ttft = call.get("ttft_s")
-        c.add_row(str(call.get("session")), str(call.get("requested_model")), str(served),
-                  str(call.get("api") or "-"), tier,
-                  str(call.get("prompt_tokens")), str(call.get("output_tokens")),
-                  str(call.get("reasoning_tokens") or 0),
-                  f"{ttft:.2f}" if isinstance(ttft, float) else "-",
-                  f"{call.get('duration_s', 0):.2f}", f"{call.get('cost_usd', 0):.4f}")
+        tier = f"{call.requested_tier or '-'}→{call.served_tier or '?'}"
+        c.add_row(str(call.session), call.requested_model, call.served_model or "?",
+                  call.api or "-", tier, str(call.prompt_tokens), str(call.output_tokens),
+                  str(call.reasoning_tokens),
+                  f"{call.ttft_s:.2f}" if call.ttft_s is not None else "-",
+                  f"{call.duration_s:.2f}", f"{call.cost_usd:.4f}")
     console.print(c)
 
 

@@ -8,13 +8,23 @@ summarizer stopped by an error while the run went on without it).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from .claimstats import ClaimStats
+from .events import Forked
 from .sandbox import SandboxInfo
-from .state import ExplorerResult, KnownTests, Plan, RoleLoss, VerifyResult
+from .state import (
+    Claim,
+    ExplorerResult,
+    KnownTests,
+    Plan,
+    Review,
+    RoleLoss,
+    RoleUsage,
+    VerifyResult,
+)
 
 RunStatus = Literal["succeeded", "failed", "awaiting_approval", "stopped"]
 ExitCode = Literal[0, 1, 2, 3]
@@ -41,16 +51,18 @@ class RunResult(BaseModel):
     tests: VerifyResult | None
     attempts: int
     plan: Plan | None = None
-    review: dict[str, Any] | None = None
+    review: Review | None = None
+    checks: dict[str, Review] = Field(
+        default_factory=dict, description="Each check role's last verdict, by role.")
     explorers: list[ExplorerResult] = Field(default_factory=list)
     claims_by_model: dict[str, ClaimStats] = Field(default_factory=dict)
     known_tests: KnownTests | None = None
-    per_role: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    per_role: dict[str, RoleUsage] = Field(default_factory=dict)
     time_split: dict[str, float] = Field(default_factory=dict)
     cost_usd: float = 0.0
     policy_violations: int = 0
     warnings: list[str] = Field(default_factory=list)
-    forks: list[dict[str, Any]] = Field(default_factory=list)
+    forks: list[Forked] = Field(default_factory=list)
     run_dir: str = ""
     included_dirty: bool = False
     dirty: bool = False
@@ -70,7 +82,7 @@ class RunResult(BaseModel):
         return EXIT_DEGRADED if self.losses else EXIT_OK
 
     @property
-    def verified_findings(self) -> list[Any]:
+    def verified_findings(self) -> list[Claim]:
         return [claim for e in self.explorers for claim in e.claims]
 
 
@@ -85,7 +97,7 @@ class ExploreResult(BaseModel):
     explorers: list[ExplorerResult]
     digest: str
     claims_by_model: dict[str, ClaimStats] = Field(default_factory=dict)
-    per_role: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    per_role: dict[str, RoleUsage] = Field(default_factory=dict)
     time_split: dict[str, float] = Field(default_factory=dict)
     cost_usd: float = 0.0
     run_id: str = ""

@@ -16,10 +16,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import UsageError
+from .events import CallFinished, read_events
 from .gitsafe import git
 from .workspace import Workspace, list_workspaces
+
+if TYPE_CHECKING:
+    from .context import SessionNode
 
 LOCK_NAME = "run.lock"
 
@@ -229,23 +234,18 @@ class RunDetails:
     run_id: str
     state: str
     report: dict
-    sessions: list
-    calls: list[dict]
+    sessions: list[SessionNode]
+    calls: list[CallFinished]
     events: int
 
 
 def run_details(repo: Path, run_id: str) -> RunDetails:
+    """What ``orchestrate show`` prints, read back from the run's report and events."""
     from .context import session_tree
 
     ws = Workspace.open(repo, run_id, reattach=False)
-    events = []
-    log = ws.run_dir / "events.jsonl"
-    for line in log.read_text(encoding="utf-8").splitlines() if log.exists() else ():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            continue
+    events = read_events(ws.run_dir / "events.jsonl")
     report = _report(ws.run_dir)
     state = "running" if is_running(ws.run_dir) else report.get("status", "stopped")
-    calls = [e for e in events if e.get("event") == "call_finished"]
+    calls = [e for e in events if isinstance(e, CallFinished)]
     return RunDetails(run_id, state, report, session_tree(events), calls, len(events))

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from .config import RoleMap
-from .definitions import AgentDef
+from .definitions import Registry
 from .models.client import ModelClient
+from .pipeline import DEFAULT_PIPELINE, Pipeline
 from .sources import LineCounts
 from .state import Role
 from .telemetry import Telemetry
@@ -35,7 +36,7 @@ class RunContext:
 
     run_id: str
     roles: RoleMap
-    agents: dict[Role, AgentDef]
+    agents: Registry
     pool: RolePool
     telemetry: Telemetry
     repo: Path
@@ -45,5 +46,7 @@ class RunContext:
     env: Mapping[str, str]
     workspace: Workspace | None = None  # None for `explore`, which has no worktree
     sandbox: Sandbox | None = None  # where builder and verify commands run; None for `explore`
+    pipeline: Pipeline = DEFAULT_PIPELINE  # which roles plan, explore, build and judge
+    repo_rules: str = ""  # the repository's AGENTS.md / CLAUDE.md, quoted (reporules.py)
     # the repository's line counts for the citation check, built once and shared by explorers
     line_counts: LineCounts = field(default_factory=LineCounts)

@@ -43,6 +43,7 @@ from .models.client import Completion, ModelClient, ToolCallData
 from .models.errors import ModelRefused
 from .models.fallback import demote
 from .models.toolmode import parse_tool_calls
+from .prompts import text
 from .state import Handoff, RoleLoss
 from .telemetry import Telemetry
 from .tools.artifacts import READ_ARTIFACT, ArtifactStore, paged_message, preview
@@ -53,9 +54,6 @@ MAX_NUDGES = 3
 MAX_INVALID_SUBMITS = 2  # then the role's next fallback model takes over the session
 MAX_REFUSALS = 4  # context_length_exceeded answers in a row before the session forks anyway
 FINAL_TURNS = 2  # the last turns of a session offer only submit
-FINAL_NOTE = ("You have {left} turn(s) left. Stop searching: call {submit} now with what you have "
-              "found so far.")
-CONTINUE = "You are continuing a session that ran out of context. Handoff:"
 
 
 @dataclass
@@ -95,7 +93,7 @@ def submit_schema(model: type[BaseModel]) -> dict[str, Any]:
         "type": "function",
         "function": {
             "name": SUBMIT,
-            "description": f"Submit your final result ({model.__name__}). Ends the session.",
+            "description": text("session", "submit_description", schema=model.__name__),
             "parameters": params,
         },
     }
@@ -200,7 +198,8 @@ class Session:
         """Entering the last turns: say so once; ``_offered`` then narrows the tools to submit."""
         left = self.max_turns - self.turns
         if left == FINAL_TURNS and self._final_window():
-            self._add({"role": "user", "content": FINAL_NOTE.format(left=left, submit=SUBMIT)})
+            self._add({"role": "user", "content": text("session", "final_note", left=left,
+                                                        submit=SUBMIT)})
 
     def _final_window(self) -> bool:
         return (self.max_turns > 2 * FINAL_TURNS and len(self.tools) > 1
@@ -317,7 +316,7 @@ class Session:
         handoff, writer = await self._handoff(task)
         parent, self.id = self.id, f"{self.root}.{self.forks}"
         self.lineage.append(self.id)
-        self._begin(f"{task}\n\n{CONTINUE}\n{handoff.render()}")
+        self._begin(text("session", "continue", task=task, handoff=handoff.render()))
         self.telemetry.emit(
             "fork", role=role, session=parent, child=self.id, reason=fork.reason,
             tokens_before=fork.tokens, tokens_after=self.ledger.estimate(), window=window,
@@ -355,7 +354,7 @@ class Session:
             raise  # a spent budget stops the run; a refusal means the role map is wrong
         except OrchestrateError as exc:
             self.telemetry.lose(RoleLoss(
-                role="summarizer", session=writer.id, code=exc.code,
+                role=s.agent.role, session=writer.id, code=exc.code,
                 message=f"the summarizer could not write a handoff for {self.id} "
                         f"({' '.join(str(exc).split())}); a plain one was used",
             ))
@@ -365,8 +364,9 @@ class Session:
     def _plain_handoff(self, task: str) -> Handoff:
         budget = int(max(200, self.policy.limit // 4) / max(self.ledger.ratio, 0.1))
         tail = render_transcript(self.messages, budget=budget, count=self.counter.count, skip=task)
-        return Handoff(goal=" ".join(task.split())[:300], facts=[f"Transcript so far:\n{tail}"],
-                       remaining=["Continue from where the transcript stops."])
+        return Handoff(goal=" ".join(task.split())[:300],
+                       facts=[text("session", "plain_handoff_facts", transcript=tail)],
+                       remaining=[text("session", "plain_handoff_left")])
 
     # --- tools ----------------------------------------------------------------------------------
 
@@ -387,7 +387,7 @@ class Session:
                     self.telemetry.count("policy_violations")
                     self.telemetry.emit(
                         "warning", role=self.agent.role, session=self.id,
-                        kind="policy_violation", message=f"policy violation: {call.name}: {text}",
+                        category="policy_violation", message=f"policy violation: {call.name}: {text}",
                     )
                 self.telemetry.emit(
                     "tool_called", role=self.agent.role, session=self.id, tool=call.name,
@@ -423,15 +423,15 @@ class Session:
     def _submit(self, arguments: str) -> tuple[str, BaseModel | None]:
         try:
             raw = json.loads(arguments or "{}")
-            return "submitted", self.agent.submit.model_validate(raw)
+            return text("session", "submitted"), self.agent.submit.model_validate(raw)
         except json.JSONDecodeError as exc:
-            return f"error: submit arguments are not valid JSON ({exc}); call submit again", None
+            return text("session", "submit_not_json", error=exc), None
         except ValidationError as exc:
             problems = "; ".join(
                 f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
                 for e in exc.errors()[:8]
             )
-            return f"error: invalid submission: {problems}. Fix these and call submit again.", None
+            return text("session", "submit_invalid", problems=problems), None
 
 
 def _assistant_message(completion: Completion, calls: list[ToolCallData]) -> dict[str, Any]:
@@ -448,4 +448,4 @@ def _assistant_message(completion: Completion, calls: list[ToolCallData]) -> dic
 
 def _nudge(toolbox: Toolbox) -> str:
     names = ", ".join([*toolbox.names(), SUBMIT])
-    return f"Call one of the tools ({names}). When you are done, call {SUBMIT} with your result."
+    return text("session", "nudge", names=names, submit=SUBMIT)

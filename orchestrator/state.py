@@ -12,6 +12,7 @@ from typing import Annotated, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from .localize import Localization
+from .prompts import text
 from .role import ROLES, Role  # noqa: F401 (re-exported: the names live apart for quick loads)
 
 
@@ -69,7 +70,7 @@ class BuildReport(Frozen):
 
 
 class Review(Frozen):
-    """What the reviewer submits."""
+    """What a judge (the reviewer, a check role) submits."""
 
     verdict: Literal["approve", "request_changes"]
     comments: list[str] = Field(default_factory=list, description="Concrete, actionable points.")
@@ -130,6 +131,21 @@ class ClaimVerdict(Frozen):
     kind: DropKind | None = None
     reason: str = ""
     citations: list[CitationVerdict] = Field(default_factory=list)
+
+
+class RoleUsage(Frozen):
+    """One role's model calls in a run: how many, on which models and tiers, tokens, cost."""
+
+    calls: int = 0
+    models: list[str] = Field(default_factory=list, description="Served models, first seen first.")
+    tiers: list[str] = Field(default_factory=list, description="Served service tiers.")
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cost_usd: float = 0.0
+    model_s: float = 0.0
+    tokens_per_s: float | None = Field(None, description="Output tokens per second of generation.")
 
 
 class ExplorerResult(Frozen):
@@ -235,6 +251,9 @@ class RunState(BaseModel):
     feedback: str = ""
     review: Review | None = None
     reviews: int = 0
+    checks: dict[str, Review] = Field(default_factory=dict)  # each check role's last verdict
+    check_rounds: dict[str, int] = Field(default_factory=dict)  # how often each check ran
+    unaddressed: str = ""  # the judge whose requested changes no attempt was left to make
     status: Literal["running", "succeeded", "failed"] = "running"
     reason: str = ""
     max_attempts: int = 3
@@ -256,14 +275,16 @@ class Handoff(Frozen):
     next_step: str = ""
 
     def render(self) -> str:
-        lines = [f"Goal: {self.goal}", "Established so far:"]
-        lines += [f"- {f}" for f in self.facts] or ["- (nothing yet)"]
+        """The handoff as the continuing session reads it (``agents/prompts/session.md``)."""
+        lines = [text("session", "handoff_goal", goal=self.goal),
+                 text("session", "handoff_facts")]
+        lines += [f"- {f}" for f in self.facts] or [text("session", "handoff_no_facts")]
         if self.files:
-            lines.append("Files: " + ", ".join(self.files))
-        lines.append("Left to do:")
-        lines += [f"- {r}" for r in self.remaining] or ["- (see goal)"]
+            lines.append(text("session", "handoff_files", files=", ".join(self.files)))
+        lines.append(text("session", "handoff_left"))
+        lines += [f"- {r}" for r in self.remaining] or [text("session", "handoff_nothing_left")]
         if self.next_step:
-            lines.append(f"Next step: {self.next_step}")
+            lines.append(text("session", "handoff_next", step=self.next_step))
         return "\n".join(lines)
 
 

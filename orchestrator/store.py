@@ -1,4 +1,5 @@
-"""Persistence: the checkpointer factory, local (SQLite in ``.orchestrate/``) or shared (Postgres).
+"""Persistence: the checkpointer factory, local (SQLite in ``.orchestrate/state/``) or shared
+(Postgres).
 
 Checkpoints are written with ``durability="sync"`` by the API, so model spend and git side
 effects never re-run after a crash. The serializer allow-lists our own state types, so loading
@@ -24,11 +25,14 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
 from . import state
 from .errors import DatabaseUnavailable, UsageError
+from .gitsafe import git
 
 if TYPE_CHECKING:
     import psycopg
 
-STATE_DIR = ".orchestrate"
+STATE_DIR = Path(".orchestrate") / "state"  # run state: checkpoints and the run registry
+LEGACY_STATE_DIR = Path(".orchestrate")  # where runs before 0.2 kept it
+_STATE_FILES = ("checkpoints.sqlite", "runs.sqlite")
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 CONNECT_TIMEOUT_S = 10
 _PASSWORD = re.compile(r"(://[^:/@]*:)([^@/]*)@")
@@ -41,6 +45,13 @@ _STATE_TYPES = [
 
 
 def state_dir(repo: Path) -> Path:
+    """``.orchestrate/state/`` (git-excluded); a repository whose runs predate it keeps its
+    state in ``.orchestrate/`` itself, so those runs stay listed and resumable."""
+    legacy = repo / LEGACY_STATE_DIR
+    found = [f"{LEGACY_STATE_DIR}/{n}" for n in _STATE_FILES if (legacy / n).exists()]
+    # files that came with the repository are not the user's runs: never read them
+    if found and not git("ls-files", "-z", "--", *found, cwd=repo, check=False).stdout:
+        return legacy
     path = repo / STATE_DIR
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -119,7 +130,7 @@ def connect_postgres(database_url: str) -> psycopg.Connection:
 
 @asynccontextmanager
 async def sqlite_checkpointer(repo: Path) -> AsyncIterator[AsyncSqliteSaver]:
-    """An ``AsyncSqliteSaver`` on ``<repo>/.orchestrate/checkpoints.sqlite``."""
+    """An ``AsyncSqliteSaver`` on ``<repo>/.orchestrate/state/checkpoints.sqlite``."""
     # Concurrent runs in one repository share the file. Switching a new file to WAL and creating
     # the tables take locks that SQLite's busy timeout does not always wait for, so that first
     # part runs under a file lock; later writes wait up to the timeout.

@@ -1,7 +1,8 @@
-"""Run telemetry: typed events, a JSON-lines event log, per-call records and the time split.
+"""Run telemetry: typed events (``events.py``), the JSON-lines event log, per-call records,
+per-role usage and the time split.
 
-Each run gets its own structlog logger writing to ``workspaces/<run-id>/events.jsonl``; nothing
-is configured globally, so embedding the library never changes the host's logging. Values that
+Each run writes its own ``workspaces/<run-id>/events.jsonl``, one event per line; nothing is
+configured globally, so embedding the library never changes the host's logging. Values that
 look like secrets from the environment are redacted before anything is written. When
 OpenTelemetry is set up, the same events become spans (``tracing.py``).
 """
@@ -13,51 +14,26 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, cast
 
-import structlog
-
-from .state import CallRecord, RoleLoss
+from .events import (
+    CallFinished,
+    Event,
+    EventBase,
+    EventKind,
+    RoleLost,
+    Warned,
+    make_event,
+    read_events,
+)
+from .state import CallRecord, RoleLoss, RoleUsage
 from .tracing import span_hook
 
-EventKind = Literal[
-    "run_started",
-    "run_resumed",
-    "worktree_restored",
-    "role_started",
-    "role_finished",
-    "call_finished",
-    "call_replayed",
-    "call_failed",
-    "tool_called",
-    "explorer_finished",
-    "fork",
-    "test_result",
-    "localized",
-    "review",
-    "warning",
-    "role_lost",
-    "run_finished",
-    "progress",
-]
+__all__ = ["Event", "EventBase", "EventKind", "Listener", "Telemetry", "secret_values"]
 
 SECRET_MARKERS = ("API_KEY", "TOKEN", "SECRET", "PASSWORD")
-
-
-@dataclass(frozen=True)
-class Event:
-    """One thing that happened in a run, for progress displays and bots."""
-
-    kind: EventKind
-    run_id: str
-    t: float
-    role: str | None = None
-    session: str | None = None
-    data: Mapping[str, Any] = field(default_factory=dict)
-
-
 Listener = Callable[[Event], None]
 
 
@@ -65,15 +41,6 @@ def secret_values(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(
         v for k, v in env.items() if len(v) >= 8 and any(m in k.upper() for m in SECRET_MARKERS)
     )
-
-
-def _redactor(secrets: tuple[str, ...]):
-    def redact(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
-        if not secrets:
-            return event
-        return {k: _scrub(v, secrets) for k, v in event.items()}
-
-    return redact
 
 
 def _scrub(value: Any, secrets: tuple[str, ...]) -> Any:
@@ -108,33 +75,33 @@ class Telemetry:
         self.losses: list[RoleLoss] = []
         self.started = time.monotonic()
         self._file: IO[str] | None = None
-        self._log = None
-        self._spans = span_hook(run_id, env or {}, secret_values(env or {}))
+        self._secrets = secret_values(env or {})
+        self._spans = span_hook(run_id, env or {}, self._secrets)
         if log_path is not None:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             self._file = log_path.open("a", encoding="utf-8")
-            self._log = structlog.wrap_logger(
-                structlog.WriteLogger(self._file),
-                processors=[
-                    structlog.processors.TimeStamper(fmt="iso", utc=True),
-                    _redactor(secret_values(env or {})),
-                    structlog.processors.JSONRenderer(default=str),
-                ],
-            ).bind(run_id=run_id)
 
     def emit(
         self, kind: EventKind, /, *, role: str | None = None, session: str | None = None, **data: Any
     ) -> None:
-        event = Event(kind, self.run_id, time.monotonic() - self.started, role, session, data)
+        """Record an event of ``kind`` (its fields are checked: a wrong one is a bug) and tell
+        the listeners."""
+        event = make_event(kind, run_id=self.run_id, t=time.monotonic() - self.started,
+                           role=role, session=session, **data)
         if kind != "progress":  # streaming ticks are for live displays, not the record
+            if self._file is not None:
+                event = cast(Event, event.model_copy(update={"at": datetime.now(UTC).isoformat()}))
+                self._write(event)
             self.events.append(event)
-            if self._log is not None:
-                self._log.info(kind, role=role, session=session, **data)
-                self._file.flush()  # type: ignore[union-attr]
             if self._spans is not None:
                 self._spans.event(event)
         for listener in self.listeners:
             listener(event)
+
+    def _write(self, event: EventBase) -> None:
+        line = _scrub(event.model_dump(mode="json"), self._secrets)
+        self._file.write(json.dumps(line, default=str) + "\n")  # type: ignore[union-attr]
+        self._file.flush()  # type: ignore[union-attr]
 
     def call(
         self, record: CallRecord, busy: tuple[float, float], *,
@@ -168,24 +135,18 @@ class Telemetry:
 
     def load_history(self, path: Path) -> int:
         """Take in the calls, counters and lost roles an earlier process of this run recorded."""
-        if not path.exists():
-            return 0
-        fields = set(CallRecord.model_fields)
         n = 0
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                continue  # a line cut short by a crash
-            if entry.get("event") == "call_finished":
+        fields = set(CallRecord.model_fields)
+        for event in read_events(path):
+            if isinstance(event, CallFinished):
                 self.calls.append(CallRecord.model_validate(
-                    {k: v for k, v in entry.items() if k in fields}))
+                    event.model_dump(include=fields)))
                 n += 1
-            elif entry.get("event") == "warning" and entry.get("kind") == "policy_violation":
+            elif isinstance(event, Warned) and event.category == "policy_violation":
                 self.counters["policy_violations"] += 1
-            elif entry.get("event") == "role_lost":
-                self.losses.append(RoleLoss(role=str(entry.get("role")), session=entry.get("session"),
-                                            code=str(entry.get("code")), message=str(entry.get("message"))))
+            elif isinstance(event, RoleLost):
+                self.losses.append(RoleLoss(role=str(event.role), session=event.session,
+                                            code=event.code, message=event.message))
         return n
 
     def count(self, name: str, n: int = 1) -> None:
@@ -204,31 +165,9 @@ class Telemetry:
             "orchestration_s": max(0.0, wall - both),
         }
 
-    def per_role(self) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
-        for rec in self.calls:
-            row = out.setdefault(
-                rec.role,
-                {"calls": 0, "models": [], "tiers": [], "prompt_tokens": 0, "cached_tokens": 0,
-                 "output_tokens": 0, "reasoning_tokens": 0, "cost_usd": 0.0, "model_s": 0.0,
-                 "_gen_s": 0.0},
-            )
-            row["calls"] += 1
-            for key, value in (("models", rec.served_model or rec.requested_model),
-                               ("tiers", rec.served_tier or rec.requested_tier or "-")):
-                if value not in row[key]:
-                    row[key].append(value)
-            row["prompt_tokens"] += rec.prompt_tokens
-            row["cached_tokens"] += rec.cached_tokens
-            row["output_tokens"] += rec.output_tokens
-            row["reasoning_tokens"] += rec.reasoning_tokens
-            row["cost_usd"] += rec.cost_usd
-            row["model_s"] += rec.duration_s
-            row["_gen_s"] += max(0.0, rec.duration_s - (rec.ttft_s or 0.0))
-        for row in out.values():
-            gen = row.pop("_gen_s")  # tokens/s counts generation, after the first token
-            row["tokens_per_s"] = row["output_tokens"] / gen if gen > 0 else None
-        return out
+    def per_role(self) -> dict[str, RoleUsage]:
+        """Calls, models, tokens, cost and speed per role."""
+        return per_role(self.calls)
 
     def close(self) -> None:
         if self._spans is not None:
@@ -251,3 +190,28 @@ def _union(intervals: list[tuple[float, float]]) -> float:
     if cur_end is not None:
         total += cur_end - cur_start  # type: ignore[operator]
     return total
+
+
+def per_role(calls: list[CallRecord]) -> dict[str, RoleUsage]:
+    """``calls`` summed up per role; tokens/s counts generation time, after the first token."""
+    rows: dict[str, dict[str, Any]] = {}
+    for rec in calls:
+        row = rows.setdefault(rec.role, {"calls": 0, "models": [], "tiers": [], "model_s": 0.0,
+                                         "gen_s": 0.0, **dict.fromkeys(_SUMMED, 0)})
+        row["calls"] += 1
+        for key, value in (("models", rec.served_model or rec.requested_model),
+                           ("tiers", rec.served_tier or rec.requested_tier or "-")):
+            if value not in row[key]:
+                row[key].append(value)
+        for key in _SUMMED:
+            row[key] += getattr(rec, key)
+        row["model_s"] += rec.duration_s
+        row["gen_s"] += max(0.0, rec.duration_s - (rec.ttft_s or 0.0))
+    out = {}
+    for role, row in rows.items():
+        gen = row.pop("gen_s")
+        out[role] = RoleUsage(**row, tokens_per_s=row["output_tokens"] / gen if gen > 0 else None)
+    return out
+
+
+_SUMMED = ("prompt_tokens", "cached_tokens", "output_tokens", "reasoning_tokens", "cost_usd")

@@ -34,6 +34,7 @@ REPO_ROLES = "roles.toml"
 USER_ROLES = "roles.toml"
 TRUST_FILE = "trusted.json"
 AGENTS_DIR = Path(".orchestrate") / "agents"
+CLAUDE_AGENTS_DIR = Path(".claude") / "agents"
 KeyPath = tuple[str, ...]
 
 
@@ -168,9 +169,12 @@ def repo_config_files(repo: Path) -> list[Path]:
 
 
 def agent_overrides(repo: Path) -> list[Path]:
-    """``.orchestrate/agents/*.md``: prompts a team commits; used without trust, but listed."""
-    folder = repo / AGENTS_DIR
-    return sorted(folder.glob("*.md")) if folder.is_dir() else []
+    """``.orchestrate/agents/*.md`` and Claude Code's ``.claude/agents/*.md``: agents a team
+    commits (prompts, tools within what their kind allows); used without trust, but listed."""
+    found = []
+    for folder in (repo / AGENTS_DIR, repo / CLAUDE_AGENTS_DIR):
+        found += sorted(folder.glob("*.md")) if folder.is_dir() else []
+    return found
 
 
 def trust_state(user_dir: Path | None, repo: Path, file: Path, digest: str) -> str:

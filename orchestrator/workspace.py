@@ -10,8 +10,8 @@ tree and our own index, through ``gitsafe`` (hooks, fsmonitor, drivers and pager
 secrets in the environment). The run's result is the branch ``orchestrate/<run_id>`` in the user's
 repository, written with plumbing (``write-tree``, ``commit-tree``, ``update-ref``), and
 ``patch.diff``. This module never modifies the user's files, index, current branch or stash; its
-other write to the user's repository is appending ``/workspaces/`` and ``/.orchestrate/`` to
-``.git/info/exclude``.
+other write to the user's repository is keeping ``.git/info/exclude`` listing the run state
+(``/workspaces/`` and ``/.orchestrate/state/``); ``.orchestrate/agents/`` stays committable.
 """
 
 from __future__ import annotations
@@ -34,7 +34,11 @@ from .gitsafe import toplevel as _git_toplevel
 
 __all__ = ["DIRTY_COMMIT_MESSAGE", "GitError", "Workspace", "list_workspaces", "new_run_id"]
 
-EXCLUDE_LINES = ("/workspaces/", "/.orchestrate/")
+# run state only: a team commits .orchestrate/agents/; older runs kept their SQLite files in
+# .orchestrate/ itself
+EXCLUDE_LINES = ("/workspaces/", "/.orchestrate/state/", "/.orchestrate/*.sqlite*",
+                 "/.orchestrate/*.lock")
+_OLD_EXCLUDE = "/.orchestrate/"  # what versions before 0.2 wrote: it hid the agents too
 DIRTY_COMMIT_MESSAGE = "orchestrate: include uncommitted changes"
 _META = "workspace.json"
 _INDEX = "git-index"
@@ -351,17 +355,20 @@ def _ref_exists(top: Path, branch: str) -> bool:
 def _ensure_excluded(top: Path) -> None:
     exclude = common_dir(top) / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    # flock serialises concurrent runs so neither appends a line the other just added.
+    # flock serialises concurrent runs so neither adds a line the other just added.
     with open(exclude, "a+", encoding="utf-8") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             fh.seek(0)
             current = fh.read()
-            present = {line.strip() for line in current.splitlines()}
+            lines = current.splitlines()
+            kept = [line for line in lines if line.strip() != _OLD_EXCLUDE]
+            present = {line.strip() for line in kept}
             missing = [line for line in EXCLUDE_LINES if line not in present]
-            if missing:
-                prefix = "\n" if current and not current.endswith("\n") else ""
-                fh.write(prefix + "".join(f"{line}\n" for line in missing))
+            if missing or len(kept) != len(lines):
+                fh.seek(0)
+                fh.truncate()
+                fh.write("".join(f"{line}\n" for line in [*kept, *missing]))
                 fh.flush()
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)

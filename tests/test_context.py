@@ -20,6 +20,7 @@ from orchestrator.context import (
     token_counter,
 )
 from orchestrator.errors import ToolError
+from orchestrator.events import make_event
 from orchestrator.tools.artifacts import ArtifactStore, preview
 
 
@@ -147,19 +148,26 @@ def test_transcript_fits_the_budget_and_keeps_opening_and_latest():
 
 
 def test_session_tree_from_event_records():
+    def ev(kind: str, **fields):
+        return make_event(kind, run_id="r", **fields)
+
+    started = {"provider": "p", "window": 4096, "model": "m"}
+    finished = {"turns": 1, "tool_calls": 0, "lineage_peak_context": 0.1, "forks": 0,
+                "masked": 0, "paged": 0}
     events = [
-        {"event": "role_started", "session": "explorer-1", "role": "explorer", "model": "m",
-         "window": 4096},
-        {"event": "role_started", "session": "explorer-1.handoff", "role": "summarizer",
-         "parent": "explorer-1", "purpose": "handoff"},
-        {"event": "role_finished", "session": "explorer-1.handoff", "peak_context": 0.1},
-        {"event": "fork", "session": "explorer-1", "role": "explorer", "child": "explorer-1.1",
-         "reason": "threshold", "tokens_before": 3300, "tokens_after": 1500,
-         "peak_context": 0.74},
-        {"event": "role_started", "session": "explorer-1.1", "role": "explorer",
-         "parent": "explorer-1", "purpose": "fork", "model": "m"},
-        {"event": "call_finished", "session": "explorer-1.1"},
-        {"event": "role_finished", "session": "explorer-1.1", "peak_context": 0.6},
+        ev("role_started", session="explorer-1", role="explorer", **started),
+        ev("role_started", session="explorer-1.handoff", role="summarizer",
+           parent="explorer-1", purpose="handoff", **started),
+        ev("role_finished", session="explorer-1.handoff", peak_context=0.1,
+           root="explorer-1.handoff", **finished),
+        ev("fork", session="explorer-1", role="explorer", child="explorer-1.1",
+           reason="threshold", tokens_before=3300, tokens_after=1500, peak_context=0.74,
+           window=4096, transcript="t.json", tool_calls=3),
+        ev("role_started", session="explorer-1.1", role="explorer", parent="explorer-1",
+           purpose="fork", **started),
+        ev("call_finished", session="explorer-1.1", role="explorer", requested_model="m"),
+        ev("role_finished", session="explorer-1.1", peak_context=0.6, root="explorer-1",
+           **finished),
     ]
     tree = {n.session: n for n in session_tree(events)}
     root = tree["explorer-1"]

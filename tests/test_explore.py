@@ -161,7 +161,7 @@ async def test_explore_keeps_its_record_like_run(fresh_sim, sample_repo):
     assert result.run_dir == str(run_dir) and result.exit_code == 0
     partial = [json.loads(line) for line in (run_dir / "explorers.jsonl").read_text().splitlines()]
     assert sorted(p["question"] for p in partial) == ["Where is `mean`?", "Where is `median`?"]
-    events = [json.loads(line)["event"] for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    events = [json.loads(line)["kind"] for line in (run_dir / "events.jsonl").read_text().splitlines()]
     assert events[0] == "run_started" and events.count("explorer_finished") == 2
     assert events[-1] == "run_finished"
     report = json.loads((run_dir / "report.json").read_text())

@@ -227,5 +227,5 @@ async def test_two_invalid_submissions_hand_the_session_to_the_fallback(fresh_si
     assert len(planner_calls) == 2
     errors = [m["content"] for m in planner_calls[1].messages if m["role"] == "tool"]
     assert "invalid submission" in errors[-1] and "goal" in errors[-1]
-    assert result.per_role["planner"]["models"] == ["sim-planner", "sim-reviewer"]
+    assert result.per_role["planner"].models == ["sim-planner", "sim-reviewer"]
     assert any("switching to reviewer-sim" in w for w in result.warnings)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.graph import after_review, after_verify, build_explore_graph, build_graph, fan_out
+from orchestrator.pipeline import Judge, Pipeline
 from orchestrator.state import CheckResult, Plan, Review, RunState, VerifyResult
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -16,6 +17,10 @@ def test_graph_shapes_match_their_snapshots():
     assert drawn == (SNAPSHOTS / "graph.mmd").read_text()
     explore = build_explore_graph().compile().get_graph().draw_mermaid()
     assert explore == (SNAPSHOTS / "explore_graph.mmd").read_text()
+    judged = Pipeline(explore=None, judges=(Judge("security-reviewer", "check"),
+                                            Judge("reviewer", "review")))
+    drawn = build_graph(judged).compile().get_graph().draw_mermaid()
+    assert drawn == (SNAPSHOTS / "graph_check.mmd").read_text()  # no explorers, two judges
 
 
 def _failed(attempts: int, failures: list[str]) -> RunState:

@@ -156,7 +156,8 @@ async def test_live_planner_submits_a_valid_plan(live_url, tmp_path, wire):
         telemetry=telemetry, max_turns=8)
     try:
         outcome = await session.run(agent.render_task(
-            task="Make apply_discount raise ValueError when percent is above 100.", localized=""))
+            task="Make apply_discount raise ValueError when percent is above 100.", localized="",
+            repo_rules=""))
     finally:
         await pool.aclose()
     plan = outcome.payload

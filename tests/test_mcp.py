@@ -97,6 +97,7 @@ async def test_a_run_reports_progress_and_returns_branch_commit_and_patch(fresh_
     assert values == sorted(set(values))  # strictly increasing, as MCP asks
     assert messages[0].startswith(f"run {out['run_id']} started")
     assert progress.builder_started.is_set() and "acceptance passed" in messages
+    assert "review by reviewer: approve" in messages
     assert messages[-1].startswith("run succeeded")
     assert [(r["run_id"], r["state"]) for r in listed] == [(out["run_id"], "succeeded")]
     assert shown["state"] == "succeeded" and shown["commit"] == out["commit"]

@@ -54,7 +54,7 @@ async def test_checkpointer_keeps_a_thread_across_connections(backend, tmp_path,
         assert (await app.aget_state(cfg)).next == ("two",)
         out = await app.ainvoke(None, cfg, durability="sync")
     assert out["steps"] == ["one", "two"]
-    assert (tmp_path / ".orchestrate" / "checkpoints.sqlite").exists() == (url is None)
+    assert (tmp_path / ".orchestrate" / "state" / "checkpoints.sqlite").exists() == (url is None)
 
 
 async def test_checkpointer_refuses_a_url_that_is_not_postgres(tmp_path):
@@ -140,7 +140,7 @@ def test_registry_takes_writes_from_several_processes(backend, tmp_path, request
 def test_registry_backend_follows_the_url(tmp_path, pg_url):
     with open_registry(tmp_path) as local, open_registry(tmp_path, pg_url) as shared:
         assert isinstance(local, SqliteRegistry) and isinstance(shared, PostgresRegistry)
-    assert (tmp_path / ".orchestrate" / "runs.sqlite").exists()
+    assert (tmp_path / ".orchestrate" / "state" / "runs.sqlite").exists()
 
 
 # --- quota ledger: the SQLite one's behaviour, shared by processes --------------------------------

@@ -8,7 +8,7 @@ from orchestrator.questions import clean
 def test_prompt_sentences_and_duplicates_are_dropped_as_a_small_planner_wrote_them():
     planner = load_agents()["planner"]
     task = "Fix the shared cart bug: two carts share one list."
-    prompt = [planner.system, planner.render_task(task=task, localized="")]
+    prompt = [planner.system, planner.render_task(task=task, localized="", repo_rules="")]
     asked = [
         "Where is the Cart class defined and how is `items` initialised?",
         "Two to six is usually right.",  # a sentence of the planner's own instructions

@@ -97,7 +97,7 @@ async def test_encrypted_reasoning_goes_back_with_the_history_and_counts_in_the_
     assert carried[2][0] == carried[1][0] and all("id" not in i for i in carried[2])
     assert [c.reasoning_tokens for c in telemetry.calls] == [400, 400, 400]
     assert all(c.output_tokens > 400 for c in telemetry.calls)
-    assert telemetry.per_role()["planner"]["reasoning_tokens"] == 1200
+    assert telemetry.per_role()["planner"].reasoning_tokens == 1200
     # the server counts carried reasoning in the prompt, and so does the ledger's estimate
     ticks = [e.data for e in events if e.kind == "progress" and "estimate" in e.data]
     for tick in ticks[1:]:
@@ -172,7 +172,7 @@ async def test_a_run_whose_builder_falls_back_from_responses_to_chat_succeeds(
     result = await api.arun(DEMO_TASK, repo=sample_repo, roles=roles, env=run_env(),
                             quota_path=tmp_path / "quota.sqlite")  # not the shared ledger
     assert result.status == "succeeded", result.reason
-    assert result.per_role["builder"]["models"] == ["sim-builder", "sim-backup"]
+    assert result.per_role["builder"].models == ["sim-builder", "sim-backup"]
     assert {r.api for r in fresh_sim.requests if r.model != "sim-backup"} == {"responses"}
     assert {r.api for r in fresh_sim.state.requests_for("sim-backup")} == {"chat"}
     assert any("served by fallback backup-sim" in w for w in result.warnings)

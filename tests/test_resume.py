@@ -132,6 +132,7 @@ def test_ci_bot_example_writes_markdown(sim, sample_repo, tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = out.read_text()
     assert text.startswith("## ✅ orchestrate") and "stats.py" in text and "| builder |" in text
+    assert "| reviewer | approve |" in text
 
 
 # --- exact resume: the worktree goes back to the checkpoint, nothing is paid for twice --------

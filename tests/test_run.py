@@ -46,7 +46,7 @@ async def test_demo_task_is_fixed_on_a_run_branch_and_checkout_untouched(fresh_s
     assert set(report["per_role"]) == {"planner", "explorer", "builder", "reviewer"}
     assert report["time_split"]["wall_s"] >= report["time_split"]["model_s"] > 0
     events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    assert {"run_started", "call_finished", "test_result", "run_finished"} <= {e["event"] for e in events}
+    assert {"run_started", "call_finished", "test_result", "run_finished"} <= {e["kind"] for e in events}
     assert (run_dir / "patch.diff").read_text().startswith("diff --git a/stats.py")
     assert _git(sample_repo, "status", "--porcelain") == "?? notes.txt"
 
@@ -80,7 +80,7 @@ async def test_changing_the_role_map_changes_what_is_sent(fresh_sim, sample_repo
     assert reviewer_calls and {r.body.get("service_tier") for r in reviewer_calls} == {"default"}
     explorer = fresh_sim.state.requests_for("sim-explorer")
     assert {(r.body["service_tier"], r.body["reasoning_effort"]) for r in explorer} == {("flex", "xhigh")}
-    assert result.per_role["reviewer"]["models"] == ["sim-planner"]
+    assert result.per_role["reviewer"].models == ["sim-planner"]
 
 
 async def test_explorers_run_in_parallel(fresh_sim, sample_repo):

@@ -17,7 +17,7 @@ def test_run_with_a_database_url_shares_state_in_postgres(fresh_sim, sample_repo
     paused = api.run(DEMO_TASK, repo=sample_repo, roles=sim_roles(fresh_sim), env=env,
                      approve_plan=True)
     assert paused.status == "awaiting_approval"
-    assert not (sample_repo / ".orchestrate" / "checkpoints.sqlite").exists()
+    assert not (sample_repo / ".orchestrate" / "state" / "checkpoints.sqlite").exists()
     with psycopg.connect(pg_url) as conn:
         threads = {r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")}
     assert paused.run_id in threads

@@ -18,8 +18,8 @@ def test_history_brings_back_calls_and_policy_violations(tmp_path):
     first = Telemetry("r1", log_path=log, env={"OPENAI_API_KEY": "sk-secret-123456"})
     first.call(CallRecord(role="builder", session="builder-1", requested_model="m",
                           prompt_tokens=10, output_tokens=2, cost_usd=0.5), (0.0, 1.0))
-    first.emit("warning", role="builder", kind="policy_violation", message="refused: git push")
-    first.emit("warning", role="builder", kind="fallback", message="policy violation? no")
+    first.emit("warning", role="builder", category="policy_violation", message="refused: git push")
+    first.emit("warning", role="builder", category="fallback", message="policy violation? no")
     first.emit("warning", message="leaked sk-secret-123456")
     first.close()
     assert "sk-secret-123456" not in log.read_text()
@@ -28,5 +28,5 @@ def test_history_brings_back_calls_and_policy_violations(tmp_path):
     second = Telemetry("r1", log_path=log)
     assert second.load_history(log) == 1
     assert second.counters["policy_violations"] == 1
-    assert second.per_role()["builder"]["cost_usd"] == 0.5
+    assert second.per_role()["builder"].cost_usd == 0.5
     second.close()

@@ -21,7 +21,8 @@ from orchestrator.models.toolmode import (
     tool_call_schema,
     tool_instruction,
 )
-from orchestrator.session import FINAL_NOTE, Session, submit_schema
+from orchestrator.prompts import text
+from orchestrator.session import Session, submit_schema
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
 from orchestrator.state import Findings, Plan
 from orchestrator.telemetry import Telemetry
@@ -308,7 +309,7 @@ async def test_the_last_two_turns_offer_only_submit_and_say_so(fresh_sim, sample
     outcome, session, _ = await planner_session(pool, sample_repo)  # max_turns=8
     assert outcome.turns == 7 and outcome.tool_calls == 6
     assert [len(r.tool_names) > 1 for r in seen] == [True] * 6 + [False]
-    note = FINAL_NOTE.format(left=2, submit="submit")
+    note = text("session", "final_note", left=2, submit="submit")
     assert seen[6].last_user_text() == note
     assert [m["content"] for m in session.messages].count(note) == 1
 

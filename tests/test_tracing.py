@@ -72,9 +72,9 @@ async def test_a_run_becomes_run_role_session_call_and_tool_spans(exporter, fres
     # the GenAI attributes: the same tokens the run report counts, the tier each role asked for
     per_role = result.per_role
     assert sum(s.attributes["gen_ai.usage.input_tokens"] for s in chats) == sum(
-        r["prompt_tokens"] for r in per_role.values())
+        r.prompt_tokens for r in per_role.values())
     assert sum(s.attributes["gen_ai.usage.output_tokens"] for s in chats) == sum(
-        r["output_tokens"] for r in per_role.values())
+        r.output_tokens for r in per_role.values())
     planner = next(s for s in chats if s.attributes["orchestrate.role"] == "planner")
     assert planner.attributes["gen_ai.operation.name"] == "chat"
     assert planner.attributes["gen_ai.request.model"] == "sim-planner"

@@ -123,7 +123,7 @@ def test_exclude_lines_added_once(repo: Path) -> None:
     Workspace.create(repo, "b")
     lines = (repo / ".git" / "info" / "exclude").read_text().splitlines()
     assert lines.count("/workspaces/") == 1
-    assert lines.count("/.orchestrate/") == 1
+    assert lines.count("/.orchestrate/state/") == 1 and "/.orchestrate/" not in lines
     assert git(repo, "status", "--porcelain") == ""
 
 

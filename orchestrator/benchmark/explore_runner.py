@@ -22,6 +22,7 @@ from ..claimstats import ClaimStats, of_result
 from ..config import RoleMap
 from ..errors import UsageError
 from ..results import ExploreResult
+from ..state import RoleUsage
 from ..verify import DirSource, locate_quote
 from .explore_report import ExploreRecord, ExploreReport, build_report, write_outputs
 from .explore_suite import ExploreSuite, Question
@@ -48,7 +49,7 @@ def _record(question: Question, map_name: str, roles: RoleMap, repeat: int,
     claims = ClaimStats()
     for e in explorers:
         claims = claims + of_result(e)
-    usage = result.per_role.get("explorer", {})
+    usage = result.per_role.get("explorer") or RoleUsage()
     model = next((e.model for e in explorers if e.model), "") or roles.model_for("explorer").id
     errors = "; ".join(e.error for e in explorers if e.error)
     hit = in_range(question, src, result)
@@ -56,8 +57,8 @@ def _record(question: Question, map_name: str, roles: RoleMap, repeat: int,
         question=question.id, role_map=map_name, repeat=repeat, model=model,
         outcome="answered" if hit else ("error" if errors and not claims.verified else "unanswered"),
         answered_by=hit, claims=claims, wall_s=result.time_split.get("wall_s", wall_s),
-        tokens=int(usage.get("prompt_tokens", 0) + usage.get("output_tokens", 0)),
-        calls=int(usage.get("calls", 0)), cost_usd=result.cost_usd, error=errors or None,
+        tokens=usage.prompt_tokens + usage.output_tokens,
+        calls=usage.calls, cost_usd=result.cost_usd, error=errors or None,
         answer=" ".join(e.answer for e in explorers)[:500],
         cited=tuple(f"{c.path}:{c.start_line}-{c.end_line}" for e in explorers for cl in e.claims
                     for c in cl.citations),

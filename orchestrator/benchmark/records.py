@@ -11,7 +11,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..results import RunResult
-from ..state import ROLES
 
 Outcome = Literal["passed", "failed", "error"]
 
@@ -65,10 +64,9 @@ class RunRecord(BaseModel):
             reason=result.reason if passed or checked else f"{result.reason} (bench check failed)",
             wall_s=split.get("wall_s", wall_s), model_s=split.get("model_s", 0.0),
             tool_s=split.get("tool_s", 0.0), orchestration_s=split.get("orchestration_s", 0.0),
-            attempts=result.attempts, calls=sum(r.get("calls", 0) for r in roles.values()),
-            tokens={r: int(v.get("prompt_tokens", 0) + v.get("output_tokens", 0))
-                    for r, v in roles.items()},
-            cost={r: float(v.get("cost_usd", 0.0)) for r, v in roles.items()},
+            attempts=result.attempts, calls=sum(r.calls for r in roles.values()),
+            tokens={r: v.prompt_tokens + v.output_tokens for r, v in roles.items()},
+            cost={r: v.cost_usd for r, v in roles.items()},
             cost_usd=result.cost_usd, forks=len(result.forks), fallbacks=fallbacks,
             citations_submitted=sum(e.submitted for e in result.explorers),
             citations_verified=sum(e.verified for e in result.explorers),
@@ -87,7 +85,7 @@ def failed_run(exc: BaseException, *, task: str, role_map: str, repeat: int,
                      workdir=workdir)
 
 
-CSV_ROLES: tuple[str, ...] = ROLES
+CSV_ROLES: tuple[str, ...] = ("planner", "explorer", "builder", "reviewer", "summarizer")
 
 
 def csv_row(rec: RunRecord) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from rich.console import Console
 from ..api import arun
 from ..config import RoleMap, SandboxSettings
 from ..errors import UsageError
+from ..events import CallFinished
 from ..sandbox import build_sandbox
 from ..telemetry import Event
 from ..tools.shell import CommandPolicy, run_command
@@ -104,7 +105,7 @@ async def run_one(spec: RunSpec, dest: Path, *, env: Mapping[str, str] | None = 
     fallbacks: list[int] = []
 
     def count_fallbacks(event: Event) -> None:
-        if event.kind == "call_finished" and event.data.get("fallback_step", 0) > 0:
+        if isinstance(event, CallFinished) and event.fallback_step > 0:
             fallbacks.append(1)
 
     where: dict[str, Any] = dict(task=spec.task.name, role_map=spec.map_name, repeat=spec.repeat)

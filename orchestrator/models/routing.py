@@ -72,7 +72,7 @@ def telemetry_listener(telemetry: Telemetry) -> RoutingListener:
             telemetry.emit("call_failed", role=event.role, session=session,
                            **rec.model_dump(exclude={"role", "session"}))
         else:
-            telemetry.emit("warning", role=event.role, session=session, kind=event.kind,
+            telemetry.emit("warning", role=event.role, session=session, category=event.kind,
                            message=event.message)
 
     return listen

@@ -27,25 +27,21 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
+from ..prompts import text
 from .base import REASONING, Completion, ModelClient, Progress, Route, ToolCallData
 
 Structured = Literal["json_schema", "json_object", "prompt"]
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 FINAL_TOOL = "submit"
 ARTIFACT_TOOL = "read_artifact"
-_LOOP_NOTE = "Your last calls found nothing new. Submit your result now."
 _DROP_KEYS = ("title", "$defs", "default")
 _READ_HEADER = re.compile(r"^(\S[^\n]*?) \(lines \d+-\d+ of \d+\):$")
 _READ_LINE = re.compile(r"^\s*(\d+)\| ?(.*)$")
 _SEARCH_LINE = re.compile(r"^([^\s:]+):(\d+): ?(.*)$")
 CITATION_FIELDS = frozenset({"path", "start_line", "end_line", "quote"})
 MAX_EVIDENCE = 160  # cited lines offered to the grammar, the most recent first
-_GROUNDED_NOTE = ("Each citation must be one line shown in a tool result above: its path, its "
-                  "line number as start_line and end_line, and its text as quote.")
 MAX_ITEMS = 4  # per list in a json_schema submission: enough claims, short enough to finish
 MAX_CHARS = 600  # per string argument under json_schema: room for code, not for a loop
-_CUT_OFF = ("[this reply was cut off at the output limit before its JSON was complete; "
-            "it was discarded]")
 
 
 def flat_schema(schema: Mapping[str, Any], *, require_all: bool = False,
@@ -211,8 +207,7 @@ def tool_instruction(tools: Sequence[Mapping[str, Any]], structured: Structured,
                      optional: bool = True) -> str:
     """The system-prompt addendum that lists the tools; full schemas only when nothing enforces
     them, else the argument names, and ``submit`` as a skeleton to fill in."""
-    lines = ['Answer every turn with exactly one JSON object and nothing else: '
-             '{"tool": "<tool name>", "arguments": {...}}. The tools:']
+    lines = [text("toolmode", "instruction")]
     for tool in tools:
         fn = tool["function"]
         final = fn["name"] == FINAL_TOOL
@@ -220,12 +215,14 @@ def tool_instruction(tools: Sequence[Mapping[str, Any]], structured: Structured,
                                               or structured != "json_schema"))
         described = f"{fn.get('description', '').strip()}"
         if structured != "json_schema":
-            lines.append(f"- {fn['name']}: {described} Arguments schema: {json.dumps(params)}")
+            lines.append(text("toolmode", "tool_with_schema", name=fn["name"],
+                              description=described, schema=json.dumps(params)))
         elif final:
-            lines.append(f"- {FINAL_TOOL}: {described} Arguments: "
-                         f"{json.dumps(skeleton(params))}")
+            lines.append(text("toolmode", "submit_skeleton", name=FINAL_TOOL,
+                              description=described, skeleton=json.dumps(skeleton(params))))
         else:
-            lines.append(f"- {signature(fn['name'], params)}: {described}")
+            lines.append(text("toolmode", "tool_signature", signature=signature(fn["name"], params),
+                              description=described))
     return "\n".join(lines)
 
 
@@ -239,13 +236,14 @@ def rewrite_history(messages: Sequence[Mapping[str, Any]], instruction: str
         if role == "assistant" and m.get("tool_calls"):
             calls = [c["function"] for c in m["tool_calls"]]
             names.update({c["id"]: c["function"]["name"] for c in m["tool_calls"]})
-            text = "\n".join(json.dumps({"tool": c["name"], "arguments": _loads(c["arguments"])})
-                             for c in calls)
+            written = "\n".join(json.dumps({"tool": c["name"], "arguments": _loads(c["arguments"])})
+                                for c in calls)
             kept = {REASONING: m[REASONING]} if REASONING in m else {}
-            out.append({"role": "assistant", "content": text, **kept})
+            out.append({"role": "assistant", "content": written, **kept})
         elif role == "tool":
             name = names.get(str(m.get("tool_call_id")), "tool")
-            out.append({"role": "user", "content": f"Result of {name}:\n{m.get('content') or ''}"})
+            out.append({"role": "user", "content": text("toolmode", "tool_result", name=name,
+                                                         content=m.get("content") or "")})
         else:
             out.append(dict(m))
     if out and out[0].get("role") == "system":
@@ -382,13 +380,14 @@ class JsonToolsClient:
         final = [t for t in tools if t["function"]["name"] == FINAL_TOOL]
         notes = []
         if final and len(final) < len(tools) and stalled(messages, self.repeats):
-            tools, notes = final, [_LOOP_NOTE]
+            tools, notes = final, [text("toolmode", "loop_note")]
         cited = evidence(messages) if self.structured == "json_schema" and final else []
         if cited and _asks_citations(final[0]):
-            notes.append(_GROUNDED_NOTE)
+            notes.append(text("toolmode", "grounded_note"))
         listed = self._listed(session, tools)
         if len(tools) < len(listed):
-            notes.insert(0, "Call only: " + ", ".join(t["function"]["name"] for t in tools) + ".")
+            notes.insert(0, text("toolmode", "call_only",
+                                 names=", ".join(t["function"]["name"] for t in tools)))
         instruction = tool_instruction(listed, self.structured, optional=self.optional)
         completion = await self.inner.complete(
             with_notes(rewrite_history(messages, instruction), notes),
@@ -402,7 +401,7 @@ class JsonToolsClient:
             return completion
         if call is None:  # a cut-off JSON left in the history gets copied by weak models
             if completion.finish_reason == "length" and self.structured != "prompt":
-                return replace(completion, content=_CUT_OFF)
+                return replace(completion, content=text("toolmode", "cut_off"))
             return completion
         self._calls += 1
         call = ToolCallData(f"json_call_{self._calls}", call.name, call.arguments)

@@ -18,6 +18,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ToolError
+from ..prompts import text
 from .base import Tool
 
 READ_ARTIFACT = "read_artifact"
@@ -132,11 +133,8 @@ def preview(text: str, chars: int) -> str:
 
 def paged_message(call: str, art: Artifact, tokens: int, shown: str) -> str:
     per_page = max(1, art.page_chars * max(art.lines, 1) // max(art.chars, 1))
-    return (f"[paged: the output of {call} is ~{tokens:,} tokens ({art.chars:,} chars, "
-            f"{art.lines:,} lines), too large for one message; stored as artifact "
-            f'"{art.id}". Head and tail:]\n{shown}\n'
-            f'[page through it with read_artifact(id="{art.id}", offset=<line>), about '
-            f"{per_page:,} lines per page]")
+    return text("session", "paged", call=call, tokens=f"{tokens:,}", chars=f"{art.chars:,}",
+                lines=f"{art.lines:,}", id=art.id, shown=shown, per_page=f"{per_page:,}")
 
 
 class ReadArtifactArgs(BaseModel):

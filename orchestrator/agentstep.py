@@ -1,0 +1,300 @@
+"""The generic agent node: any role, given its kind, runs as one session of its agent.
+
+``agent_node(role, kind)`` renders the role's task from its kind's values (``_STEPS``: what the
+planner, the builder or a judge is told), runs the session on the role's model with the tools
+its agent file asks for, and turns the submission into the run's state update. A judge may run
+commands; what they write is put back, so a judge never changes the result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
+
+from langgraph.runtime import Runtime
+from pydantic import BaseModel
+
+from . import localize, questions
+from .context import policy_for
+from .errors import MissingCredentials
+from .kinds import EDIT_TOOLS, RUN_TOOL, Kind
+from .known import known_tests
+from .preflight import preflight
+from .prompts import text
+from .runtime import RunContext
+from .session import Session, SessionOutcome, Summarizer
+from .state import BuildReport, KnownTests, Plan, Review, Role, RunState
+from .tools.base import Tool, Toolbox
+from .tools.edit import edit_tools
+from .tools.explorer import explorer_tools
+from .tools.gitread import GitHistory
+from .tools.shell import DEFAULT_DENY, CommandPolicy, scrubbed_env, shell_tool
+from .verify import DirSource, FileSource, GitCommitSource
+
+NodeFn = Callable[..., Awaitable[dict[str, Any]]]
+
+
+def policy_of(ctx: RunContext) -> CommandPolicy:
+    """The built-in deny list plus the role map's own; ``allow`` patterns win over both."""
+    settings = ctx.roles.policy
+    return CommandPolicy(allow=list(settings.allow), deny=[*DEFAULT_DENY, *settings.deny])
+
+
+def _toolbox(ctx: RunContext, role: Role) -> Toolbox:
+    """The tools the role's agent file asks for (its kind has allowed them already)."""
+    wanted = set(ctx.agents[role].tools)
+    available: list[Tool] = list(explorer_tools(ctx.worktree, history=_history(ctx)))
+    if wanted & set(EDIT_TOOLS):
+        available += edit_tools(ctx.worktree, edit_format=ctx.roles.model_for(role).edits)
+    if RUN_TOOL in wanted and ctx.sandbox is not None:
+        available.append(
+            shell_tool(
+                ctx.worktree,
+                sandbox=ctx.sandbox,
+                policy=policy_of(ctx),
+                timeout=ctx.roles.run.command_timeout_s,
+                output_cap=30_000,
+                env=scrubbed_env(ctx.env),
+            )
+        )
+    return Toolbox.of(t for t in available if t.name in wanted)
+
+
+def _history(ctx: RunContext) -> GitHistory:
+    """git_log/git_blame read the user's (trusted) repository, never a builder-writable .git."""
+    if ctx.workspace is None:
+        return GitHistory(root=ctx.worktree)
+    return GitHistory(root=ctx.worktree, git_dir=ctx.workspace.git_dir, rev=ctx.base_commit)
+
+
+async def run_session(ctx: RunContext, role: Role, task: str, n: int) -> SessionOutcome:
+    agent = ctx.agents[role]
+    spec = ctx.roles.roles[role]
+    session = Session(
+        # derived from the state, never a counter: a resumed run must send the same ids
+        session_id=f"{role}-{n}",
+        agent=agent,
+        client=ctx.pool.for_role(role),
+        toolbox=_toolbox(ctx, role),
+        telemetry=ctx.telemetry,
+        max_turns=spec.max_turns,
+        policy=policy_for(spec, ctx.roles.model_for(role)),
+        summarizer=_summarizer(ctx) if agent.kind != "summarize" else None,
+        run_dir=ctx.run_dir,
+    )
+    return await session.run(task)
+
+
+def _summarizer(ctx: RunContext) -> Summarizer | None:
+    """The summarizer role's own agent, client and window, for the handoffs of forks."""
+    role = ctx.pipeline.summarizer
+    agent, spec = ctx.agents[role], ctx.roles.roles[role]
+    try:
+        client = ctx.pool.for_role(role)
+    except MissingCredentials:  # forks then get a plain handoff instead of failing the role
+        return None
+    return Summarizer(agent=agent, client=client, policy=policy_for(spec, ctx.roles.model_for(role)),
+                      max_turns=spec.max_turns)
+
+
+# --- the generic agent node ----------------------------------------------------------------------
+
+Values = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Asked:
+    """What a role is asked: its template's name and values, what the state gains before the
+    session (the localisation a plan step ran), and the task as rendered."""
+
+    role: Role
+    template: str
+    values: Values
+    update: Values = field(default_factory=dict)
+    task: str = ""
+
+
+@dataclass(frozen=True)
+class _Step:
+    """What a kind of role is told, which session it is, and what its submission changes."""
+
+    ask: Callable[[RunContext, RunState, Role], Awaitable[Asked]]
+    session: Callable[[RunState, Role], int]
+    apply: Callable[[RunContext, RunState, Asked, BaseModel], Awaitable[Values]]
+
+
+def agent_node(role: Role, kind: Kind, name: str | None = None) -> NodeFn:
+    """The node that runs ``role``: a session on its model with its tools and prompts."""
+    step = _STEPS[kind]
+
+    async def node(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
+        ctx = runtime.context
+        asked = await step.ask(ctx, state, role)
+        task = ctx.agents[role].render_task(asked.template, **asked.values)
+        outcome = await run_session(ctx, role, task, n=step.session(state, role))
+        update = await step.apply(ctx, state, replace(asked, task=task), outcome.payload)
+        return {**asked.update, **update}
+
+    node.__name__ = name or role
+    return node
+
+
+async def _plan_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
+    # localisation (issue 15): the configured acceptance commands run before any model call
+    loc = state.localization
+    if loc is None and state.mode == "run":
+        loc = await preflight(ctx, list(ctx.roles.verify.commands), policy_of(ctx))
+    located = _localized(loc)
+    values = {"task": state.task, "question": state.task, "repo_rules": ctx.repo_rules,
+              "localized": f"\n{located}" if located else ""}
+    template = "explore" if state.mode == "explore" else "task"
+    return Asked(role, template, values, {"localization": loc} if loc is not None else {})
+
+
+async def _plan_apply(ctx: RunContext, state: RunState, asked: Asked, payload: BaseModel) -> Values:
+    result = _clean_questions(ctx, cast(Plan, payload), state, asked)
+    if state.mode == "explore" and not result.questions:  # a question is its own sub-question
+        result = result.model_copy(update={"questions": [state.task]})
+    update: Values = {"plan": result}
+    if state.mode != "run":
+        return update
+    loc = asked.update.get("localization")
+    if loc is None:  # only the plan named the commands
+        loc = update["localization"] = await preflight(ctx, list(result.acceptance),
+                                                       policy_of(ctx))
+    if state.tests is None:  # what explorers are told about the tests (issue 16)
+        update["tests"] = await asyncio.to_thread(_known_tests, ctx, result, state.task, loc)
+    return update
+
+
+def _known_tests(ctx: RunContext, plan: Plan, task: str,
+                 loc: localize.Localization | None) -> KnownTests | None:
+    """What explorers are told about the tests: the preflight's failures when it ran, else what
+    the plan says (read at the run's commit)."""
+    commands = list(ctx.roles.verify.commands) or list(plan.acceptance)
+    with source_of(ctx) as src:
+        return known_tests(src, commands=commands, files=plan.files_to_touch, task=task,
+                           localization=loc)
+
+
+@contextlib.contextmanager
+def source_of(ctx: RunContext) -> Iterator[FileSource]:
+    """Files at the run's commit, or the working tree for `explore`."""
+    if ctx.workspace is None:
+        yield DirSource(ctx.worktree)
+        return
+    with GitCommitSource(ctx.repo, ctx.base_commit) as source:
+        yield source
+
+
+def _localized(loc: localize.Localization | None) -> str:
+    found = localize.render(loc) if loc is not None else ""
+    return f"{found}\n" if found else ""
+
+
+def _clean_questions(ctx: RunContext, plan: Plan, state: RunState, asked: Asked) -> Plan:
+    """Explorers only for real, distinct questions (small planners copy their prompt)."""
+    prompt = [ctx.agents[asked.role].system, asked.task]
+    kept, dropped = questions.clean(plan.questions, prompt=prompt, allowed=[state.task])
+    if not dropped:
+        return plan
+    ctx.telemetry.emit("warning", role=asked.role, session=f"{asked.role}-1",
+                       message=f"{len(dropped)} question(s) dropped: " + "; ".join(dropped)[:500])
+    return plan.model_copy(update={"questions": kept})
+
+
+async def _build_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
+    feedback = text("pipeline", "feedback", feedback=state.feedback) + "\n" if state.feedback else ""
+    return Asked(role, "task", {
+        "task": state.task, "repo_rules": ctx.repo_rules, "feedback": feedback,
+        "plan": plan_text(state.plan) + commands_note(acceptance_commands(ctx, state)),
+        "digest": state.digest or text("pipeline", "none"),
+        "localized": _localized(state.localization),
+    })
+
+
+async def _build_apply(ctx: RunContext, state: RunState, asked: Asked, payload: BaseModel
+                       ) -> Values:
+    return {"build": cast(BuildReport, payload), "attempts": state.attempts + 1,
+            "worktree_tree": await worktree_tree(ctx)}
+
+
+async def _judge_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
+    diff = await asyncio.to_thread(ctx.workspace.patch) if ctx.workspace else ""
+    passed = state.verify is not None and state.verify.passed
+    return Asked(role, "task", {
+        "task": state.task, "role": role, "repo_rules": ctx.repo_rules,
+        "verify": text("pipeline", "verify_passed" if passed else "verify_not_passed"),
+        "digest": state.digest or text("pipeline", "none"), "plan": plan_text(state.plan),
+        "diff": diff[:40_000] or text("pipeline", "empty_diff"),
+    })
+
+
+async def _judge_apply(ctx: RunContext, state: RunState, asked: Asked, payload: BaseModel
+                       ) -> Values:
+    role = asked.role
+    result = cast(Review, payload)
+    await _discard_changes(ctx, state, role)
+    ctx.telemetry.emit("review", role=role, verdict=result.verdict, comments=result.comments)
+    feedback, unaddressed = "", ""
+    if result.verdict == "request_changes":
+        comments = "\n".join(f"- {c}" for c in result.comments)
+        feedback = text("pipeline", "changes_requested", role=role, comments=comments)
+        # the same test the routing makes: no attempt left means nobody will make the changes
+        unaddressed = role if state.attempts >= state.max_attempts else ""
+    update: Values = {"feedback": feedback, "unaddressed": unaddressed}
+    if ctx.agents[role].kind == "review":
+        return {**update, "review": result, "reviews": state.reviews + 1}
+    rounds = state.check_rounds.get(role, 0) + 1
+    return {**update, "checks": {**state.checks, role: result},
+            "check_rounds": {**state.check_rounds, role: rounds}}
+
+
+async def _discard_changes(ctx: RunContext, state: RunState, role: Role) -> None:
+    """A judge may run commands; whatever they wrote is put back, so the result is the build's."""
+    ws = ctx.workspace
+    if ws is None or RUN_TOOL not in ctx.agents[role].tools:
+        return
+    if await worktree_tree(ctx) != state.worktree_tree:
+        await asyncio.to_thread(ws.restore, state.worktree_tree or None)
+        ctx.telemetry.emit("warning", role=role, message=f"{role}'s commands changed files in "
+                           "the worktree; the changes were discarded (judges are read-only)")
+
+
+_STEPS: dict[str, _Step] = {
+    "plan": _Step(_plan_ask, lambda state, role: 1, _plan_apply),
+    "build": _Step(_build_ask, lambda state, role: state.attempts + 1, _build_apply),
+    "review": _Step(_judge_ask, lambda state, role: state.reviews + 1, _judge_apply),
+    "check": _Step(_judge_ask, lambda state, role: state.check_rounds.get(role, 0) + 1,
+                   _judge_apply),
+}
+
+
+def plan_text(plan: Plan | None) -> str:
+    """The plan as the builder and the judges read it."""
+    if plan is None:
+        return text("pipeline", "no_plan")
+    steps = "\n".join(f"{i}. {s}" for i, s in enumerate(plan.steps, 1))
+    accept = "\n".join(text("pipeline", "command", command=c) for c in plan.acceptance)
+    return text("pipeline", "plan", goal=plan.goal, steps=steps,
+                acceptance=accept or text("pipeline", "no_commands"))
+
+
+def acceptance_commands(ctx: RunContext, state: RunState) -> list[str]:
+    configured = list(ctx.roles.verify.commands)
+    return configured or (list(state.plan.acceptance) if state.plan else [])
+
+
+async def worktree_tree(ctx: RunContext) -> str:
+    """The worktree's files as a tree object, recorded in the checkpoint for an exact resume."""
+    return await asyncio.to_thread(ctx.workspace.snapshot) if ctx.workspace else ""
+
+
+def commands_note(commands: list[str]) -> str:
+    if not commands:
+        return ""
+    listed = "\n".join(text("pipeline", "command", command=c) for c in commands)
+    return text("pipeline", "commands_note", commands=listed)
