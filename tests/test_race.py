@@ -9,7 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from conftest import run_env, scenario_with, snapshot
+from conftest import cli, run_env, scenario_with, snapshot
 
 from orchestrator import api
 from orchestrator.demo import DEMO_TASK, demo_roles_sets, scenario_path
@@ -105,6 +105,9 @@ async def test_first_passing_candidate_wins_and_the_others_are_stopped(fresh_sim
     assert snapshot(sample_repo) == before  # the user's checkout is untouched
     logged = {e.kind for e in read_events(run_dir / "events.jsonl")}
     assert {"candidate_finished", "race_finished"} <= logged
+    shown = cli("show", result.run_id, "--repo", str(sample_repo))
+    assert shown.returncode == 0, shown.stderr
+    assert "candidate builds" in shown.stdout and "cancelled" in shown.stdout
 
 
 async def test_smallest_passing_change_wins_when_every_candidate_finishes(fresh_sim, sample_repo):
