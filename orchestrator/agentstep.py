@@ -24,9 +24,10 @@ from .kinds import EDIT_TOOLS, RUN_TOOL, Kind
 from .known import known_tests
 from .preflight import preflight
 from .prompts import text
+from .race import race, session_of
 from .runtime import RunContext
 from .session import Session, SessionOutcome, Summarizer
-from .state import BuildReport, KnownTests, Plan, Review, Role, RunState
+from .state import BuildReport, KnownTests, Plan, Race, Review, Role, RunState
 from .tools.base import Tool, Toolbox
 from .tools.edit import edit_tools
 from .tools.explorer import explorer_tools
@@ -70,14 +71,17 @@ def _history(ctx: RunContext) -> GitHistory:
     return GitHistory(root=ctx.worktree, git_dir=ctx.workspace.git_dir, rev=ctx.base_commit)
 
 
-async def run_session(ctx: RunContext, role: Role, task: str, n: int) -> SessionOutcome:
+async def run_session(ctx: RunContext, role: Role, task: str, n: int, *, candidate: int = 1,
+                      temperature: float | None = None) -> SessionOutcome:
+    """One session of ``role`` on ``task``; ``candidate`` > 1 is a racing build's other
+    candidates (``race.py``), sampling at ``temperature``."""
     agent = ctx.agents[role]
     spec = ctx.roles.roles[role]
     session = Session(
         # derived from the state, never a counter: a resumed run must send the same ids
-        session_id=f"{role}-{n}",
+        session_id=session_of(role, n, candidate),
         agent=agent,
-        client=ctx.pool.for_role(role),
+        client=ctx.pool.for_role(role, temperature=temperature),
         toolbox=_toolbox(ctx, role),
         telemetry=ctx.telemetry,
         max_turns=spec.max_turns,
@@ -134,9 +138,15 @@ def agent_node(role: Role, kind: Kind, name: str | None = None) -> NodeFn:
         ctx = runtime.context
         asked = await step.ask(ctx, state, role)
         task = ctx.agents[role].render_task(asked.template, **asked.values)
-        outcome = await run_session(ctx, role, task, n=step.session(state, role))
+        n = step.session(state, role)
+        raced: Values = {}
+        if kind == "build" and ctx.roles.roles[role].parallel > 1 and ctx.workspace is not None:
+            record, outcome = await _race(ctx, state, role, task, n)
+            raced = {"races": [*state.races, record]}
+        else:
+            outcome = await run_session(ctx, role, task, n=n)
         update = await step.apply(ctx, state, replace(asked, task=task), outcome.payload)
-        return {**asked.update, **update}
+        return {**asked.update, **update, **raced}
 
     node.__name__ = name or role
     return node
@@ -167,7 +177,21 @@ async def _plan_apply(ctx: RunContext, state: RunState, asked: Asked, payload: B
                                                        policy_of(ctx))
     if state.tests is None:  # what explorers are told about the tests (issue 16)
         update["tests"] = await asyncio.to_thread(_known_tests, ctx, result, state.task, loc)
+    if _skip_explore(ctx, result, loc):
+        update["explore_skipped"] = True
+        ctx.telemetry.emit(
+            "explore_skipped", role=ctx.pipeline.explore, questions=list(result.questions),
+            suspects=list(loc.suspects) if loc else [],
+            reason="the failing tests already point at the code to change "
+                   "(run.explore_when_pinned = true explores anyway)")
     return update
+
+
+def _skip_explore(ctx: RunContext, plan: Plan, loc: localize.Localization | None) -> bool:
+    """Explorers are skipped when the preflight's failures already name the non-test code
+    (and its lines) to change: the builder gets those lines, and a search adds cost, not facts."""
+    return (loc is not None and loc.pinned and bool(plan.questions)
+            and ctx.pipeline.explore is not None and not ctx.roles.run.explore_when_pinned)
 
 
 def _known_tests(ctx: RunContext, plan: Plan, task: str,
@@ -214,6 +238,18 @@ async def _build_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
         "digest": state.digest or text("pipeline", "none"),
         "localized": _localized(state.localization),
     })
+
+
+async def _race(ctx: RunContext, state: RunState, role: Role, task: str, n: int
+                ) -> tuple[Race, SessionOutcome]:
+    """k candidate builds of ``task`` race (``race.py``); the kept one's files are the build."""
+
+    async def candidate(own: RunContext, index: int, temperature: float | None
+                        ) -> SessionOutcome:
+        return await run_session(own, role, task, n, candidate=index, temperature=temperature)
+
+    return await race(ctx, role, n, commands=acceptance_commands(ctx, state),
+                      policy=policy_of(ctx), session=candidate)
 
 
 async def _build_apply(ctx: RunContext, state: RunState, asked: Asked, payload: BaseModel

@@ -109,7 +109,15 @@ class RoleSpec(_Strict):
     model: str
     tier: Tier = "standard"
     effort: Annotated[Effort | None, BeforeValidator(_effort_alias)] = None
-    parallel: int = Field(1, ge=1, le=32)
+    parallel: int = Field(1, ge=1, le=32, description="Explore roles: explorers at once. Build "
+                          "roles: candidate builds that race in their own worktrees (k).")
+    temperatures: tuple[Annotated[float, Field(ge=0, le=2)], ...] = Field(
+        (), description="Build roles racing (parallel > 1): candidate i samples at "
+        "temperatures[i % len]; empty: every candidate at its model's temperature.")
+    pick: Literal["first", "smallest"] = Field(
+        "first", description="Build roles racing: the first candidate whose acceptance commands "
+        "pass wins and the rest are cancelled, or wait for all and take the smallest passing "
+        "change.")
     fallback: tuple[str, ...] = ()
     max_turns: int = Field(30, ge=1, le=500)
     context_fork_at: float = Field(0.8, gt=0.1, le=0.98)
@@ -124,6 +132,9 @@ class RunSettings(_Strict):
     explorer_timeout_s: float = Field(600.0, gt=0, description="A slower explorer is recorded as failed.")
     digest_tokens_per_explorer: int = Field(1500, ge=100)
     digest_tokens_total: int = Field(8000, ge=100)
+    explore_when_pinned: bool = Field(
+        False, description="Run the explorers even when the preflight's failures already name "
+        "the code to change (by default they are skipped then).")
     preflight: bool = Field(True, description="Run the acceptance commands before any model "
                             "call and give the planner and builder their localised failures.")
     repo_rules_tokens: int = Field(

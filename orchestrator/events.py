@@ -177,6 +177,44 @@ class Localized(EventBase):
     failing: list[str] = Field(default_factory=list)
 
 
+class ExploreSkipped(EventBase):
+    """No explorer ran: the preflight's failures already name the code to change
+    (``run.explore_when_pinned = true`` runs them anyway)."""
+
+    kind: Literal["explore_skipped"] = "explore_skipped"
+    reason: str
+    suspects: list[str] = Field(default_factory=list)
+    questions: list[str] = Field(default_factory=list, description="The plan's questions, "
+                                 "not asked.")
+
+
+class CandidateFinished(EventBase):
+    """One candidate build of a race ended: its acceptance commands passed or failed, its
+    session failed, or another candidate won first and it was cancelled."""
+
+    kind: Literal["candidate_finished"] = "candidate_finished"
+    index: int
+    status: Literal["passed", "failed", "cancelled", "error"]
+    temperature: float | None = None
+    duration_s: float
+    files_changed: int = 0
+    diff_lines: int = 0
+    error: str | None = None
+
+
+class RaceFinished(EventBase):
+    """A race of candidate builds ended; ``kept`` is the candidate whose files became the
+    build (``winner`` is None when none passed)."""
+
+    kind: Literal["race_finished"] = "race_finished"
+    round: int
+    pick: Literal["first", "smallest"]
+    winner: int | None = None
+    kept: int
+    candidates: int
+    duration_s: float
+
+
 class Verdict(EventBase):
     """A judge's verdict: the reviewer's, a check role's, or a human's on the plan."""
 
@@ -223,19 +261,22 @@ class Progress(EventBase):
 EVENT_TYPES: tuple[type[EventBase], ...] = (
     RunStarted, RunResumed, WorktreeRestored, RoleStarted, RoleFinished, CallFinished,
     CallFailed, CallReplayed, ToolCalled, ExplorerFinished, Forked, TestResult, Localized,
-    Verdict, Warned, RoleLost, RunFinished, Progress,
+    ExploreSkipped, CandidateFinished, RaceFinished, Verdict, Warned, RoleLost, RunFinished,
+    Progress,
 )
 BY_KIND: dict[str, type[EventBase]] = {
     str(cls.model_fields["kind"].default): cls for cls in EVENT_TYPES}
 EventKind = Literal[
     "run_started", "run_resumed", "worktree_restored", "role_started", "role_finished",
     "call_finished", "call_failed", "call_replayed", "tool_called", "explorer_finished", "fork",
-    "test_result", "localized", "review", "warning", "role_lost", "run_finished", "progress",
+    "test_result", "localized", "explore_skipped", "candidate_finished", "race_finished",
+    "review", "warning", "role_lost", "run_finished", "progress",
 ]
 Event = Annotated[
     RunStarted | RunResumed | WorktreeRestored | RoleStarted | RoleFinished | CallFinished
     | CallFailed | CallReplayed | ToolCalled | ExplorerFinished | Forked | TestResult | Localized
-    | Verdict | Warned | RoleLost | RunFinished | Progress,
+    | ExploreSkipped | CandidateFinished | RaceFinished | Verdict | Warned | RoleLost
+    | RunFinished | Progress,
     Field(discriminator="kind"),
 ]
 _ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

@@ -36,7 +36,7 @@ def fan_out(state: RunState) -> list[Send] | Literal["gather", "report"]:
     if state.plan_rejected:
         return "report"
     questions = state.plan.questions if state.plan else []
-    if not questions:
+    if not questions or state.explore_skipped:  # the preflight pinned the code already
         return "gather"
     return [
         Send(EXPLORE_NODE, ExploreTask(question=q, index=i, task=state.task, tests=state.tests))

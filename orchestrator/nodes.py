@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from . import failures
+from .acceptance import run_checks
 from .agentstep import (
     NodeFn,
     acceptance_commands,
@@ -27,13 +28,12 @@ from .agentstep import (
     worktree_tree,
 )
 from .digest import build_digest
-from .errors import BudgetExhausted, OrchestrateError, ToolError
+from .errors import BudgetExhausted, OrchestrateError
 from .known import for_explorer
 from .models.errors import ModelRefused
 from .prompts import text
 from .runtime import RunContext
 from .state import (
-    CheckResult,
     ExplorerResult,
     ExploreTask,
     Findings,
@@ -43,7 +43,6 @@ from .state import (
     RunState,
     VerifyResult,
 )
-from .tools.shell import run_command, scrubbed_env
 from .verify import Verified, verify_findings
 
 __all__ = ["NodeFn", "agent_node", "approve", "approved", "explore_node", "gather", "plan_text",
@@ -194,31 +193,9 @@ async def gather(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
 async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Run the acceptance commands in the worktree; failures become the builder's feedback."""
     ctx = runtime.context
-    checks: list[CheckResult] = []
     if ctx.sandbox is None:
         raise OrchestrateError("verify needs the run's sandbox; none was set up")
-    for command in acceptance_commands(ctx, state):
-        with ctx.telemetry.busy("tool"):
-            try:
-                res = await run_command(
-                    command,
-                    cwd=ctx.worktree,
-                    sandbox=ctx.sandbox,
-                    timeout=ctx.roles.run.command_timeout_s,
-                    env=scrubbed_env(ctx.env),
-                    policy=policy_of(ctx),
-                )
-            except ToolError as exc:  # refused by the policy, or the sandbox could not start it
-                checks.append(CheckResult(command=command, exit_code=126,
-                                          output=f"refused: {exc}", duration_s=0.0))
-                continue
-        output = res.output[-8000:]
-        if res.limit_note:
-            output = f"{res.limit_note}\n{output}"
-        checks.append(
-            CheckResult(command=command, exit_code=res.exit_code, output=output,
-                        duration_s=res.duration_s)
-        )
+    checks = await run_checks(ctx, acceptance_commands(ctx, state), policy_of(ctx))
     result = VerifyResult(passed=all(c.exit_code == 0 for c in checks), checks=checks)
     tree = await worktree_tree(ctx)  # the commands may have written files
     failed = [c for c in checks if c.exit_code]

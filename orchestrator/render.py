@@ -7,7 +7,7 @@ without touching the commands.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ from rich.text import Text
 
 if TYPE_CHECKING:
     from .results import ExploreResult, RunResult
-    from .state import RoleUsage
+    from .state import Race, RoleUsage
     from .telemetry import Event
 
 
@@ -183,6 +183,11 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
             mark = "pass" if check.exit_code == 0 else f"FAIL (exit {check.exit_code})"
             console.print(f"test      {check.command}: {mark}", highlight=False, markup=False)
     console.print(_per_role_table(result.per_role))
+    if result.races:
+        console.print(_race_table(result.races))
+    if result.explore_skipped:
+        console.print("explore   skipped: the failing tests already point at the code "
+                      "(run.explore_when_pinned = true explores anyway)")
     if result.explorers:
         console.print(_explorer_table(result))
     if any(s.submitted for s in result.claims_by_model.values()):
@@ -213,6 +218,26 @@ def _per_role_table(per_role: Mapping[str, RoleUsage | Mapping[str, Any]]) -> Ta
         t.add_row(role, ", ".join(row.models), ", ".join(row.tiers), str(row.calls),
                   str(row.prompt_tokens), str(row.cached_tokens), str(row.output_tokens),
                   str(row.reasoning_tokens), f"{tps:.0f}" if tps else "-", f"{row.cost_usd:.4f}")
+    return t
+
+
+def _race_table(races: Sequence[Race | Mapping[str, Any]]) -> Table:
+    """One row per candidate build of each race (a result's, or a report's plain JSON for
+    ``show``): how it ended, how long, how big its change."""
+    from .state import Race  # here: printing a role map needs none of the engine's models
+
+    t = Table(title="candidate builds (first passing wins; the rest are cancelled)",
+              show_edge=False)
+    for col in ("round", "#", "temp", "status", "time s", "files", "lines", "note"):
+        t.add_column(col, justify="left" if col in {"status", "note"} else "right")
+    for raw in races:
+        race = raw if isinstance(raw, Race) else Race.model_validate(raw)
+        for c in race.candidates:
+            kept = " ◀ kept" if c.index == (race.winner or 0) else ""
+            temp = "-" if c.temperature is None else f"{c.temperature:g}"
+            note = c.error or (", ".join(c.failing) and "failed: " + ", ".join(c.failing))
+            t.add_row(str(race.round), str(c.index), temp, c.status + kept, f"{c.duration_s:.1f}",
+                      str(c.files_changed), str(c.diff_lines), escape(note[:80]))
     return t
 
 
@@ -312,6 +337,10 @@ def print_details(console: Console, details) -> None:
                               markup=False)
         if report.get("per_role"):
             console.print(_per_role_table(report["per_role"]))
+        if report.get("races"):
+            console.print(_race_table(report["races"]))
+        if report.get("explore_skipped"):
+            console.print("explore skipped: the failing tests already pointed at the code")
         if report.get("explorers"):
             console.print("claims (✔ verified · ≡ adds nothing · ✘ dropped):")
             for line in verdict_lines(report["explorers"]):

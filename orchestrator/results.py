@@ -20,6 +20,7 @@ from .state import (
     ExplorerResult,
     KnownTests,
     Plan,
+    Race,
     Review,
     RoleLoss,
     RoleUsage,
@@ -55,6 +56,10 @@ class RunResult(BaseModel):
     checks: dict[str, Review] = Field(
         default_factory=dict, description="Each check role's last verdict, by role.")
     explorers: list[ExplorerResult] = Field(default_factory=list)
+    explore_skipped: bool = Field(False, description="No explorer ran: the failing tests "
+                                  "already pointed at the code (run.explore_when_pinned).")
+    races: list[Race] = Field(default_factory=list, description="Builds whose candidates raced "
+                              "(a build role with parallel > 1), one per build attempt.")
     claims_by_model: dict[str, ClaimStats] = Field(default_factory=dict)
     known_tests: KnownTests | None = None
     per_role: dict[str, RoleUsage] = Field(default_factory=dict)

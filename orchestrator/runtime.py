@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 class RolePool(Protocol):
     """Where nodes get each role's model client (a ``ClientPool``, maybe journaled)."""
 
-    def for_role(self, role: Role) -> ModelClient: ...
+    def for_role(self, role: Role, *, temperature: float | None = None) -> ModelClient: ...
 
 
 @dataclass

@@ -231,6 +231,31 @@ class VerifyResult(Frozen):
     checks: list[CheckResult] = Field(default_factory=list)
 
 
+class Candidate(Frozen):
+    """One candidate build of a race (a build role with ``parallel`` > 1)."""
+
+    index: int = Field(description="1-based; candidate 1 is the session a single build would be.")
+    session: str
+    temperature: float | None = None
+    status: Literal["passed", "failed", "cancelled", "error"]
+    duration_s: float = 0.0
+    files_changed: int = 0
+    diff_lines: int = 0
+    failing: list[str] = Field(default_factory=list, description="Commands that failed.")
+    error: str | None = None
+
+
+class Race(Frozen):
+    """k candidate builds raced in their own worktrees; the winner's files became the build."""
+
+    round: int = Field(description="The build attempt this race was (1 = the first build).")
+    pick: Literal["first", "smallest"]
+    winner: int | None = Field(None, description="The candidate whose tree was kept; None when "
+                               "none passed and candidate 1's was kept for the feedback.")
+    candidates: list[Candidate] = Field(default_factory=list)
+    duration_s: float = 0.0
+
+
 class RunState(BaseModel):
     """The graph's state. Lists with a reducer are appended to by parallel branches."""
 
@@ -263,6 +288,8 @@ class RunState(BaseModel):
     failures: Annotated[list[str], operator.add] = Field(default_factory=list)
     # the tree the worktree held when the last node that changes it finished: resume restores it
     worktree_tree: str = ""
+    races: list[Race] = Field(default_factory=list)  # one per build that raced candidates
+    explore_skipped: bool = False  # the preflight pinned the code, so no explorer ran
 
 
 class Handoff(Frozen):

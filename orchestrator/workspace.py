@@ -16,6 +16,7 @@ other write to the user's repository is keeping ``.git/info/exclude`` listing th
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import functools
 import json
@@ -165,6 +166,30 @@ class Workspace:
         if self.worktree.exists() or self.worktree.is_symlink():
             _rmtree(self.worktree)
         self._checkout(head, tree=tree)
+
+    def candidate(self, name: str, tree: str | None = None) -> Workspace:
+        """A worktree of its own for a racing candidate build (``race.py``), holding ``tree``
+        (default: the start commit's files), at ``<run_dir>/candidates/<name>/worktree`` with
+        its own index. A fresh one replaces what a cut run left there. Its ``commit`` must
+        never be called: only the run's own workspace writes the run branch."""
+        run_dir = self.run_dir / "candidates" / name
+        if run_dir.exists():
+            _rmtree(run_dir)
+        run_dir.mkdir(parents=True)
+        ws = dataclasses.replace(self, run_dir=run_dir, worktree=run_dir / "worktree")
+        ws._checkout(self.start_commit or self.base_commit, tree=tree)
+        return ws
+
+    def diff_size(self) -> tuple[int, int]:
+        """Files changed and lines added plus removed against ``base_commit`` (binary: 0)."""
+        out = self._diff("--numstat", "-z").decode("utf-8", "surrogateescape")
+        files, lines = 0, 0
+        for entry in out.split("\0"):
+            parts = entry.split("\t")
+            if len(parts) >= 2:
+                files += 1
+                lines += sum(int(p) for p in parts[:2] if p.isdigit())
+        return files, lines
 
     def snapshot(self) -> str:
         """The tree object of the worktree's files right now (written to the user's objects)."""

@@ -139,9 +139,12 @@ class ClientPool:
         self._sdks: dict[str, AsyncOpenAI] = {}
         self._unkeyed: set[tuple[str, str]] = set()
 
-    def route(self, role: Role, alias: str, step: int = 0) -> Route:
+    def route(self, role: Role, alias: str, step: int = 0, *,
+              temperature: float | None = None) -> Route:
         spec = self.roles.roles[role]
         model = self.roles.models[alias]
+        if temperature is not None:  # a racing candidate's own sampling (agentstep's race)
+            model = model.model_copy(update={"temperature": temperature})
         provider = self.roles.providers[model.provider]
         return Route(
             role=role,
@@ -180,27 +183,31 @@ class ClientPool:
             )
         return self._sdks[provider_name]
 
-    def client(self, role: Role, alias: str, step: int = 0) -> OpenAIModelClient:
-        route = self.route(role, alias, step)
+    def client(self, role: Role, alias: str, step: int = 0, *,
+               temperature: float | None = None) -> OpenAIModelClient:
+        route = self.route(role, alias, step, temperature=temperature)
         return OpenAIModelClient(self.sdk(route.provider_name), route)
 
-    def member(self, role: Role, alias: str, step: int = 0) -> ModelClient:
+    def member(self, role: Role, alias: str, step: int = 0, *,
+               temperature: float | None = None) -> ModelClient:
         """One link of a chain: the model's client, speaking JSON tools if the model needs it."""
         from .toolmode import JsonToolsClient
 
-        client = self.client(role, alias, step)
+        client = self.client(role, alias, step, temperature=temperature)
         model = client.route.model
         if model.tools != "json":
             return client
         return JsonToolsClient(client, model.structured, optional=model.tool_args == "all")
 
-    def for_role(self, role: Role) -> ModelClient:
-        """A fresh ``FallbackClient`` over ``roles.chain(role)`` (one per session)."""
+    def for_role(self, role: Role, *, temperature: float | None = None) -> ModelClient:
+        """A fresh ``FallbackClient`` over ``roles.chain(role)`` (one per session);
+        ``temperature`` overrides every chain model's (a racing candidate's sampling)."""
         from .fallback import FallbackClient
 
         aliases = self.roles.chain(role)
         usable = [a for i, a in enumerate(aliases) if i == 0 or self._has_key(role, a)]
-        chain = [self.member(role, alias, aliases.index(alias)) for alias in usable]
+        chain = [self.member(role, alias, aliases.index(alias), temperature=temperature)
+                 for alias in usable]
         return FallbackClient(*chain, routing=self.routing)
 
     def _has_key(self, role: Role, alias: str) -> bool:
