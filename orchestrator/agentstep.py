@@ -158,6 +158,8 @@ async def _plan_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
     if loc is None and state.mode == "run":
         loc = await preflight(ctx, list(ctx.roles.verify.commands), policy_of(ctx))
     located = _localized(loc)
+    if loc is not None and loc.pinned:  # questions only for what the failure does not show
+        located += text("evidence", "localized_pinned") + "\n"
     values = {"task": state.task, "question": state.task, "repo_rules": ctx.repo_rules,
               "localized": f"\n{located}" if located else ""}
     template = "explore" if state.mode == "explore" else "task"

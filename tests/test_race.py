@@ -5,6 +5,7 @@ Also: explorers are skipped when the failing tests already point at the code."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 from pathlib import Path
@@ -157,6 +158,8 @@ async def test_explorers_are_skipped_when_the_failing_test_points_at_the_code(fr
     assert fresh_sim.state.requests_for("sim-explorer") == []
     (skipped,) = [e for e in events if e.kind == "explore_skipped"]
     assert skipped.suspects == ["stats.py"] and skipped.questions
+    plan = ChatRequestView.from_body(fresh_sim.state.requests_for("sim-planner")[0].body)
+    assert "already shows the code to change" in json.dumps(plan.messages)
     # the builder still got the lines the failure points at
     build = ChatRequestView.from_body(fresh_sim.state.requests_for("sim-builder")[0].body)
     first_user = next(m["content"] for m in build.messages if m.get("role") == "user")
@@ -166,7 +169,6 @@ async def test_explorers_are_skipped_when_the_failing_test_points_at_the_code(fr
 def test_a_race_killed_mid_flight_resumes_exactly(fresh_sim, sample_repo):
     """kill -9 while both candidates wait for their third reply: resume rebuilds each
     candidate's worktree, replays its completed calls from the journal, pays for none twice."""
-    import json
     import os
     import signal
     import sys
