@@ -24,7 +24,7 @@ from .kinds import EDIT_TOOLS, RUN_TOOL, Kind
 from .known import known_tests
 from .preflight import preflight
 from .prompts import text
-from .race import race, session_of
+from .race import race, session_of, temperature_of
 from .runtime import RunContext
 from .session import Session, SessionOutcome, Summarizer
 from .state import BuildReport, KnownTests, Plan, Race, Review, Role, RunState
@@ -44,12 +44,13 @@ def policy_of(ctx: RunContext) -> CommandPolicy:
     return CommandPolicy(allow=list(settings.allow), deny=[*DEFAULT_DENY, *settings.deny])
 
 
-def _toolbox(ctx: RunContext, role: Role) -> Toolbox:
+def _toolbox(ctx: RunContext, role: Role, protected: frozenset[str] = frozenset()) -> Toolbox:
     """The tools the role's agent file asks for (its kind has allowed them already)."""
     wanted = set(ctx.agents[role].tools)
     available: list[Tool] = list(explorer_tools(ctx.worktree, history=_history(ctx)))
     if wanted & set(EDIT_TOOLS):
-        available += edit_tools(ctx.worktree, edit_format=ctx.roles.model_for(role).edits)
+        available += edit_tools(ctx.worktree, edit_format=ctx.roles.model_for(role).edits,
+                                protected=protected)
     if RUN_TOOL in wanted and ctx.sandbox is not None:
         available.append(
             shell_tool(
@@ -72,9 +73,11 @@ def _history(ctx: RunContext) -> GitHistory:
 
 
 async def run_session(ctx: RunContext, role: Role, task: str, n: int, *, candidate: int = 1,
-                      temperature: float | None = None) -> SessionOutcome:
+                      temperature: float | None = None,
+                      protected: frozenset[str] = frozenset()) -> SessionOutcome:
     """One session of ``role`` on ``task``; ``candidate`` > 1 is a racing build's other
-    candidates (``race.py``), sampling at ``temperature``."""
+    candidates (``race.py``); ``temperature`` overrides the model's; ``protected`` files (the
+    failing tests) cannot be edited."""
     agent = ctx.agents[role]
     spec = ctx.roles.roles[role]
     session = Session(
@@ -82,7 +85,7 @@ async def run_session(ctx: RunContext, role: Role, task: str, n: int, *, candida
         session_id=session_of(role, n, candidate),
         agent=agent,
         client=ctx.pool.for_role(role, temperature=temperature),
-        toolbox=_toolbox(ctx, role),
+        toolbox=_toolbox(ctx, role, protected),
         telemetry=ctx.telemetry,
         max_turns=spec.max_turns,
         policy=policy_for(spec, ctx.roles.model_for(role)),
@@ -140,9 +143,14 @@ def agent_node(role: Role, kind: Kind, name: str | None = None) -> NodeFn:
         task = ctx.agents[role].render_task(asked.template, **asked.values)
         n = step.session(state, role)
         raced: Values = {}
-        if kind == "build" and ctx.roles.roles[role].parallel > 1 and ctx.workspace is not None:
+        spec = ctx.roles.roles[role]
+        if kind == "build" and spec.parallel > 1 and ctx.workspace is not None:
             record, outcome = await _race(ctx, state, role, task, n)
             raced = {"races": [*state.races, record]}
+        elif kind == "build":  # attempt n samples at temperatures[n - 1]: a retry differs
+            outcome = await run_session(ctx, role, task, n=n,
+                                        temperature=temperature_of(spec.temperatures, n),
+                                        protected=protected_tests(ctx, state))
         else:
             outcome = await run_session(ctx, role, task, n=n)
         update = await step.apply(ctx, state, replace(asked, task=task), outcome.payload)
@@ -246,12 +254,24 @@ async def _race(ctx: RunContext, state: RunState, role: Role, task: str, n: int
                 ) -> tuple[Race, SessionOutcome]:
     """k candidate builds of ``task`` race (``race.py``); the kept one's files are the build."""
 
+    protected = protected_tests(ctx, state)
+
     async def candidate(own: RunContext, index: int, temperature: float | None
                         ) -> SessionOutcome:
-        return await run_session(own, role, task, n, candidate=index, temperature=temperature)
+        return await run_session(own, role, task, n, candidate=index, temperature=temperature,
+                                 protected=protected)
 
     return await race(ctx, role, n, commands=acceptance_commands(ctx, state),
-                      policy=policy_of(ctx), session=candidate)
+                      policy=policy_of(ctx), session=candidate, protected=protected)
+
+
+def protected_tests(ctx: RunContext, state: RunState) -> frozenset[str]:
+    """The failing tests the preflight found: they define the task, so builders may not edit
+    them (``run.protect_tests``); verify puts back what a command changed in them."""
+    loc = state.localization
+    if loc is None or loc.passed or not ctx.roles.run.protect_tests:
+        return frozenset()
+    return frozenset(loc.tests)
 
 
 async def _build_apply(ctx: RunContext, state: RunState, asked: Asked, payload: BaseModel

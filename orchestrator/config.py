@@ -112,8 +112,9 @@ class RoleSpec(_Strict):
     parallel: int = Field(1, ge=1, le=32, description="Explore roles: explorers at once. Build "
                           "roles: candidate builds that race in their own worktrees (k).")
     temperatures: tuple[Annotated[float, Field(ge=0, le=2)], ...] = Field(
-        (), description="Build roles racing (parallel > 1): candidate i samples at "
-        "temperatures[i % len]; empty: every candidate at its model's temperature.")
+        (), description="Build roles: racing candidate i (parallel > 1), or else build attempt "
+        "i, samples at temperatures[i % len] (1-based), so a retry is not a replay; empty: the "
+        "model's temperature.")
     pick: Literal["first", "smallest"] = Field(
         "first", description="Build roles racing: the first candidate whose acceptance commands "
         "pass wins and the rest are cancelled, or wait for all and take the smallest passing "
@@ -132,6 +133,9 @@ class RunSettings(_Strict):
     explorer_timeout_s: float = Field(600.0, gt=0, description="A slower explorer is recorded as failed.")
     digest_tokens_per_explorer: int = Field(1500, ge=100)
     digest_tokens_total: int = Field(8000, ge=100)
+    protect_tests: bool = Field(
+        True, description="Builders may not edit the failing tests the preflight found (they "
+        "define the task); a command that changes them has its changes put back before verify.")
     explore_when_pinned: bool = Field(
         False, description="Run the explorers even when the preflight's failures already name "
         "the code to change (by default they are skipped then).")

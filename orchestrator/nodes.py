@@ -23,6 +23,7 @@ from .agentstep import (
     agent_node,
     plan_text,
     policy_of,
+    protected_tests,
     run_session,
     source_of,
     worktree_tree,
@@ -195,6 +196,13 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     ctx = runtime.context
     if ctx.sandbox is None:
         raise OrchestrateError("verify needs the run's sandbox; none was set up")
+    protected = sorted(protected_tests(ctx, state))
+    put_back = (await asyncio.to_thread(ctx.workspace.put_back, protected)
+                if protected and ctx.workspace else [])
+    if put_back:
+        ctx.telemetry.emit("warning", role="verify", category="tests_put_back",
+                           message="the builder changed the failing tests "
+                                   f"{', '.join(put_back)}; they were put back before verify")
     checks = await run_checks(ctx, acceptance_commands(ctx, state), policy_of(ctx))
     result = VerifyResult(passed=all(c.exit_code == 0 for c in checks), checks=checks)
     tree = await worktree_tree(ctx)  # the commands may have written files
@@ -205,7 +213,9 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     )
     if result.passed:
         return {"verify": result, "feedback": "", "worktree_tree": tree}
-    feedback = text("pipeline", "verify_failed", failures="\n\n".join(
+    feedback = (text("pipeline", "tests_put_back", tests=", ".join(put_back)) + "\n"
+                if put_back else "")
+    feedback += text("pipeline", "verify_failed", failures="\n\n".join(
         failures.trim(c.output, command=c.command, exit_code=c.exit_code, root=str(ctx.worktree))
         for c in failed))
     sig = " || ".join(failures.signature(c.command, c.exit_code, c.output) for c in failed)

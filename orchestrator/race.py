@@ -78,7 +78,8 @@ def session_of(role: Role, n: int, index: int) -> str:
 
 
 async def race(ctx: RunContext, role: Role, n: int, *, commands: list[str],
-               policy: CommandPolicy, session: SessionRunner) -> tuple[Race, SessionOutcome]:
+               policy: CommandPolicy, session: SessionRunner,
+               protected: frozenset[str] = frozenset()) -> tuple[Race, SessionOutcome]:
     """Race the role's k candidates for build round ``n``; the winner's files end up in
     ``ctx.worktree``. Returns the race's record and the kept candidate's session outcome."""
     spec = ctx.roles.roles[role]
@@ -88,7 +89,8 @@ async def race(ctx: RunContext, role: Role, n: int, *, commands: list[str],
     tree = await asyncio.to_thread(main.snapshot)
     runs = [await _prepare(ctx, role, n, i, tree, spec.temperatures) for i in
             range(1, spec.parallel + 1)]
-    tasks = {asyncio.create_task(_attempt(r, commands, policy, session)): r for r in runs}
+    tasks = {asyncio.create_task(_attempt(r, commands, policy, session, sorted(protected))): r
+             for r in runs}
     winner: _Run | None = None
     statuses: dict[int, str] = {}
     try:
@@ -150,10 +152,13 @@ async def _prepare(ctx: RunContext, role: Role, n: int, index: int, tree: str,
 
 
 async def _attempt(run: _Run, commands: list[str], policy: CommandPolicy,
-                   session: SessionRunner) -> None:
-    """One candidate: its session, then the acceptance commands in its own worktree."""
+                   session: SessionRunner, protected: list[str]) -> None:
+    """One candidate: its session, then the acceptance commands in its own worktree (with
+    the failing tests as they were: they define the task)."""
     try:
         run.outcome = await session(run.ctx, run.index, run.temperature)
+        if protected:
+            await asyncio.to_thread(run.ws.put_back, protected)
         run.checks = await run_checks(run.ctx, commands, policy)
         run.tree = await asyncio.to_thread(run.ws.snapshot)
         run.size = await asyncio.to_thread(run.ws.diff_size)

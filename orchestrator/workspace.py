@@ -27,7 +27,7 @@ import shutil
 import stat
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from .errors import UsageError
 from .gitsafe import GitError, common_dir, git
@@ -179,6 +179,37 @@ class Workspace:
         ws = dataclasses.replace(self, run_dir=run_dir, worktree=run_dir / "worktree")
         ws._checkout(self.start_commit or self.base_commit, tree=tree)
         return ws
+
+    def put_back(self, paths: list[str]) -> list[str]:
+        """Make each repository path hold its start-commit content again (the failing tests a
+        builder's command changed); returns the ones that differed. Never writes through a
+        link: a symlink or non-directory the builder put on the way is removed first."""
+        start = self.start_commit or self.base_commit
+        changed = []
+        for path in paths:
+            blob = git("cat-file", "blob", f"{start}:{path}", cwd=self.repo, text=False,
+                       check=False)
+            if blob.returncode != 0:
+                continue
+            parts = PurePosixPath(path).parts
+            if not parts or ".." in parts or ".git" in parts:
+                continue
+            cur = self.worktree
+            for part in parts[:-1]:
+                cur = cur / part
+                if cur.is_symlink() or (cur.exists() and not cur.is_dir()):
+                    cur.unlink()
+                cur.mkdir(exist_ok=True)
+            target = cur / parts[-1]
+            if target.is_file() and not target.is_symlink() and target.read_bytes() == blob.stdout:
+                continue
+            if target.is_dir() and not target.is_symlink():
+                _rmtree(target)
+            tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.orchestrate")
+            tmp.write_bytes(blob.stdout)
+            os.replace(tmp, target)
+            changed.append(path)
+        return changed
 
     def diff_size(self) -> tuple[int, int]:
         """Files changed and lines added plus removed against ``base_commit`` (binary: 0)."""

@@ -70,9 +70,11 @@ class ApplyPatchArgs(BaseModel):
 
 
 def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000,
-               edit_format: EditFormat = "any") -> list[Tool]:
-    """The write tools for a session whose workspace is ``root``, as ``edit_format`` offers."""
-    jail = Jail(root)
+               edit_format: EditFormat = "any", protected: frozenset[str] = frozenset()
+               ) -> list[Tool]:
+    """The write tools for a session whose workspace is ``root``, as ``edit_format`` offers;
+    ``protected`` paths (the failing tests) cannot be written."""
+    jail = Jail(root, protected=protected)
 
     def load(path: str) -> tuple[Path, str, str]:
         target = jail.resolve(path, write=True)

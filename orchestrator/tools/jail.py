@@ -31,6 +31,8 @@ class Jail:
     """Resolves model-supplied paths against ``root`` and refuses anything outside it."""
 
     root: Path
+    # repository paths no edit may write: the failing tests that define the task
+    protected: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", Path(os.path.realpath(self.root)))
@@ -47,6 +49,10 @@ class Jail:
             raise self._outside(raw)
         if write and self._in_git_dir(resolved):
             raise PolicyViolation(f"path {raw!r} is inside .git; writing there is not allowed")
+        if write and self.protected and self.relative(resolved) in self.protected:
+            raise ToolError(f"{self.relative(resolved)} is a failing test of this task: the tests "
+                            "define what must work, so they are not changed. Change the code "
+                            "they test (see the lines the failure points at).")
         return resolved
 
     def relative(self, p: Path | str) -> str:

@@ -1,0 +1,119 @@
+"""The failing tests define the task: builders cannot edit them, a command that changes them
+has its change put back before verify, and a retry samples at its own temperature (issue 15:
+live, small builders "fixed" tests instead of code and repeated a failed attempt word for word).
+Judged by effect against the simulator: the run branch's files and the requests sent."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import run_env, scenario_with
+
+from orchestrator import api
+from orchestrator.demo import DEMO_TASK, demo_roles_sets, scenario_path
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
+
+BUGGY = "        return ordered[mid]\n    return ordered[mid]\n"
+RIGHT = "        return ordered[mid]\n    return (ordered[mid - 1] + ordered[mid]) / 2\n"
+EXPECTED = "self.assertEqual(median([4, 1, 3, 2]), 2.5)"
+CHEAT = "self.assertEqual(median([4, 1, 3, 2]), 3)"
+TEST_FILE = "tests/test_stats.py"
+
+
+def _call(name: str, **arguments) -> Reply:
+    return Reply(tool_calls=[ToolCallSpec(name=name, arguments=arguments)])
+
+
+SUBMIT = _call("submit", summary="done", files_changed=["stats.py"])
+
+
+def _scripted(*turns: Reply) -> ModelBehavior:
+    return ModelBehavior(script=list(turns))
+
+
+def _setup(sim, repo: Path, *sets: str) -> dict:
+    return dict(repo=repo, role_files=[scenario_path("demo-roles.toml")], env=run_env(),
+                sets=[*demo_roles_sets(sim.base_url), *sets])
+
+
+def _show(repo: Path, rev: str) -> str:
+    return subprocess.run(["git", "show", rev], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _last_history(sim, model: str) -> str:
+    """The whole conversation as the model's last request carried it."""
+    return json.dumps(ChatRequestView.from_body(sim.state.requests_for(model)[-1].body).messages)
+
+
+async def test_the_edit_tools_refuse_the_failing_tests(fresh_sim, sample_repo):
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": _scripted(
+        _call("replace", path=TEST_FILE, old=EXPECTED, new=CHEAT),
+        _call("write_file", path=TEST_FILE, content="import unittest\n"),
+        _call("replace", path="stats.py", old=BUGGY, new=RIGHT),
+        SUBMIT)}))
+    result = await api.arun(DEMO_TASK, **_setup(fresh_sim, sample_repo))
+    assert result.status == "succeeded", result.reason
+    assert _show(sample_repo, f"{result.branch}:{TEST_FILE}") == _show(sample_repo,
+                                                                       f"HEAD:{TEST_FILE}")
+    said = _last_history(fresh_sim, "sim-builder")
+    assert said.count("is a failing test of this task") == 2
+
+
+async def test_a_command_that_changes_the_tests_has_it_put_back(fresh_sim, sample_repo):
+    cheat = f"sed -i 's/2.5)/3)/' {TEST_FILE} && sed -i 's/\\[mid\\]$/[mid + 0]/' stats.py"
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": _scripted(
+        _call("run", command=cheat), SUBMIT)}))
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append],
+                            **_setup(fresh_sim, sample_repo, "run.max_attempts=1"))
+    assert result.status == "failed"  # the tests as written still fail
+    assert _show(sample_repo, f"{result.branch}:{TEST_FILE}") == _show(sample_repo,
+                                                                       f"HEAD:{TEST_FILE}")
+    warned = [e for e in events if e.kind == "warning" and e.category == "tests_put_back"]
+    assert warned and TEST_FILE in warned[0].message
+
+
+async def test_feedback_says_the_tests_were_put_back_and_a_retry_samples_differently(
+        fresh_sim, sample_repo):
+    def respond(req: ChatRequestView) -> Reply:
+        task = next(m["content"] for m in req.messages if m.get("role") == "user")
+        if "they were put back" not in task:  # attempt 1 cheats through the shell
+            turns = [_call("run", command=f"sed -i 's/2.5)/3)/' {TEST_FILE}"), SUBMIT]
+        else:
+            turns = [_call("replace", path="stats.py", old=BUGGY, new=RIGHT), SUBMIT]
+        return turns[min(req.assistant_turns, len(turns) - 1)]
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
+    result = await api.arun(DEMO_TASK, **_setup(fresh_sim, sample_repo,
+                                                "builder.temperatures=[0.0, 0.8]"))
+    assert result.status == "succeeded", result.reason and result.attempts == 2
+    temps = [r.body.get("temperature") for r in fresh_sim.state.requests_for("sim-builder")]
+    assert temps == [0.0, 0.0, 0.8, 0.8]
+    assert RIGHT in _show(sample_repo, f"{result.branch}:stats.py")
+
+
+async def test_protect_tests_off_lets_the_builder_edit_them(fresh_sim, sample_repo):
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": _scripted(
+        _call("replace", path=TEST_FILE, old=EXPECTED, new=CHEAT), SUBMIT)}))
+    result = await api.arun(DEMO_TASK, **_setup(fresh_sim, sample_repo,
+                                                "run.protect_tests=false", "run.max_attempts=1"))
+    assert result.status == "succeeded", result.reason  # what the user asked for, literally
+    assert CHEAT in _show(sample_repo, f"{result.branch}:{TEST_FILE}")
+
+
+async def test_putting_back_never_writes_through_a_link(fresh_sim, sample_repo, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    swap = f"rm -rf tests && ln -s {outside} tests"
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": _scripted(
+        _call("run", command=swap), _call("replace", path="stats.py", old=BUGGY, new=RIGHT),
+        SUBMIT)}))
+    result = await api.arun(DEMO_TASK, **_setup(fresh_sim, sample_repo, "run.max_attempts=1",
+                                                'sandbox.mode="none"'))
+    assert list(outside.iterdir()) == []  # nothing written through the builder's link
+    assert result.status == "succeeded", result.reason  # the tests were put back, and pass
+    assert _show(sample_repo, f"{result.branch}:{TEST_FILE}") == _show(sample_repo,
+                                                                       f"HEAD:{TEST_FILE}")
