@@ -242,8 +242,11 @@ class Workspace:
 
     def snapshot(self) -> str:
         """The tree object of the worktree's files right now (written to the user's objects)."""
-        self._stage()
-        return self._git("write-tree").stdout.strip()
+        if not self._stage() and "index_tree" in self._memo:
+            return str(self._memo["index_tree"])  # nothing was staged since it was written
+        tree = self._git("write-tree").stdout.strip()
+        self._memo["index_tree"] = tree
+        return tree
 
     def diff_stat(self, tree: str | None = None) -> str:
         """``git diff --stat`` of all work (committed or not), or of ``tree`` (a snapshot),
@@ -287,27 +290,36 @@ class Workspace:
         return git(*args, git_dir=self.git_dir, work_tree=self.worktree,
                    index=self.run_dir / _INDEX, text=text, check=check)
 
-    def _stage(self) -> None:
-        if not (self.run_dir / _INDEX).exists():
+    def _stage(self) -> bool:
+        """Stage the worktree's files in our index; True if that changed the index."""
+        changed = not (self.run_dir / _INDEX).exists()
+        if changed:
             self._git("read-tree", self.tip() or self.start_commit or self.base_commit)
-        added = self._git("add", "-A", "--ignore-errors")
+        # --verbose names each path it adds or removes: nothing named, nothing changed
+        added = self._git("add", "-A", "--ignore-errors", "--verbose")
+        changed = changed or bool(added.stdout.strip())
         # git says when it adds a repository it found inside the tree; the index itself is
         # checked once per process too (one left from a process that died mid-stage)
         if "embedded git repository" in added.stderr or not self._memo.get("index_checked"):
-            self._drop_nested_repos()
+            changed = self._drop_nested_repos() or changed
             self._memo["index_checked"] = True
+        if changed:
+            self._memo.pop("index_tree", None)
+        return changed
 
-    def _drop_nested_repos(self) -> None:
-        """A repository the builder made inside the worktree is not part of the result."""
+    def _drop_nested_repos(self) -> bool:
+        """A repository the builder made inside the worktree is not part of the result; True if
+        one was dropped from the index."""
         staged = self._git("ls-files", "-s", "-z").stdout
         links = [e.split("\t", 1)[1] for e in staged.split("\0")
                  if e.startswith("160000 ") and "\t" in e]
         if not links:
-            return
+            return False
         known = self._git("ls-tree", "-r", "-z", "--name-only", self.base_commit).stdout
         new = [p for p in links if p not in set(known.split("\0"))]
         if new:
             self._git("rm", "-q", "--cached", "-r", "-f", "--", *new)
+        return bool(new)
 
     def _diff(self, *flags: str) -> bytes:
         self._stage()
@@ -340,6 +352,10 @@ class Workspace:
         (self.run_dir / _INDEX).unlink(missing_ok=True)
         self._git("read-tree", "--reset", "-u", tree or commit)
         self._memo["index_checked"] = True  # a fresh index, from a commit or our snapshot
+        if tree:
+            self._memo["index_tree"] = tree
+        else:
+            self._memo.pop("index_tree", None)
         self._point_builder_repo(commit, same_tree=tree is None)
 
     def _point_builder_repo(self, commit: str, *, same_tree: bool = True) -> None:

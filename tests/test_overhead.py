@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import os
 import random
 import subprocess
 import threading
@@ -328,6 +329,40 @@ def test_a_repository_made_inside_the_worktree_stays_out_of_every_snapshot(sampl
     assert commit and ws.tip() == commit and ws.commit("again", second) is None
     reopened = Workspace.open(sample_repo, "run-nested")
     assert reopened.tip() == commit and reopened.snapshot() == second
+
+
+def test_a_snapshot_with_nothing_staged_since_the_last_is_that_tree(sample_repo):
+    """The tree written last is reused only while ``git add`` stages nothing new; every change
+    (edit, delete, mode, new file, an edit reverted), also one staged by a diff in between,
+    gives the tree git itself writes."""
+    ws = Workspace.create(sample_repo, "run-memo")
+    first = ws.snapshot()
+    target = ws.worktree / "stats.py"
+
+    def written() -> str:  # the tree of the worktree, from a fresh index of git's own
+        env = {"GIT_INDEX_FILE": str(ws.run_dir / "check-index"), "GIT_WORK_TREE": str(ws.worktree),
+               "GIT_DIR": str(sample_repo / ".git")}
+        for args in (["read-tree", "--empty"], ["add", "-A"], ["write-tree"]):
+            out = subprocess.run(["git", *args], env={**os.environ, **env},
+                                 cwd=ws.worktree, check=True, capture_output=True, text=True)
+        return out.stdout.strip()
+
+    assert ws.snapshot() == first == written()
+    original = target.read_text()
+    target.write_text(original + "# more\n")
+    assert ws.diff_stat()  # stages the edit before the next snapshot
+    edited = ws.snapshot()
+    assert edited != first and edited == written()
+    target.write_text(original)
+    assert ws.snapshot() == first  # reverted: staged again, not the tree kept from before
+    target.chmod(0o755)
+    assert ws.snapshot() == written() != first
+    (ws.worktree / "new.txt").write_text("x\n")
+    (ws.worktree / "tests" / "test_stats.py").unlink()
+    last = ws.snapshot()
+    assert last == written() and ws.snapshot() == last
+    ws.restore(edited)
+    assert ws.snapshot() == edited == written()
 
 
 def test_the_citation_reader_checks_a_commit_only_when_asked_to(sample_repo):

@@ -55,11 +55,12 @@ def _tls(cafile: str | None, capath: str | None) -> ssl.SSLContext:
 
 
 def _http_client() -> httpx2.AsyncClient:
-    """The SDK's aiohttp-backed client (its ``openai[aiohttp]`` option: a C HTTP parser, about a
-    third less CPU per streamed call than the pure-Python default), with the SDK's defaults,
-    the shared TLS context and our request hook."""
+    """The SDK's own HTTP client defaults, with the shared TLS context and our request hook.
+    (Its aiohttp transport, ``openai[aiohttp]``, spends 1-2 ms less CPU per streamed call here
+    but adds 0.1 s to every start, since ``import openai`` then imports aiohttp, and moved no
+    figure of ``bench/overhead.py``: not used.)"""
     tls = _tls(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
-    return openai.DefaultAioHttpClient(verify=tls, event_hooks={"request": [timing.on_request]})
+    return openai.DefaultAsyncHttpx2Client(verify=tls, event_hooks={"request": [timing.on_request]})
 
 
 class OpenAIModelClient:
