@@ -137,11 +137,12 @@ class CallJournal:
     The keys and turns are read once when the journal opens and kept in memory, so a call that
     was never made costs no lookup on disk. A completed call goes to disk on a writer thread
     (``writer.py``), in order, in one transaction (one sync to disk) with whatever else completed
-    meanwhile, so what is on disk is always every call up to some point. The session goes on
-    with the reply (its tools run) while that happens, and its next request waits until the
-    previous reply is on disk (``unwritten``): a session never spends on a new call while the
-    last one it paid for could still be lost, and a journal that cannot write stops the run
-    there. A new run's file is created by the writer thread, on the first write.
+    meanwhile, so what is on disk is always every call up to some point: a killed run loses at
+    most the calls whose write had not started, as before it lost those killed before their
+    write, and replays the rest exactly. Nothing waits for the disk (a sync can take
+    milliseconds on a busy machine); a journal that could not write stops the run before its
+    next call (``check``), and ``flush`` / ``close`` wait for everything. A new run's file is
+    created by the writer thread, on the first write.
     """
 
     def __init__(self, path: Path) -> None:
@@ -156,8 +157,7 @@ class CallJournal:
             self._turns = {(s, t): k for s, t, k in db.execute(
                 "SELECT session, turn, key FROM turns")}
         self._pending: dict[str, Completion] = {}
-        self._unwritten: dict[str, Future[None]] = {}  # per session: its last call's write
-        self._writer: Writer[tuple[str, Completion, str, int]] = Writer(self._write,
+        self._writer: Writer[tuple[str, str, str, int]] = Writer(self._write,
                                                                         name="call-journal")
         self.replayed = 0
         self.repeated = 0
@@ -200,20 +200,17 @@ class CallJournal:
             self._pending[key] = completion
         self._keys.add(key)
         self._turns.setdefault((session, turn), key)
-        done = self._writer.submit((key, completion, session, turn))
-        self._unwritten[session] = done
-        return done
+        # encoded here: the writer thread then runs almost no Python, so it seldom holds the
+        # interpreter lock that the event loop's thread waits for
+        return self._writer.submit((key, _reply_json(completion), session, turn))
 
-    def unwritten(self, session: str) -> Future[None] | None:
-        """The write of ``session``'s last journaled call, if it may not be on disk yet."""
-        done = self._unwritten.get(session)
-        if done is not None and done.done() and done.exception() is None:
-            del self._unwritten[session]
-            return None
-        return done
+    def check(self) -> None:
+        """Raise the error of a journal write that failed: no call is worth paying for when
+        its reply cannot be kept."""
+        self._writer.check()
 
-    def _write(self, batch: list[tuple[str, Completion, str, int]]) -> None:
-        calls = [(key, _reply_json(c)) for key, c, _, _ in batch]
+    def _write(self, batch: list[tuple[str, str, str, int]]) -> None:
+        calls = [(key, reply) for key, reply, _, _ in batch]
         turns = [(session, turn, key) for key, _, session, turn in batch]
         with self._lock:
             db = self._open()
@@ -272,9 +269,7 @@ class JournaledClient:
         with phase("journal"):
             key, turn = self._keys.key(session, self.inner.route.model.id, messages, tools,
                                        response_format)
-            earlier = self.journal.unwritten(session)
-            if earlier is not None:  # usually written while the tools ran: no wait
-                await asyncio.wrap_future(earlier)
+            self.journal.check()
         if self.journal.knows(key):  # a resumed run: read it off the event loop
             with phase("journal"):
                 cached = await asyncio.to_thread(self.journal.get, key)
@@ -285,7 +280,7 @@ class JournaledClient:
             messages, session=session, tools=tools, response_format=response_format,
             progress=progress,
         )
-        with phase("journal"):  # written behind; the session's next request waits for it
+        with phase("journal"):  # written behind, in order
             self.journal.put(key, completion, session, turn)
         return completion
 

@@ -80,6 +80,10 @@ class Writer(Generic[T]):
             else:
                 done.set_exception(self._error)
 
+    def check(self) -> None:
+        """Raise the error of a write that failed, if one has (without waiting)."""
+        self._raise()
+
     def _raise(self) -> None:
         if self._error is not None:
             raise self._error

@@ -187,14 +187,12 @@ class _GatedJournal(CallJournal):
         super()._write(batch)
 
 
-def test_a_session_has_at_most_its_last_reply_not_yet_on_disk(tmp_path):
+def test_a_reply_is_journaled_behind_the_caller_and_lands(tmp_path):
     journal = _GatedJournal(tmp_path / "j.sqlite")
-    done = journal.put("k0", _done("a"), "s-1", 0)
-    assert journal.unwritten("s-1") is done and not done.done()
-    assert journal.unwritten("s-2") is None  # another session does not wait for it
+    done = journal.put("k0", _done("a"), "s-1", 0)  # returns while the disk is shut
+    assert not done.done() and journal.get("k0").content == "a"  # type: ignore[union-attr]
     journal.gate.set()
     done.result(timeout=10)
-    assert journal.unwritten("s-1") is None
     journal.close()
     assert CallJournal(tmp_path / "j.sqlite").knows("k0")
 
@@ -211,6 +209,8 @@ async def test_a_journal_that_cannot_write_stops_the_session_before_it_pays_agai
         first = await client.complete(messages, session="p-1")  # returns before the write
         assert first.content == "one"
         journal.gate.set()
+        with pytest.raises(OSError, match="disk full"):
+            journal.flush()  # the write has failed now
         messages += [{"role": "assistant", "content": "one"}, {"role": "user", "content": "go"}]
         with pytest.raises(OSError, match="disk full"):
             await client.complete(messages, session="p-1")
