@@ -121,7 +121,9 @@ def test_ctrl_c_writes_out_the_queues_before_the_process_ends(fresh_sim, sample_
          "--roles", str(scenario_path("demo-roles.toml")),
          "--set", f'providers.sim.base_url="{fresh_sim.base_url}"',
          "--set", "run.command_timeout_s=60", "--json"],
-        env=run_env(XDG_STATE_HOME=str(state)), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        env=run_env(XDG_STATE_HOME=str(state)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        # Ctrl-C reaches it even when pytest runs in the background (a shell's `&` ignores it)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     workspaces = sample_repo / "workspaces"
     try:
         deadline = time.monotonic() + 90
