@@ -50,7 +50,7 @@ from .results import ExploreResult, RunResult
 from .runs import run_lock
 from .runtime import RunContext
 from .state import Plan, RunState
-from .store import open_checkpointer
+from .store import open_checkpointer, prepare_checkpointer
 from .telemetry import Event, Listener, Telemetry
 from .verify import DirSource
 from .workspace import Workspace, create_record_dir, new_run_id
@@ -113,8 +113,14 @@ async def arun(
     try:
         pool.check_credentials(pipeline.roles())
         await asyncio.to_thread(check_sandbox, role_map)
-        ws = await asyncio.to_thread(Workspace.create, top, new_run_id(),
-                                     include_dirty=include_dirty)
+        # a new checkpoint file's syncs to disk overlap the git work; if making it fails, the
+        # run's own opening of it says why, as a run that stopped
+        made, _ = await asyncio.gather(
+            asyncio.to_thread(Workspace.create, top, new_run_id(), include_dirty=include_dirty),
+            prepare_checkpointer(top, database_url), return_exceptions=True)
+        if isinstance(made, BaseException):
+            raise made
+        ws = made
     except BaseException:
         await close_pool(pool)
         raise

@@ -176,33 +176,36 @@ async def sqlite_checkpointer(repo: Path) -> AsyncIterator[InlineSqliteSaver]:
     # Concurrent runs in one repository share the file. Switching a new file to WAL and creating
     # the tables take locks that SQLite's busy timeout does not always wait for, so that first
     # part runs under a file lock; later writes wait up to the timeout.
-    folder = state_dir(repo)
-    conn = await asyncio.to_thread(_connect, folder / "checkpoints.sqlite")
+    saver = await asyncio.to_thread(_sqlite_saver, repo)
     try:
-        saver = InlineSqliteSaver(conn, serde=serializer())
-        async with _file_lock(folder / "checkpoints.lock"):
-            await asyncio.to_thread(saver.setup)  # switches the file to WAL, creates the tables
         yield saver
     finally:
-        await asyncio.to_thread(conn.close)
+        await asyncio.to_thread(saver.conn.close)
 
 
-def _connect(path: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(str(path), timeout=60, check_same_thread=False)
-    conn.execute("PRAGMA synchronous=NORMAL")
-    return conn
-
-
-@asynccontextmanager
-async def _file_lock(path: Path) -> AsyncIterator[None]:
-    """An exclusive ``flock`` (between processes and between runs in one process)."""
-    handle = path.open("w")
+def _sqlite_saver(repo: Path) -> InlineSqliteSaver:
+    folder = state_dir(repo)
+    conn = sqlite3.connect(str(folder / "checkpoints.sqlite"), timeout=60,
+                           check_same_thread=False)
     try:
-        await asyncio.to_thread(fcntl.flock, handle, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        handle.close()
+        conn.execute("PRAGMA synchronous=NORMAL")
+        saver = InlineSqliteSaver(conn, serde=serializer())
+        with (folder / "checkpoints.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            saver.setup()  # switches the file to WAL, creates the tables
+    except BaseException:
+        conn.close()
+        raise
+    return saver
+
+
+async def prepare_checkpointer(repo: Path, database_url: str | None = None) -> None:
+    """Make the local checkpoint file and its tables now: on a new file that takes several
+    syncs to disk (tens of ms on a busy machine), which a run does while its worktree is made,
+    so opening it later is quick. Nothing to do for Postgres."""
+    if not database_url:
+        saver = await asyncio.to_thread(_sqlite_saver, repo)
+        await asyncio.to_thread(saver.conn.close)
 
 
 @asynccontextmanager
