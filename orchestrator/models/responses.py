@@ -16,7 +16,7 @@ stream (``response.failed``, ``error``) are classified like HTTP errors.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,7 +41,8 @@ class ResponsesRequests:
              response_format: Mapping[str, Any] | None) -> bytes:
         """The JSON body of one streamed, stateless call."""
         route, model = self.route, self.route.model
-        lists = {"input": [p for p in self._items.of(messages) if p]}  # "": no items
+        # "": a message with no items; filtered at C speed, since this runs over the history
+        lists: dict[str, Iterable[bytes]] = {"input": filter(None, self._items.of(messages))}
         rest: dict[str, Any] = {
             "model": model.id,
             "stream": True,
