@@ -3,13 +3,16 @@
 1. search tool vs raw ``rg --json`` on a large real source tree (Django's sdist from PyPI,
    unpacked and committed to a git repo at bench time): same queries, same matches; the median
    time per query and the ratio (target <= 1.25).
-2. fan-out: 20 explorers with a simulated reply delay d vs one explorer alone (target <= 1.3x).
+2. fan-out: 20 explorers with a simulated reply delay d vs one explorer alone, interleaved rounds
+   (target <= 1.15x), with our process's CPU time; the simulator runs in a child process
+   (``--sim thread``: in ours).
 3. citation verification throughput (target >= 5,000 citations/s): existence and support (an
    informative quote that shares a name with its claim), with the repository's line counts
    built once beforehand; the time to build those counts, for the generated tree and for
    Django's (read from a commit, as a run does).
 
-    python bench/explorers.py [--delay 0.5] [--repeats 7]
+    python bench/explorers.py [--delay 0.5] [--repeats 7] [--fanout-repeats 3]
+                              [--sim process|thread] [--parts search,fanout,verify]
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -25,10 +29,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from simproc import simulator
+
 from orchestrator import api
 from orchestrator.config import load_roles
 from orchestrator.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
-from orchestrator.sim import ModelBehavior, Reply, SimServer, ToolCallSpec
+from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec
 from orchestrator.state import Citation, Claim, Findings
 from orchestrator.tools.search import rg_binary, search
 from orchestrator.verify import DirSource, GitCommitSource, LineCounts, verify_findings
@@ -99,7 +105,8 @@ def bench_search(repeats: int) -> list[tuple[str, int, float, float, float]]:
     return rows
 
 
-async def _explore_time(n: int, delay: float) -> float:
+async def _explore_time(n: int, delay: float, mode: str = "process") -> tuple[float, float]:
+    """(seconds from the first explorer's start to the last one's end, our CPU seconds)."""
     def plan(questions: list[str]) -> ModelBehavior:
         p = {"goal": "g", "steps": [], "questions": questions, "acceptance": []}
         return ModelBehavior(script=[Reply(tool_calls=[ToolCallSpec(name="submit", arguments=p)])])
@@ -114,22 +121,29 @@ async def _explore_time(n: int, delay: float) -> float:
         "sim-explorer": ModelBehavior(delay_s=delay, behavior="explorer-cite"),
     }})
     events = []
-    with tempfile.TemporaryDirectory() as tmp, SimServer(scenario) as sim:
+    with tempfile.TemporaryDirectory() as tmp, simulator(scenario, mode) as sim:
         repo = make_sample_repo(Path(tmp) / "r")
         roles = load_roles(base_text=scenario_path("demo-roles.toml").read_text(),
                            sets=[*demo_roles_sets(sim.base_url), f"explorer.parallel={max(n, 1)}"])
+        cpu = time.process_time()
         result = await api.aexplore("q", repo=repo, roles=roles, listeners=[events.append],
                                     env={"ORCHESTRATE_SIM_KEY": "k"})
+        cpu = time.process_time() - cpu
     assert len(result.explorers) == n and not result.failures
     starts = [e.t for e in events if e.kind == "role_started" and e.role == "explorer"]
     ends = [e.t for e in events if e.kind == "explorer_finished"]
-    return max(ends) - min(starts)
+    return max(ends) - min(starts), cpu
 
 
-def bench_fanout(delay: float) -> tuple[float, float]:
-    single = asyncio.run(_explore_time(1, delay))
-    swarm = asyncio.run(_explore_time(20, delay))
-    return single, swarm
+def bench_fanout(delay: float, mode: str, repeats: int) -> list[tuple[float, float, float, float]]:
+    """(1 explorer s, 20 explorers s, their CPU s) per round, one and twenty interleaved."""
+    asyncio.run(_explore_time(1, delay, mode))  # warm-up: imports, tokenizer
+    rows = []
+    for _ in range(repeats):
+        single, single_cpu = asyncio.run(_explore_time(1, delay, mode))
+        swarm, swarm_cpu = asyncio.run(_explore_time(20, delay, mode))
+        rows.append((single, swarm, single_cpu, swarm_cpu))
+    return rows
 
 
 def bench_verify() -> tuple[int, float, float, float]:
@@ -185,27 +199,48 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--fanout-repeats", type=int, default=3)
+    parser.add_argument("--sim", choices=("process", "thread"), default="process")
+    parser.add_argument("--parts", default="search,fanout,verify")
     args = parser.parse_args()
-    rows = bench_search(args.repeats)
-    single, swarm = bench_fanout(args.delay)
-    n, dir_rate, git_rate, build_s = bench_verify()
-    files, distinct, django_s = bench_line_counts()
+    parts = {p.strip() for p in args.parts.split(",")}
+    if "search" in parts:
+        print_search(bench_search(args.repeats), args.repeats)
+    if "fanout" in parts:
+        print_fanout(bench_fanout(args.delay, args.sim, args.fanout_repeats), args.delay, args.sim)
+    if "verify" in parts:
+        n, dir_rate, git_rate, build_s = bench_verify()
+        files, distinct, django_s = bench_line_counts()
+        print(f"3. citation verification, {n:,} citations: the quote exists, is informative and "
+              "shares a name with its claim")
+        print(f"   working tree {dir_rate:,.0f}/s | git commit {git_rate:,.0f}/s "
+              "(target >= 5,000/s)")
+        print(f"   line counts, built once per run: 200 generated files {build_s * 1000:.0f} ms | "
+              f"{SDIST[0]} {SDIST[1]} {files:,} files, {distinct:,} distinct lines "
+              f"{django_s:.2f} s")
 
+
+def print_search(rows: list[tuple[str, int, float, float, float]], repeats: int) -> None:
     print(f"1. search tool vs raw `rg --json` on {SDIST[0]} {SDIST[1]} "
-          f"(median of {args.repeats}; same matches asserted)")
+          f"(median of {repeats}; same matches asserted)")
     print(f"   {'query':<30} {'matches':>8} {'rg ms':>8} {'tool ms':>8} {'ratio':>6}")
     for pattern, hits, raw, ours, ratio in rows:
         print(f"   {pattern:<30} {hits:>8} {raw * 1000:8.1f} {ours * 1000:8.1f} {ratio:6.2f}")
     ratios = [r[-1] for r in rows]
     print(f"   median ratio {statistics.median(ratios):.2f}, max {max(ratios):.2f} (target <= 1.25)")
-    print(f"2. fan-out, reply delay {args.delay}s, 3 replies per explorer")
-    print(f"   1 explorer {single:.2f}s | 20 explorers {swarm:.2f}s | ratio {swarm / single:.2f} "
-          f"(target <= 1.3; sequential would be 20)")
-    print(f"3. citation verification, {n:,} citations: the quote exists, is informative and shares "
-          "a name with its claim")
-    print(f"   working tree {dir_rate:,.0f}/s | git commit {git_rate:,.0f}/s (target >= 5,000/s)")
-    print(f"   line counts, built once per run: 200 generated files {build_s * 1000:.0f} ms | "
-          f"{SDIST[0]} {SDIST[1]} {files:,} files, {distinct:,} distinct lines {django_s:.2f} s")
+
+
+def print_fanout(rows: list[tuple[float, float, float, float]], delay: float, mode: str) -> None:
+    print(f"2. fan-out, reply delay {delay}s, 3 replies per explorer, simulator in a {mode}, "
+          f"{len(rows)} rounds (load average {os.getloadavg()[0]:.1f})")
+    print(f"   {'round':>5} {'1 explorer s':>13} {'20 explorers s':>15} {'ratio':>6} "
+          f"{'cpu 1':>6} {'cpu 20':>7}")
+    for i, (one, twenty, cpu1, cpu20) in enumerate(rows, 1):
+        print(f"   {i:>5} {one:13.2f} {twenty:15.2f} {twenty / one:6.2f} {cpu1:6.2f} {cpu20:7.2f}")
+    ratio = statistics.median(twenty / one for one, twenty, _, _ in rows)
+    print(f"   median ratio {ratio:.2f} (target <= 1.15; sequential would be 20); CPU per "
+          f"explorer alone {statistics.median(r[2] for r in rows) * 1000:.0f} ms, in the swarm "
+          f"{statistics.median(r[3] for r in rows) / 20 * 1000:.0f} ms")
 
 
 if __name__ == "__main__":

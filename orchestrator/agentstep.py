@@ -220,6 +220,9 @@ def source_of(ctx: RunContext) -> Iterator[FileSource]:
     if ctx.workspace is None:
         yield DirSource(ctx.worktree)
         return
+    if ctx.citations is not None:  # the run's one reader of its commit
+        yield ctx.citations
+        return
     with GitCommitSource(ctx.repo, ctx.base_commit) as source:
         yield source
 
@@ -281,7 +284,10 @@ async def _build_apply(ctx: RunContext, state: RunState, asked: Asked, payload: 
 
 
 async def _judge_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
-    diff = await asyncio.to_thread(ctx.workspace.patch) if ctx.workspace else ""
+    # the tree verify checked: judges put back whatever their commands write, so it is the
+    # worktree's, and its diff was asked once
+    tree = state.worktree_tree or None
+    diff = await asyncio.to_thread(ctx.workspace.patch, tree) if ctx.workspace else ""
     passed = state.verify is not None and state.verify.passed
     return Asked(role, "task", {
         "task": state.task, "role": role, "repo_rules": ctx.repo_rules,

@@ -8,9 +8,11 @@ in the simulator's URL and a temporary repository instead of patching anything.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 import os
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,7 @@ from langgraph.types import Command
 from .claimstats import by_model
 from .config import RoleMap, resolve_overrides, resolve_roles  # noqa: F401 (api.resolve_roles)
 from .errors import BudgetExhausted, ConfigError, UsageError
-from .graph import build_explore_graph, build_graph
+from .graph import build_explore_graph, build_graph, timed
 from .layers import resolve_setup
 from .lifecycle import (
     OpenRun,
@@ -30,6 +32,7 @@ from .lifecycle import (
     check_sandbox,
     close_pool,
     is_final,
+    phases_at,
     read_run_file,
     record_claims,
     run_registry,
@@ -47,7 +50,7 @@ from .results import ExploreResult, RunResult
 from .runs import run_lock
 from .runtime import RunContext
 from .state import Plan, RunState
-from .store import open_checkpointer
+from .store import open_checkpointer, prepare_checkpointer
 from .telemetry import Event, Listener, Telemetry
 from .verify import DirSource
 from .workspace import Workspace, create_record_dir, new_run_id
@@ -110,8 +113,14 @@ async def arun(
     try:
         pool.check_credentials(pipeline.roles())
         await asyncio.to_thread(check_sandbox, role_map)
-        ws = await asyncio.to_thread(Workspace.create, top, new_run_id(),
-                                     include_dirty=include_dirty)
+        # a new checkpoint file's syncs to disk overlap the git work; if making it fails, the
+        # run's own opening of it says why, as a run that stopped
+        made, _ = await asyncio.gather(
+            asyncio.to_thread(Workspace.create, top, new_run_id(), include_dirty=include_dirty),
+            prepare_checkpointer(top, database_url), return_exceptions=True)
+        if isinstance(made, BaseException):
+            raise made
+        ws = made
     except BaseException:
         await close_pool(pool)
         raise
@@ -201,8 +210,10 @@ async def _invoke(
         "max_concurrency": _parallel(ctx.roles, ctx.pipeline),  # only explorers fan out
         "recursion_limit": 200,
     }
+    opening = time.monotonic()
     async with open_checkpointer(ctx.repo, database_url) as saver:
-        app = build_graph(ctx.pipeline).compile(checkpointer=saver)
+        app = _run_graph(ctx.pipeline).copy(update={"checkpointer": saver})
+        ctx.telemetry.phases.add("setup", opening, time.monotonic())
         payload: Any = initial
         if initial is None:
             snapshot = await app.aget_state(config)
@@ -215,7 +226,8 @@ async def _invoke(
                     return RunState.model_validate(snapshot.values), True
         while True:
             try:
-                out = await app.ainvoke(payload, config, context=ctx, durability="sync")
+                with ctx.telemetry.recording():
+                    out = await app.ainvoke(payload, config, context=ctx, durability="sync")
             except BudgetExhausted as exc:  # stop cleanly at the last checkpoint
                 snapshot = await app.aget_state(config)
                 state = RunState.model_validate(snapshot.values or initial)
@@ -231,6 +243,19 @@ async def _invoke(
 def _parallel(roles: RoleMap, pipeline: Pipeline) -> int:
     """Explorers in flight at once: the explore role's ``parallel``."""
     return roles.roles[pipeline.explore].parallel if pipeline.explore else 1
+
+
+@functools.cache
+def _run_graph(pipeline: Pipeline) -> Any:
+    """The run graph of a pipeline, compiled once per process; each run copies it with its
+    checkpointer."""
+    return build_graph(pipeline, adapt=timed).compile()
+
+
+@functools.cache
+def _explore_graph(pipeline: Pipeline, split: bool) -> Any:
+    """The explore graph, compiled once per process (it keeps no checkpoints)."""
+    return build_explore_graph(pipeline, split=split, adapt=timed).compile()
 
 
 async def _restore_worktree(ctx: RunContext, state: RunState) -> None:
@@ -365,13 +390,14 @@ async def aexplore(
         )
         telemetry.emit("run_started", repo=str(top), mode="explore")
         try:
-            app = build_explore_graph(pipeline, split=split).compile()
+            app = _explore_graph(pipeline, split)
             preset = None if split else Plan(goal=question, steps=[], questions=[question])
-            out = await app.ainvoke(
-                RunState(task=question, mode="explore", plan=preset),
-                {"max_concurrency": _parallel(role_map, pipeline), "recursion_limit": 50},
-                context=ctx,
-            )
+            with telemetry.recording():
+                out = await app.ainvoke(
+                    RunState(task=question, mode="explore", plan=preset),
+                    {"max_concurrency": _parallel(role_map, pipeline), "recursion_limit": 50},
+                    context=ctx,
+                )
             final = RunState.model_validate(out)
             result = _explore_result(question, top, run_dir, final, telemetry)
             problem = await asyncio.to_thread(record_claims, pool, run_id, result.explorers)
@@ -410,7 +436,8 @@ def _explore_report(result: ExploreResult, telemetry: Telemetry) -> str:
     report = result.model_dump(mode="json")
     report.update(kind="explore", task=result.question, branch="",
                   status="succeeded" if answered else "failed", reason=reason,
-                  calls=[c.model_dump(mode="json") for c in telemetry.calls])
+                  calls=[c.model_dump(mode="json") for c in telemetry.calls],
+                  phases_s=phases_at(telemetry, result.time_split))
     return json.dumps(report, indent=2)
 
 

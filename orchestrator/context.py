@@ -9,6 +9,7 @@ Everything here is pure or owns its own small state; the session decides when to
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -52,6 +53,11 @@ def bytes_counter() -> TokenCounter:
 
 _lock = threading.Lock()
 _loaded: list[TokenCounter] = []
+
+
+def loaded_counter() -> TokenCounter | None:
+    """The token counter if this process has loaded it already (so no thread is needed)."""
+    return _loaded[0] if _loaded else None
 
 
 def token_counter() -> TokenCounter:
@@ -134,6 +140,12 @@ def message_tokens(message: Mapping[str, Any], count: Callable[[str], int]) -> i
     return n + PER_MESSAGE
 
 
+@functools.lru_cache(maxsize=64)
+def _counted(count: Callable[[str], int], text: str) -> int:
+    """A count of a text that many sessions share (a role's tool declarations), made once."""
+    return count(text)
+
+
 # --- policy -------------------------------------------------------------------------------------
 
 PAGE_CAP = 8_000
@@ -208,7 +220,7 @@ class Ledger:
         self._first: tuple[int, int] | None = None
 
     def set_tools(self, tools: Sequence[Mapping[str, Any]]) -> None:
-        n = self._count(json.dumps(list(tools))) if tools else 0
+        n = _counted(self._count, json.dumps(list(tools))) if tools else 0
         self.local += n - self._tools
         self._tools = n
 

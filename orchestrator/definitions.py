@@ -16,6 +16,7 @@ repository's ``.orchestrate/agents/``.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -99,9 +100,11 @@ def kind_templates(kind: Kind) -> dict[str, str]:
 # --- parsing -------------------------------------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=128)
 def parse_agent(text: str, source: str, *, stem: str | None = None,
                 format: Format = "orchestrate") -> AgentDef:
-    """Parse one definition file; errors name the file and the field."""
+    """Parse one definition file; errors name the file and the field. (Each text is parsed
+    once per process: every run reads the same files.)"""
     meta, body = split_front_matter(text, source)
     meta = {_SYNONYMS.get(str(k), str(k)): v for k, v in meta.items()}
     _check_keys(meta, source)

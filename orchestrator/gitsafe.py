@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .timing import phase
+
 __all__ = ["GitError", "common_dir", "git", "git_env", "toplevel"]
 
 IDENTITY = ("orchestrate", "orchestrate@localhost")
@@ -56,7 +58,7 @@ class GitError(RuntimeError):
 
 def git_env(extra: Mapping[str, str] | None = None, *, identity: bool = True) -> dict[str, str]:
     """The environment of every git child: allow-listed variables plus inert settings."""
-    env = {k: v for k, v in os.environ.items() if k in _ENV_KEEP}
+    env = {k: os.environ[k] for k in _ENV_KEEP if k in os.environ}
     env.update(
         LC_ALL="C", GIT_TERMINAL_PROMPT="0", GIT_OPTIONAL_LOCKS="0", GIT_PAGER="cat",
         GIT_EDITOR="false", GIT_NO_REPLACE_OBJECTS="1",
@@ -103,12 +105,13 @@ def git(
     if trusted is not None and not drivers:
         flags += [f for kv in _driver_overrides(str(trusted), bool(git_dir)) for f in ("-c", kv)]
     try:
-        proc = subprocess.run(
-            ["git", "--no-pager", *flags, *args], cwd=cwd or work_tree,
-            env=git_env(extra, identity=not user_identity),
-            input=input, stdin=None if input is not None else subprocess.DEVNULL,
-            capture_output=True, timeout=timeout, check=False,
-        )
+        with phase("git"):
+            proc = subprocess.run(
+                ["git", "--no-pager", *flags, *args], cwd=cwd or work_tree,
+                env=git_env(extra, identity=not user_identity),
+                input=input, stdin=None if input is not None else subprocess.DEVNULL,
+                capture_output=True, timeout=timeout, check=False,
+            )
     except FileNotFoundError:
         raise GitError("git was not found on PATH; install git") from None
     except subprocess.TimeoutExpired:

@@ -8,6 +8,7 @@ typed; those that depend on the pipeline's judges are made for it (``judge_route
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, cast
 
@@ -26,6 +27,7 @@ from .pipeline import (
 )
 from .runtime import RunContext
 from .state import ExploreTask, Review, RunState
+from .timing import phase
 
 NodeAdapter = Callable[[str, NodeFn], NodeFn]
 Route = Callable[[RunState], str]
@@ -113,6 +115,17 @@ def run_nodes(pipeline: Pipeline) -> list[tuple[str, NodeFn]]:
     return [*found, ("report", nodes.report)]
 
 
+def timed(name: str, node: NodeFn) -> NodeFn:
+    """``node`` with its own work timed as the run's ``node`` phase (``timing.py``)."""
+
+    @functools.wraps(node)
+    async def timed_node(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        with phase("node"):
+            return await node(*args, **kwargs)
+
+    return timed_node
+
+
 def build_graph(
     pipeline: Pipeline = DEFAULT_PIPELINE,
     *,
@@ -151,16 +164,18 @@ def build_graph(
 
 def build_explore_graph(
     pipeline: Pipeline = DEFAULT_PIPELINE, *, split: bool = True,
+    adapt: NodeAdapter | None = None,
 ) -> StateGraph[RunState, RunContext, RunState, RunState]:
     """The question split and the swarm only: plan -> explore x N -> gather. Without ``split``
     the input state's plan already holds the questions and no planner runs."""
     if pipeline.explore is None:
         raise ValueError("the pipeline has no explore role")
     g = StateGraph(RunState, context_schema=RunContext)
-    if split:
-        g.add_node(PLAN_NODE, nodes.agent_node(pipeline.plan, "plan", PLAN_NODE))
-    g.add_node(EXPLORE_NODE, cast(Any, nodes.explore_node(pipeline.explore)))
-    g.add_node("gather", nodes.gather)
+    named: list[tuple[str, NodeFn]] = (
+        [(PLAN_NODE, nodes.agent_node(pipeline.plan, "plan", PLAN_NODE))] if split else [])
+    for name, node in (*named, (EXPLORE_NODE, cast(Any, nodes.explore_node(pipeline.explore))),
+                       ("gather", nodes.gather)):
+        g.add_node(name, adapt(name, node) if adapt else node)
     if split:
         g.add_edge(START, PLAN_NODE)
     g.add_conditional_edges(PLAN_NODE if split else START, fan_out, [EXPLORE_NODE, "gather"])

@@ -8,10 +8,14 @@ The journal wraps the client pool, so nodes and sessions do not know it is there
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
+import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +23,75 @@ from .models.client import Completion, ModelClient, Progress, Route, ToolCallDat
 from .models.fallback import demote
 from .sqlite import connect
 from .state import CallRecord, Role
+from .timing import phase
+from .writer import Writer
 
 
 def _key(session: str, model: str, messages: Any, tools: Any, response_format: Any) -> str:
+    """A request's journal key (the reference form; ``RequestKeys`` gets the same incrementally)."""
     blob = json.dumps([session, model, messages, tools, response_format], sort_keys=True,
                       default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, default=str).encode()
+
+
+class RequestKeys:
+    """One session's journal keys and turns, the history hashed once per message.
+
+    The key hashes ``[session, model, messages, tools, response_format]`` as sorted JSON (the
+    form ``_key`` writes in one go, so journals of either kind match). The hash state after each
+    message is kept with the message, so the next request hashes only what was added; a message
+    replaced in place of another (a masked output) rehashes from there on.
+    """
+
+    def __init__(self) -> None:
+        self._head = b""
+        self._chain: list[tuple[Any, int]] = []  # (sha256 state, turn) after each message
+        self._messages: list[Mapping[str, Any]] = []  # the messages the chain hashed
+        self._tail_of: tuple[Any, Any] = (None, None)  # (tools, response_format) and
+        self._tail = b""  # their JSON
+
+    def key(self, session: str, model: str, messages: Sequence[Mapping[str, Any]],
+            tools: Any, response_format: Any) -> tuple[str, int]:
+        """(the request's key, its turn: how many replies the session already had)."""
+        head = b"[" + _json(session) + b", " + _json(model) + b", ["
+        n = 0
+        if head == self._head:
+            n = _common_prefix(self._messages, messages)
+        else:
+            self._head = head
+        del self._chain[n:], self._messages[n:]
+        if n:
+            hashed, turn = self._chain[n - 1]
+            hashed = hashed.copy()
+        else:
+            hashed, turn = hashlib.sha256(head), 0
+        for i in range(n, len(messages)):
+            message = messages[i]
+            hashed.update(b", " + _json(message) if i else _json(message))
+            turn += message.get("role") == "assistant"
+            self._chain.append((hashed.copy(), turn))
+            self._messages.append(message)
+        tail_of = (None if tools is None else list(tools), response_format)
+        if tail_of != self._tail_of:
+            self._tail_of = tail_of
+            self._tail = b"], " + _json(tools) + b", " + _json(response_format) + b"]"
+        hashed.update(self._tail)
+        return hashed.hexdigest(), turn
+
+
+def _common_prefix(old: list[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> int:
+    """How many leading messages ``new`` shares with ``old`` (the same objects, or equal)."""
+    n = len(old)
+    if len(new) >= n and list(new[:n]) == old:  # the usual case, at C speed
+        return n
+    i = 0
+    while i < min(n, len(new)) and new[i] is old[i]:
+        i += 1
+    return i
 
 
 _SCHEMA = """
@@ -38,65 +105,141 @@ def turn_of(messages: Sequence[Mapping[str, Any]]) -> int:
     return sum(1 for m in messages if m.get("role") == "assistant")
 
 
+def _reply_json(completion: Completion) -> str:
+    return json.dumps({
+        "content": completion.content,
+        "tool_calls": [vars(c) for c in completion.tool_calls],
+        "finish_reason": completion.finish_reason,
+        "reasoning": completion.reasoning,
+        "record": completion.record.model_dump(mode="json"),
+    })
+
+
+def _from_json(text: str) -> Completion:
+    data = json.loads(text)
+    record = CallRecord.model_validate(data["record"]).model_copy(update={"replayed": True})
+    return Completion(
+        content=data["content"],
+        tool_calls=tuple(ToolCallData(**c) for c in data["tool_calls"]),
+        finish_reason=data["finish_reason"],
+        record=record,
+        reasoning=data.get("reasoning"),
+    )
+
+
 class CallJournal:
     """Completed calls of one run, keyed by session and the exact request.
 
     It also remembers which request completed at each (session, turn): a resumed run that sends
     a *different* request at a turn that had completed pays for it again — ``repeated`` counts
     those, and an exact resume keeps it at 0.
+
+    The keys and turns are read once when the journal opens and kept in memory, so a call that
+    was never made costs no lookup on disk. A completed call goes to disk on a writer thread
+    (``writer.py``), in order, in one transaction (one sync to disk) with whatever else completed
+    meanwhile, so what is on disk is always every call up to some point: a killed run loses at
+    most the calls whose write had not started, as before it lost those killed before their
+    write, and replays the rest exactly. Nothing waits for the disk (a sync can take
+    milliseconds on a busy machine); a journal that could not write stops the run before its
+    next call (``check``), and ``flush`` / ``close`` wait for everything. A new run's file is
+    created by the writer thread, on the first write.
     """
 
     def __init__(self, path: Path) -> None:
-        self._db = connect(str(path), schema=_SCHEMA)
+        self._path = path
         self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._keys: set[str] = set()
+        self._turns: dict[tuple[str, int], str] = {}
+        if path.exists():  # a resumed run: what it paid for before; a new one is made on first use
+            db = self._open()
+            self._keys = {k for (k,) in db.execute("SELECT key FROM calls")}
+            self._turns = {(s, t): k for s, t, k in db.execute(
+                "SELECT session, turn, key FROM turns")}
+        self._pending: dict[str, Completion] = {}
+        self._writer: Writer[tuple[str, str, str, int]] = Writer(self._write,
+                                                                        name="call-journal")
         self.replayed = 0
         self.repeated = 0
         self.repeats: list[tuple[str, int]] = []
 
     def check_repeat(self, session: str, turn: int, key: str) -> bool:
         """Record a paid call at a turn that had completed with another request."""
-        with self._lock:
-            row = self._db.execute("SELECT key FROM turns WHERE session = ? AND turn = ?",
-                                   (session, turn)).fetchone()
-            if row is None or row[0] == key:
-                return False
-            self.repeated += 1
-            self.repeats.append((session, turn))
-            return True
+        known = self._turns.get((session, turn))
+        if known is None or known == key:
+            return False
+        self.repeated += 1
+        self.repeats.append((session, turn))
+        return True
+
+    def knows(self, key: str) -> bool:
+        """Whether a completed call with this key is in the journal (no disk access)."""
+        return key in self._keys
 
     def get(self, key: str) -> Completion | None:
-        with self._lock:
-            row = self._db.execute("SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()
-        if row is None:
+        """The completed call with this key, marked replayed; None if there is none."""
+        if key not in self._keys:
             return None
-        data = json.loads(row[0])
-        record = CallRecord.model_validate(data["record"]).model_copy(update={"replayed": True})
-        self.replayed += 1
-        return Completion(
-            content=data["content"],
-            tool_calls=tuple(ToolCallData(**c) for c in data["tool_calls"]),
-            finish_reason=data["finish_reason"],
-            record=record,
-            reasoning=data.get("reasoning"),
-        )
-
-    def put(self, key: str, completion: Completion) -> None:
-        reply = json.dumps({
-            "content": completion.content,
-            "tool_calls": [vars(c) for c in completion.tool_calls],
-            "finish_reason": completion.finish_reason,
-            "reasoning": completion.reasoning,
-            "record": completion.record.model_dump(mode="json"),
-        })
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO calls VALUES (?, ?)", (key, reply))
+            pending = self._pending.get(key)
+            row = None if pending else self._open().execute(
+                "SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()
+        if pending is not None:
+            record = pending.record.model_copy(update={"replayed": True})
+            completion: Completion | None = replace(pending, record=record)
+        else:
+            completion = None if row is None else _from_json(row[0])
+        if completion is not None:
+            self.replayed += 1
+        return completion
 
-    def put_turn(self, session: str, turn: int, key: str) -> None:
+    def put(self, key: str, completion: Completion, session: str, turn: int) -> Future[None]:
+        """Journal a completed call: written on the writer thread, in order; the future
+        completes once it is on disk (or fails with the write's error)."""
         with self._lock:
-            self._db.execute("INSERT OR IGNORE INTO turns VALUES (?, ?, ?)", (session, turn, key))
+            self._pending[key] = completion
+        self._keys.add(key)
+        self._turns.setdefault((session, turn), key)
+        # encoded here: the writer thread then runs almost no Python, so it seldom holds the
+        # interpreter lock that the event loop's thread waits for
+        return self._writer.submit((key, _reply_json(completion), session, turn))
+
+    def check(self) -> None:
+        """Raise the error of a journal write that failed: no call is worth paying for when
+        its reply cannot be kept."""
+        self._writer.check()
+
+    def _write(self, batch: list[tuple[str, str, str, int]]) -> None:
+        calls = [(key, reply) for key, reply, _, _ in batch]
+        turns = [(session, turn, key) for key, _, session, turn in batch]
+        with self._lock:
+            db = self._open()
+            db.execute("BEGIN")
+            try:
+                db.executemany("INSERT OR REPLACE INTO calls VALUES (?, ?)", calls)
+                db.executemany("INSERT OR IGNORE INTO turns VALUES (?, ?, ?)", turns)
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            for key, _, _, _ in batch:
+                self._pending.pop(key, None)
+
+    def _open(self) -> sqlite3.Connection:
+        if self._db is None:
+            self._db = connect(str(self._path), schema=_SCHEMA)
+        return self._db
+
+    def flush(self) -> None:
+        """Wait until every call journaled so far is on disk."""
+        self._writer.flush()
 
     def close(self) -> None:
-        self._db.close()
+        try:
+            self._writer.close()
+        finally:
+            if self._db is not None:
+                self._db.close()
 
 
 class JournaledClient:
@@ -105,6 +248,7 @@ class JournaledClient:
     def __init__(self, inner: ModelClient, journal: CallJournal) -> None:
         self.inner = inner
         self.journal = journal
+        self._keys = RequestKeys()
 
     @property
     def route(self) -> Route:  # the serving route can change under a fallback chain
@@ -122,18 +266,22 @@ class JournaledClient:
         response_format: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
     ) -> Completion:
-        key = _key(session, self.inner.route.model.id, messages, tools, response_format)
-        cached = self.journal.get(key)
-        if cached is not None:
-            return cached
-        turn = turn_of(messages)
+        with phase("journal"):
+            key, turn = self._keys.key(session, self.inner.route.model.id, messages, tools,
+                                       response_format)
+            self.journal.check()
+        if self.journal.knows(key):  # a resumed run: read it off the event loop
+            with phase("journal"):
+                cached = await asyncio.to_thread(self.journal.get, key)
+            if cached is not None:
+                return cached
         self.journal.check_repeat(session, turn, key)
         completion = await self.inner.complete(
             messages, session=session, tools=tools, response_format=response_format,
             progress=progress,
         )
-        self.journal.put(key, completion)
-        self.journal.put_turn(session, turn, key)
+        with phase("journal"):  # written behind, in order
+            self.journal.put(key, completion, session, turn)
         return completion
 
 

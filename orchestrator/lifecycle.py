@@ -27,7 +27,7 @@ from .events import Forked, Warned
 from .journal import CallJournal, JournaledPool
 from .models.budget import Budget
 from .models.client import ClientPool
-from .models.quota import QuotaLedger
+from .models.quota import QuotaLedger, WriteBehindLedger
 from .models.quota_pg import build_ledger
 from .models.routing import telemetry_listener
 from .pipeline import pipeline_of
@@ -70,9 +70,9 @@ def build_pool(
 ) -> ClientPool:
     """Clients for every role, sharing the quota ledger (the user's, or the fleet's) and a budget."""
     if quota_path:
-        ledger: Any = QuotaLedger(Path(quota_path))
+        ledger: Any = WriteBehindLedger(QuotaLedger(Path(quota_path)))
     else:
-        ledger = build_ledger(database_url, env)
+        ledger = WriteBehindLedger(build_ledger(database_url, env))
     limited = max_usd is not None or max_tokens is not None  # 0 is a limit too
     budget = Budget(max_usd, max_tokens) if limited else None
     return ClientPool(role_map, env, ledger=ledger, budget=budget, listeners=[relay])
@@ -80,7 +80,7 @@ def build_pool(
 
 async def close_pool(pool: ClientPool) -> None:
     await pool.aclose()
-    pool.routing.ledger.close()
+    await asyncio.to_thread(pool.routing.ledger.close)  # writes out what is still queued
 
 
 def write_run_file(ws: Workspace, task: str, role_map: RoleMap, *, approve_plan: bool,
@@ -202,28 +202,37 @@ class OpenRun:
             self.telemetry = Telemetry(ws.run_id, log_path=ws.run_dir / "events.jsonl",
                                        listeners=tuple(listeners), env=env)
             self._stack.callback(self.telemetry.close)
-            relay.targets.append(telemetry_listener(self.telemetry))
-            if resumed:
-                self.telemetry.load_history(ws.run_dir / "events.jsonl")
-                # before anything else: a command the dead process left running must not keep
-                # writing into the worktree that is about to be restored
-                self.leftovers = kill_leftovers(ws.run_dir / COMMANDS_FILE)
-            self.journal = CallJournal(ws.run_dir / "journal.sqlite")
-            self._stack.callback(self.journal.close)
-            self.sandbox = sandbox = run_sandbox(ws, role_map, env)
-            self._stack.callback(sandbox.close)
-            registry = run_registry(ws)
-            base = ws.start_commit or ws.base_commit
-            self.ctx = RunContext(
-                run_id=ws.run_id, roles=role_map, agents=registry,
-                pool=JournaledPool(pool, self.journal), telemetry=self.telemetry, repo=ws.repo,
-                worktree=ws.worktree, run_dir=ws.run_dir, base_commit=base, env=dict(env),
-                workspace=ws, sandbox=sandbox, pipeline=pipeline_of(role_map, registry),
-                repo_rules=_repo_rules(ws, base, role_map),
-            )
+            with self.telemetry.busy("setup"):
+                self._open_parts(role_map, pool, relay, env)
         except BaseException:
             self._stack.close()
             raise
+
+    def _open_parts(self, role_map: RoleMap, pool: ClientPool, relay: Relay,
+                    env: Mapping[str, str]) -> None:
+        ws = self.ws
+        relay.targets.append(telemetry_listener(self.telemetry))
+        if self.resumed:
+            self.telemetry.load_history(ws.run_dir / "events.jsonl")
+            # before anything else: a command the dead process left running must not keep
+            # writing into the worktree that is about to be restored
+            self.leftovers = kill_leftovers(ws.run_dir / COMMANDS_FILE)
+        self.journal = CallJournal(ws.run_dir / "journal.sqlite")
+        self._stack.callback(self.journal.close)
+        self.sandbox = sandbox = run_sandbox(ws, role_map, env)
+        self._stack.callback(sandbox.close)
+        base = ws.start_commit or ws.base_commit
+        citations = GitCommitSource(ws.repo, base, resolved=True)  # one reader for the run
+        self._stack.callback(citations.close)
+        registry = run_registry(ws)
+        self.ctx = RunContext(
+            run_id=ws.run_id, roles=role_map, agents=registry,
+            pool=JournaledPool(pool, self.journal), telemetry=self.telemetry, repo=ws.repo,
+            worktree=ws.worktree, run_dir=ws.run_dir, base_commit=base, env=dict(env),
+            workspace=ws, sandbox=sandbox, pipeline=pipeline_of(role_map, registry),
+            repo_rules=repo_rules(citations.lines, max_tokens=role_map.run.repo_rules_tokens),
+            citations=citations,
+        )
 
     def announce(self) -> None:
         ws, info = self.ws, self.sandbox.info
@@ -238,8 +247,9 @@ class OpenRun:
 
     async def finish(self, final: RunState, pending: bool) -> RunResult:
         """The run's result; ``pending`` means a plan awaits approval. Writes report.json."""
-        result = await asyncio.to_thread(_result, self.ctx, self.ws, final, pending,
-                                         self.journal)
+        with self.telemetry.busy("finish"):
+            result = await asyncio.to_thread(_result, self.ctx, self.ws, final, pending,
+                                             self.journal)
         self.telemetry.emit("run_finished", status=result.status, reason=result.reason)
         await asyncio.to_thread(self._record, result)
         return result
@@ -271,15 +281,14 @@ class OpenRun:
             await asyncio.to_thread(self._stack.close)  # SQLite files and a file lock
 
 
-def _repo_rules(ws: Workspace, commit: str, role_map: RoleMap) -> str:
-    """AGENTS.md / CLAUDE.md as of the run's start commit (never the builder's worktree)."""
-    with GitCommitSource(ws.repo, commit) as source:
-        return repo_rules(source.lines, max_tokens=role_map.run.repo_rules_tokens)
-
-
 def _head_of(ws: Workspace) -> str | None:
     sha = ws.tip()
     return sha if sha and sha != ws.base_commit else None
+
+
+def _committed(final: RunState) -> str | None:
+    """The tree the report node committed (a finished run), else None: the worktree as it is."""
+    return final.worktree_tree or None if final.status != "running" else None
 
 
 def _result(
@@ -295,8 +304,8 @@ def _result(
     return RunResult(
         run_id=ctx.run_id, task=final.task, status=status, reason=reason, repo=str(ctx.repo),
         branch=ws.branch, commit=_head_of(ws), base_commit=ws.base_commit,
-        diff_stat=ws.diff_stat(), tests=final.verify, attempts=final.attempts, plan=final.plan,
-        review=final.review, checks=dict(final.checks), races=list(final.races),
+        diff_stat=ws.diff_stat(_committed(final)), tests=final.verify, attempts=final.attempts,
+        plan=final.plan, review=final.review, checks=dict(final.checks), races=list(final.races),
         explore_skipped=final.explore_skipped,
         explorers=sorted(final.explorers, key=lambda r: r.index),
         claims_by_model=by_model(sorted(final.explorers, key=lambda r: r.index)),
@@ -332,4 +341,11 @@ def _report_json(result: RunResult, telemetry: Telemetry) -> str:
     report["calls"] = [c.model_dump(mode="json") for c in telemetry.calls]
     turns = max(1, len(telemetry.calls))
     report["overhead_per_turn_ms"] = 1000 * result.time_split.get("orchestration_s", 0.0) / turns
+    report["phases_s"] = phases_at(telemetry, result.time_split)
     return json.dumps(report, indent=2)
+
+
+def phases_at(telemetry: Telemetry, split: Mapping[str, float]) -> dict[str, float]:
+    """Where the wall time of ``split`` went, per phase (``timing.py``), for ``report.json``."""
+    end = telemetry.started + split.get("wall_s", 0.0)
+    return {k: round(v, 6) for k, v in telemetry.phase_split(end).items()}

@@ -231,8 +231,12 @@ async def report(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     ws = ctx.workspace
     if ws is not None:
         first_line = " ".join(state.task.split())[:72]
-        await asyncio.to_thread(ws.commit, f"orchestrate: {first_line}\n\n{state.task}\n\nRun: {ctx.run_id}")
-        await asyncio.to_thread(ws.write_patch)
+        # the tree verify checked (the worktree as it was then; judges put back whatever
+        # their commands wrote) is what gets committed
+        tree = state.worktree_tree or None
+        message = f"orchestrate: {first_line}\n\n{state.task}\n\nRun: {ctx.run_id}"
+        await asyncio.to_thread(ws.commit, message, tree)
+        await asyncio.to_thread(ws.write_patch, tree)
     if passed:
         reason = ("acceptance commands passed" if state.verify.checks  # type: ignore[union-attr]
                   else "no acceptance commands: the change is unverified")

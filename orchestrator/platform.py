@@ -257,9 +257,11 @@ class LiveRuns:
             try:
                 if name == "explore":
                     async with live.gate:  # the role map's explorer.parallel, in this process
-                        update = await node(state, inner)
+                        with live.run.telemetry.recording("node"):
+                            update = await node(state, inner)
                 else:
-                    update = await node(state, inner)
+                    with live.run.telemetry.recording("node"):
+                        update = await node(state, inner)
             except GraphInterrupt:  # the plan awaits a human: report that, free the run
                 await self.release(thread_id, final=RunState.model_validate(_values(state)),
                                    pending=True)

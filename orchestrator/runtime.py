@@ -21,6 +21,7 @@ from .telemetry import Telemetry
 
 if TYPE_CHECKING:
     from .sandbox import Sandbox
+    from .sources import GitCommitSource
     from .workspace import Workspace
 
 
@@ -50,3 +51,5 @@ class RunContext:
     repo_rules: str = ""  # the repository's AGENTS.md / CLAUDE.md, quoted (reporules.py)
     # the repository's line counts for the citation check, built once and shared by explorers
     line_counts: LineCounts = field(default_factory=LineCounts)
+    # the run's commit, read for every explorer's citations by one `git cat-file` (run only)
+    citations: GitCommitSource | None = None

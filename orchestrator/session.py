@@ -31,6 +31,7 @@ from .context import (
     Ledger,
     TokenCounter,
     describe_call,
+    loaded_counter,
     mask_old_outputs,
     parse_overflow,
     render_transcript,
@@ -47,7 +48,7 @@ from .prompts import text
 from .state import Handoff, RoleLoss
 from .telemetry import Telemetry
 from .tools.artifacts import READ_ARTIFACT, ArtifactStore, paged_message, preview
-from .tools.base import Toolbox
+from .tools.base import Toolbox, parameters
 
 SUBMIT = "submit"
 MAX_NUDGES = 3
@@ -87,8 +88,7 @@ class _Fork(Exception):
 
 
 def submit_schema(model: type[BaseModel]) -> dict[str, Any]:
-    params = model.model_json_schema()
-    params.pop("title", None)
+    params = parameters(model)
     return {
         "type": "function",
         "function": {
@@ -139,7 +139,10 @@ class Session:
         self._refused = False
 
     async def run(self, task: str) -> SessionOutcome:
-        self.counter: TokenCounter = await asyncio.to_thread(token_counter)
+        counter = loaded_counter()  # no thread once the process has it
+        if counter is None:
+            counter = await asyncio.to_thread(token_counter)
+        self.counter: TokenCounter = counter
         self.ledger = Ledger(self.counter.count)
         self.tools = [*self.toolbox.schemas(), submit_schema(self.agent.submit)]
         self.ledger.set_tools(self.tools)
@@ -233,9 +236,10 @@ class Session:
                 )
 
             try:
-                completion = await self.client.complete(
-                    self.messages, session=self.id, tools=self._offered(), progress=progress
-                )
+                with self.telemetry.busy("call"):
+                    completion = await self.client.complete(
+                        self.messages, session=self.id, tools=self._offered(), progress=progress
+                    )
             except ContextOverflow as exc:
                 self._refusal(str(exc), estimate)
                 continue

@@ -119,12 +119,20 @@ class DirSource(CachedSource):
 class GitCommitSource(CachedSource):
     """Files as of ``commit`` in ``repo``, read by one long-lived ``git cat-file --batch``."""
 
-    def __init__(self, repo: Path, commit: str):
+    def __init__(self, repo: Path, commit: str, *, resolved: bool = False):
         super().__init__()
         self.repo = Path(os.path.realpath(repo))
-        self.commit = _rev_parse(self.repo, commit)
+        self._rev = commit
+        # a commit id the caller already checked (``resolved``), else resolved on first use
+        self._commit: str | None = commit if resolved else None
         self._proc: subprocess.Popen[bytes] | None = None
         self._io = threading.Lock()
+
+    @property
+    def commit(self) -> str:
+        if self._commit is None:
+            self._commit = _rev_parse(self.repo, self._rev)
+        return self._commit
 
     def _load(self, path: str) -> bytes | None:
         rel = _repo_relative(self.repo, path)

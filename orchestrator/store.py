@@ -12,16 +12,23 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import re
+import sqlite3
 import zlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import aiosqlite
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
-from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 
 from . import state
 from .errors import DatabaseUnavailable, UsageError
@@ -128,33 +135,77 @@ def connect_postgres(database_url: str) -> psycopg.Connection:
         return psycopg.connect(url, autocommit=True, **_connect_options(url))
 
 
+class InlineSqliteSaver(SqliteSaver):
+    """LangGraph's ``SqliteSaver`` with its async methods done inline, on the event loop.
+
+    A checkpoint of ours is a few kilobytes, and with WAL and no sync to disk per commit it is
+    written in a fraction of a millisecond; ``AsyncSqliteSaver`` hands every statement, commit
+    and cursor close to a thread of its own and back, and those round trips cost several times
+    the writes. (The platform brings its own checkpointer; this one serves the CLI and API.)
+    """
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.get_tuple(config)
+
+    async def alist(self, config: RunnableConfig | None, *, filter: dict[str, Any] | None = None,
+                    before: RunnableConfig | None = None, limit: int | None = None
+                    ) -> AsyncIterator[CheckpointTuple]:
+        for item in self.list(config, filter=filter, before=before, limit=limit):
+            yield item
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint,
+                   metadata: CheckpointMetadata, new_versions: ChannelVersions) -> RunnableConfig:
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]],
+                          task_id: str, task_path: str = "") -> None:
+        self.put_writes(config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        self.delete_thread(thread_id)
+
+
 @asynccontextmanager
-async def sqlite_checkpointer(repo: Path) -> AsyncIterator[AsyncSqliteSaver]:
-    """An ``AsyncSqliteSaver`` on ``<repo>/.orchestrate/state/checkpoints.sqlite``."""
+async def sqlite_checkpointer(repo: Path) -> AsyncIterator[InlineSqliteSaver]:
+    """A checkpointer on ``<repo>/.orchestrate/state/checkpoints.sqlite``.
+
+    WAL with ``synchronous=NORMAL``: a commit survives the process being killed, not a power
+    cut, which may take the last checkpoints back; a resume then re-runs those nodes, and their
+    model calls are answered by the call journal, which does sync to disk (``journal.py``).
+    """
     # Concurrent runs in one repository share the file. Switching a new file to WAL and creating
     # the tables take locks that SQLite's busy timeout does not always wait for, so that first
     # part runs under a file lock; later writes wait up to the timeout.
-    folder = state_dir(repo)
-    conn = await aiosqlite.connect(str(folder / "checkpoints.sqlite"), timeout=60)
+    saver = await asyncio.to_thread(_sqlite_saver, repo)
     try:
-        saver = AsyncSqliteSaver(conn, serde=serializer())
-        async with _file_lock(folder / "checkpoints.lock"):
-            await saver.setup()  # switches the file to WAL and creates the tables
         yield saver
     finally:
-        await conn.close()
+        await asyncio.to_thread(saver.conn.close)
 
 
-@asynccontextmanager
-async def _file_lock(path: Path) -> AsyncIterator[None]:
-    """An exclusive ``flock`` (between processes and between runs in one process)."""
-    handle = path.open("w")
+def _sqlite_saver(repo: Path) -> InlineSqliteSaver:
+    folder = state_dir(repo)
+    conn = sqlite3.connect(str(folder / "checkpoints.sqlite"), timeout=60,
+                           check_same_thread=False)
     try:
-        await asyncio.to_thread(fcntl.flock, handle, fcntl.LOCK_EX)
-        yield
-    finally:
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        handle.close()
+        conn.execute("PRAGMA synchronous=NORMAL")
+        saver = InlineSqliteSaver(conn, serde=serializer())
+        with (folder / "checkpoints.lock").open("w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            saver.setup()  # switches the file to WAL, creates the tables
+    except BaseException:
+        conn.close()
+        raise
+    return saver
+
+
+async def prepare_checkpointer(repo: Path, database_url: str | None = None) -> None:
+    """Make the local checkpoint file and its tables now: on a new file that takes several
+    syncs to disk (tens of ms on a busy machine), which a run does while its worktree is made,
+    so opening it later is quick. Nothing to do for Postgres."""
+    if not database_url:
+        saver = await asyncio.to_thread(_sqlite_saver, repo)
+        await asyncio.to_thread(saver.conn.close)
 
 
 @asynccontextmanager

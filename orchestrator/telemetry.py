@@ -4,7 +4,8 @@ per-role usage and the time split.
 Each run writes its own ``workspaces/<run-id>/events.jsonl``, one event per line; nothing is
 configured globally, so embedding the library never changes the host's logging. Values that
 look like secrets from the environment are redacted before anything is written. When
-OpenTelemetry is set up, the same events become spans (``tracing.py``).
+OpenTelemetry is set up, the same events become spans (``tracing.py``). Where the run's wall time
+goes is recorded as phases (``timing.py``) and split in ``time_split`` and ``phase_split``.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any, cast
@@ -29,6 +30,7 @@ from .events import (
     read_events,
 )
 from .state import CallRecord, RoleLoss, RoleUsage
+from .timing import Phases, activate, deactivate
 from .tracing import span_hook
 
 __all__ = ["Event", "EventBase", "EventKind", "Listener", "Telemetry", "secret_values"]
@@ -70,7 +72,7 @@ class Telemetry:
         self.listeners = list(listeners)
         self.calls: list[CallRecord] = []
         self.events: list[Event] = []
-        self.intervals: dict[str, list[tuple[float, float]]] = defaultdict(list)
+        self.phases = Phases()
         self.counters: dict[str, int] = defaultdict(int)
         self.losses: list[RoleLoss] = []
         self.started = time.monotonic()
@@ -111,8 +113,7 @@ class Telemetry:
         if record.replayed:  # already counted by the process that paid for it
             self.emit("call_replayed", role=record.role, session=record.session)
             return
-        self.calls.append(record)
-        self.intervals["model"].append(busy)
+        self.calls.append(record)  # its model time is a phase the client recorded
         if self._spans is not None:
             self._spans.call(record, busy, messages=messages, reply=reply)
         data = record.model_dump(exclude={"role", "session"})
@@ -124,14 +125,25 @@ class Telemetry:
         self.emit("role_lost", role=loss.role, session=loss.session, code=loss.code,
                   message=loss.message)
 
+    @property
+    def intervals(self) -> dict[str, list[tuple[float, float]]]:
+        """The run's phase intervals (``timing.py``), by phase."""
+        return self.phases.intervals
+
+    def busy(self, kind: str) -> AbstractContextManager[None]:
+        """Time a stretch of work of one kind ("tool", "git", ...) for the time split."""
+        return self.phases.span(kind)
+
     @contextmanager
-    def busy(self, kind: str) -> Iterator[None]:
-        """Time a stretch of work of one kind ("model", "tool") for the time split."""
-        start = time.monotonic()
+    def recording(self, kind: str = "graph") -> Iterator[None]:
+        """Record the phases of the enclosed work, and of what it starts, for this run; the
+        enclosed stretch itself counts as ``kind`` where no other phase covers it."""
+        token = activate(self.phases)
         try:
-            yield
+            with self.phases.span(kind):
+                yield
         finally:
-            self.intervals[kind].append((start, time.monotonic()))
+            deactivate(token)
 
     def load_history(self, path: Path) -> int:
         """Take in the calls, counters and lost roles an earlier process of this run recorded."""
@@ -156,14 +168,18 @@ class Telemetry:
         """Wall time split into model, tool and orchestration time, counting overlaps once."""
         end = end or time.monotonic()
         wall = end - self.started
-        model = _union(self.intervals["model"])
-        both = _union(self.intervals["model"] + self.intervals["tool"])
+        model = self.phases.union("model")
+        both = self.phases.union("model", "tool")
         return {
             "wall_s": wall,
             "model_s": model,
             "tool_s": both - model,
             "orchestration_s": max(0.0, wall - both),
         }
+
+    def phase_split(self, end: float | None = None) -> dict[str, float]:
+        """Wall time in seconds per phase (``timing.ORDER``, then ``other``), adding up to it."""
+        return self.phases.split(self.started, end or time.monotonic())
 
     def per_role(self) -> dict[str, RoleUsage]:
         """Calls, models, tokens, cost and speed per role."""
@@ -179,17 +195,10 @@ class Telemetry:
 
 
 def _union(intervals: list[tuple[float, float]]) -> float:
-    total, cur_start, cur_end = 0.0, None, None
-    for start, end in sorted(intervals):
-        if cur_end is None or start > cur_end:
-            if cur_end is not None:
-                total += cur_end - cur_start  # type: ignore[operator]
-            cur_start, cur_end = start, end
-        else:
-            cur_end = max(cur_end, end)
-    if cur_end is not None:
-        total += cur_end - cur_start  # type: ignore[operator]
-    return total
+    """Seconds covered by ``intervals``, overlaps counted once."""
+    phases = Phases()
+    phases.intervals["x"] = list(intervals)
+    return phases.union("x")
 
 
 def per_role(calls: list[CallRecord]) -> dict[str, RoleUsage]:

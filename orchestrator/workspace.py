@@ -26,8 +26,9 @@ import secrets
 import shutil
 import stat
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from .errors import UsageError
 from .gitsafe import GitError, common_dir, git
@@ -65,6 +66,9 @@ class Workspace:
     start_commit: str = ""
     dirty: bool = False
     included_dirty: bool = False
+    # what git said about this run, kept for the run's length: the branch tip after our own
+    # commit, and the diff of a tree (a tree never changes) — each asked of git once
+    _memo: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @functools.cached_property
     def git_dir(self) -> Path:
@@ -93,13 +97,16 @@ class Workspace:
         # "" as the old value: create the branch, never move one that appeared meanwhile
         git("update-ref", f"refs/heads/{branch}", base, "", cwd=top)
         ws = cls(top, run_id, run_dir, worktree, branch, base, base, dirty, False)
+        ws._memo["tip"] = base
         try:
             ws._checkout(base)
             if include_dirty and dirty:
                 _copy_dirty_state(top, worktree, ws)
                 start = ws.commit(DIRTY_COMMIT_MESSAGE) or base
                 if start != base:
+                    memo = ws._memo
                     ws = cls(top, run_id, run_dir, worktree, branch, base, start, dirty, True)
+                    ws._memo.update(memo)
                     ws._point_builder_repo(start)
         except BaseException:
             git("update-ref", "-d", f"refs/heads/{branch}", cwd=top, check=False)
@@ -134,25 +141,36 @@ class Workspace:
 
     def tip(self) -> str | None:
         """The commit the run branch points at, or None if the branch is gone."""
+        if "tip" in self._memo:
+            return str(self._memo["tip"])
         out = git("rev-parse", "--verify", "-q", f"refs/heads/{self.branch}^{{commit}}",
                   cwd=self.repo, check=False).stdout.strip()
         return out or None
 
-    def commit(self, message: str) -> str | None:
-        """Record the worktree's files as a commit on the run branch; None if nothing changed.
+    def commit(self, message: str, tree: str | None = None) -> str | None:
+        """Record the worktree's files (or ``tree``, a snapshot of them) as a commit on the run
+        branch; None if nothing changed.
 
         The builder's own ``.git`` (its commits, stashes, config) plays no part: what counts is
         the files in the worktree, staged through our index with the user's trusted config.
         """
-        tree = self.snapshot()
-        parent = self.tip()
-        if parent is None:
-            raise GitError(f"branch {self.branch} is gone; the run's result cannot be recorded")
-        if git("rev-parse", f"{parent}^{{tree}}", cwd=self.repo).stdout.strip() == tree:
-            return None
+        tree = tree or self.snapshot()
+        ref = f"refs/heads/{self.branch}"
+        if self._memo.get("tip") == self.base_commit and self._tree_diff(tree)[1]:
+            parent = self.base_commit  # where this process put the branch; the files differ
+        else:
+            heads = git("rev-parse", f"{ref}^{{commit}}", f"{ref}^{{tree}}", cwd=self.repo,
+                        check=False).stdout.split()
+            if len(heads) != 2:
+                raise GitError(f"branch {self.branch} is gone; the run's result cannot be "
+                               "recorded")
+            parent, parent_tree = heads
+            if parent_tree == tree:
+                return None
         sha = git("commit-tree", tree, "-p", parent, cwd=self.repo,
                   input=message.encode("utf-8")).stdout.strip()
-        git("update-ref", f"refs/heads/{self.branch}", sha, parent, cwd=self.repo)
+        git("update-ref", ref, sha, parent, cwd=self.repo)
+        self._memo["tip"] = sha
         return sha
 
     def restore(self, tree: str | None = None) -> None:
@@ -224,26 +242,35 @@ class Workspace:
 
     def snapshot(self) -> str:
         """The tree object of the worktree's files right now (written to the user's objects)."""
-        self._stage()
-        return self._git("write-tree").stdout.strip()
+        if not self._stage() and "index_tree" in self._memo:
+            return str(self._memo["index_tree"])  # nothing was staged since it was written
+        tree = self._git("write-tree").stdout.strip()
+        self._memo["index_tree"] = tree
+        return tree
 
-    def diff_stat(self) -> str:
-        """``git diff --stat`` of all work (committed or not) against ``base_commit``."""
+    def diff_stat(self, tree: str | None = None) -> str:
+        """``git diff --stat`` of all work (committed or not), or of ``tree`` (a snapshot),
+        against ``base_commit``."""
+        if tree:
+            return self._tree_diff(tree)[0]
         return self._diff("--stat").decode("utf-8", "replace")
 
-    def patch(self) -> str:
-        """A binary-safe unified diff of all work against ``base_commit``, for ``git apply``."""
-        return self._diff("--binary", "--full-index").decode("utf-8", "surrogateescape")
+    def patch(self, tree: str | None = None) -> str:
+        """A binary-safe unified diff of all work (or of ``tree``, a snapshot) against
+        ``base_commit``, for ``git apply``."""
+        raw = self._tree_diff(tree)[1] if tree else self._diff("--binary", "--full-index")
+        return raw.decode("utf-8", "surrogateescape")
 
     def changed_files(self) -> list[str]:
         """Paths (relative to the repository) that differ from ``base_commit``."""
         out = self._diff("--name-only", "-z").decode("utf-8", "surrogateescape")
         return [p for p in out.split("\0") if p]
 
-    def write_patch(self) -> Path:
-        """Write ``patch.diff`` into the run directory and return its path."""
+    def write_patch(self, tree: str | None = None) -> Path:
+        """Write ``patch.diff`` (of all work, or of ``tree``) into the run directory."""
         path = self.run_dir / "patch.diff"
-        path.write_bytes(self._diff("--binary", "--full-index"))
+        path.write_bytes(self._tree_diff(tree)[1] if tree else self._diff("--binary",
+                                                                           "--full-index"))
         return path
 
     def remove(self, keep_branch: bool = True) -> None:
@@ -263,31 +290,52 @@ class Workspace:
         return git(*args, git_dir=self.git_dir, work_tree=self.worktree,
                    index=self.run_dir / _INDEX, text=text, check=check)
 
-    def _stage(self) -> None:
-        if not (self.run_dir / _INDEX).exists():
+    def _stage(self) -> bool:
+        """Stage the worktree's files in our index; True if that changed the index."""
+        changed = not (self.run_dir / _INDEX).exists()
+        if changed:
             self._git("read-tree", self.tip() or self.start_commit or self.base_commit)
-        self._git("add", "-A", "--ignore-errors")
-        self._drop_nested_repos()
+        # --verbose names each path it adds or removes: nothing named, nothing changed
+        added = self._git("add", "-A", "--ignore-errors", "--verbose")
+        changed = changed or bool(added.stdout.strip())
+        # git says when it adds a repository it found inside the tree; the index itself is
+        # checked once per process too (one left from a process that died mid-stage)
+        if "embedded git repository" in added.stderr or not self._memo.get("index_checked"):
+            changed = self._drop_nested_repos() or changed
+            self._memo["index_checked"] = True
+        if changed:
+            self._memo.pop("index_tree", None)
+        return changed
 
-    def _drop_nested_repos(self) -> None:
-        """A repository the builder made inside the worktree is not part of the result."""
+    def _drop_nested_repos(self) -> bool:
+        """A repository the builder made inside the worktree is not part of the result; True if
+        one was dropped from the index."""
         staged = self._git("ls-files", "-s", "-z").stdout
         links = [e.split("\t", 1)[1] for e in staged.split("\0")
                  if e.startswith("160000 ") and "\t" in e]
         if not links:
-            return
+            return False
         known = self._git("ls-tree", "-r", "-z", "--name-only", self.base_commit).stdout
         new = [p for p in links if p not in set(known.split("\0"))]
         if new:
             self._git("rm", "-q", "--cached", "-r", "-f", "--", *new)
+        return bool(new)
 
     def _diff(self, *flags: str) -> bytes:
         self._stage()
-        return self._git(
-            "diff", "--cached", "--no-color", "--no-ext-diff", "--no-textconv",
-            "--ignore-submodules=all", "--src-prefix=a/", "--dst-prefix=b/", *flags,
-            self.base_commit, "--", text=False,
-        ).stdout
+        return self._git("diff", "--cached", *_DIFF_FLAGS, *flags, self.base_commit, "--",
+                         text=False).stdout
+
+    def _tree_diff(self, tree: str) -> tuple[str, bytes]:
+        """(stat, binary patch) of ``tree`` against ``base_commit``, in one git call."""
+        key = ("diff", tree)
+        if key not in self._memo:
+            out = self._git("diff", *_DIFF_FLAGS, "--stat", "--patch", "--binary", "--full-index",
+                            self.base_commit, tree, "--", text=False).stdout
+            summary, sep, patch = out.partition(b"\n\ndiff --git ")
+            self._memo[key] = (summary.decode("utf-8", "replace") + ("\n" if sep else ""),
+                               b"diff --git " + patch if sep else b"")
+        return self._memo[key]
 
     def _checkout(self, commit: str, tree: str | None = None) -> None:
         """Make ``worktree`` a fresh repository of its own at ``commit``, holding ``tree``'s files.
@@ -303,6 +351,11 @@ class Workspace:
         (info / "alternates").write_text(str(self.git_dir / "objects") + "\n", encoding="utf-8")
         (self.run_dir / _INDEX).unlink(missing_ok=True)
         self._git("read-tree", "--reset", "-u", tree or commit)
+        self._memo["index_checked"] = True  # a fresh index, from a commit or our snapshot
+        if tree:
+            self._memo["index_tree"] = tree
+        else:
+            self._memo.pop("index_tree", None)
         self._point_builder_repo(commit, same_tree=tree is None)
 
     def _point_builder_repo(self, commit: str, *, same_tree: bool = True) -> None:
@@ -324,6 +377,10 @@ class Workspace:
             "included_dirty": self.included_dirty,
         }
         (self.run_dir / _META).write_text(json.dumps(meta, indent=2) + "\n")
+
+
+_DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all",
+               "--src-prefix=a/", "--dst-prefix=b/")
 
 
 def create_record_dir(repo: Path, run_id: str, kind: str) -> Path:

@@ -202,15 +202,24 @@ def test_interrupted_in_the_builders_third_call_resumes_exactly(fresh_sim, sampl
 def test_resume_without_restoring_would_pay_twice(fresh_sim, sample_repo):
     """The check above can fail: skip the restore and the journal misses."""
     from orchestrator.journal import CallJournal, turn_of
+    from orchestrator.models.client import Completion
+    from orchestrator.state import CallRecord
 
+    done = Completion("ok", (), "stop", CallRecord(role="builder", session="builder-1",
+                                                   requested_model="m"))
     journal = CallJournal(sample_repo / "j.sqlite")
-    journal.put_turn("builder-1", 1, "key-a")
+    journal.put("key-a", done, "builder-1", 1)
     assert journal.check_repeat("builder-1", 1, "key-b") and journal.repeated == 1
     assert not journal.check_repeat("builder-1", 1, "key-a")
     assert not journal.check_repeat("builder-1", 2, "key-c")
     assert turn_of([{"role": "system"}, {"role": "user"}, {"role": "assistant"},
                     {"role": "tool"}]) == 1
     journal.close()
+    again = CallJournal(sample_repo / "j.sqlite")  # what the next process finds on disk
+    assert again.check_repeat("builder-1", 1, "key-b")
+    replayed = again.get("key-a")
+    assert replayed is not None and replayed.content == "ok" and replayed.record.replayed
+    again.close()
 
 
 @pytest.mark.parametrize("mode", ["bwrap", "none"])

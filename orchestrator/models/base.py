@@ -4,7 +4,8 @@
 wire API); ``Completion`` is a finished reply; ``ModelClient`` is the protocol the session, the
 fallback chain, the JSON-tools wrapper and the journal all implement. A ``Wire`` is one API's
 request builder and stream folder (``chat.py``, ``responses.py``): the client drives either the
-same way, and everything above it sees the same ``Completion``.
+same way, and everything above it sees the same ``Completion``. A message passed to a client is
+never changed in place afterwards (a new one replaces it): clients encode each message once.
 
 Reasoning state travels in the session's own history, never on a server: a reply's encrypted
 reasoning items come back in ``Completion.reasoning`` and the session keeps them on the
@@ -14,15 +15,12 @@ sent back only to that model (``Route.source``), and only over the Responses API
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from ..config import Api, ModelSpec, Provider
 from ..state import CallRecord, Role
-
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
 
 Progress = Callable[[int], None]  # called with the output pieces streamed so far
 REASONING = "_reasoning"  # assistant-message key: {"source", "items", "tokens"}; never sent as is
@@ -117,9 +115,9 @@ class Fold(Protocol):
     pieces: int
     first_token: float | None
 
-    def add(self, event: Any, now: float) -> bool:
-        """Take one event; True when it carried output. Raises a ``ModelError`` for an error
-        the server reported inside the stream."""
+    def add(self, event: Mapping[str, Any], now: float) -> bool:
+        """Take one event (its JSON); True when it carried output. Raises a ``ModelError`` for
+        an error the server reported inside the stream."""
         ...
 
     def result(self) -> Streamed:
@@ -127,17 +125,21 @@ class Fold(Protocol):
         ...
 
 
-Request = Callable[[Route, Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]] | None,
-                    Mapping[str, Any] | None], dict[str, Any]]
+class Requests(Protocol):
+    """Builds one route's request bodies (JSON bytes), encoding each message once."""
+
+    def body(self, messages: Sequence[Mapping[str, Any]],
+             tools: Sequence[Mapping[str, Any]] | None,
+             response_format: Mapping[str, Any] | None) -> bytes: ...
 
 
 @dataclass(frozen=True)
 class Wire:
-    """One wire API: how to build a request, open its stream and fold its events."""
+    """One wire API: where to post, how to build a route's requests, how to fold the events."""
 
     name: Api
-    request: Request
-    open: Callable[[AsyncOpenAI, dict[str, Any]], Awaitable[AsyncIterator[Any]]]
+    path: str
+    requests: Callable[[Route], Requests]
     fold: Callable[[Route], Fold]
 
 

@@ -6,40 +6,46 @@ reasoning the Responses API carries (``REASONING``), which no Chat Completions s
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .base import REASONING, Route, Streamed, ToolCallData, Usage, Wire
+from .encode import Pieces, body, dumps
 from .errors import Transient, where
 
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
 
+class ChatRequests:
+    """Builds one route's ``/chat/completions`` bodies, each message encoded once."""
 
-def request(route: Route, messages: Sequence[Mapping[str, Any]],
-            tools: Sequence[Mapping[str, Any]] | None,
-            response_format: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``chat.completions.create`` arguments of one streamed call."""
-    model = route.model
-    kwargs: dict[str, Any] = {
-        "model": model.id,
-        "messages": [_plain(m) for m in messages],
-        "stream": True,
-        "stream_options": {"include_usage": True},
-        "max_completion_tokens": model.max_output,
-    }
-    if model.temperature is not None:
-        kwargs["temperature"] = model.temperature
-    if tools:
-        kwargs["tools"] = list(tools)
-    if response_format:
-        kwargs["response_format"] = dict(response_format)
-    if route.service_tier:
-        kwargs["service_tier"] = route.service_tier
-    if route.effort:
-        kwargs["reasoning_effort"] = route.effort
-    return kwargs
+    def __init__(self, route: Route) -> None:
+        self.route = route
+        self._messages = Pieces(lambda m: dumps(_plain(m)))
+        self._tools = Pieces(dumps)
+
+    def body(self, messages: Sequence[Mapping[str, Any]],
+             tools: Sequence[Mapping[str, Any]] | None,
+             response_format: Mapping[str, Any] | None) -> bytes:
+        """The JSON body of one streamed call."""
+        route, model = self.route, self.route.model
+        lists = {"messages": self._messages.of(messages)}
+        rest: dict[str, Any] = {
+            "model": model.id,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "max_completion_tokens": model.max_output,
+        }
+        if model.temperature is not None:
+            rest["temperature"] = model.temperature
+        if tools:
+            lists["tools"] = self._tools.of(tools)
+        if response_format:
+            rest["response_format"] = dict(response_format)
+        if route.service_tier:
+            rest["service_tier"] = route.service_tier
+        if route.effort:
+            rest["reasoning_effort"] = route.effort
+        return body(lists, rest)
 
 
 def _plain(message: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -48,45 +54,44 @@ def _plain(message: Mapping[str, Any]) -> Mapping[str, Any]:
     return {k: v for k, v in message.items() if k != REASONING}
 
 
-async def open_stream(sdk: AsyncOpenAI, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
-    return await sdk.chat.completions.create(**kwargs)
-
-
 @dataclass
 class ChatFold:
-    """Folds ``chat.completion.chunk`` objects; the last one carries the usage."""
+    """Folds ``chat.completion.chunk`` events (their JSON); the last one carries the usage."""
 
     route: Route
     content: list[str] = field(default_factory=list)
     calls: dict[int, dict[str, Any]] = field(default_factory=dict)
     finish: str | None = None
-    usage: Any = None
+    usage: Mapping[str, Any] | None = None
     served_model: str | None = None
     served_tier: str | None = None
     first_token: float | None = None
     pieces: int = 0
 
-    def add(self, chunk: Any, now: float) -> bool:
-        """Fold one chunk in; True when it carried output (for time to first token)."""
-        self.served_model = chunk.model or self.served_model
-        self.served_tier = getattr(chunk, "service_tier", None) or self.served_tier
-        if chunk.usage:
-            self.usage = chunk.usage
-        if not chunk.choices:
+    def add(self, chunk: Mapping[str, Any], now: float) -> bool:
+        """Fold one chunk (its JSON) in; True when it carried output (for time to first token)."""
+        self.served_model = chunk.get("model") or self.served_model
+        self.served_tier = chunk.get("service_tier") or self.served_tier
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        choices = chunk.get("choices")
+        if not choices:
             return False
-        choice = chunk.choices[0]
-        self.finish = choice.finish_reason or self.finish
-        delta = choice.delta
+        choice = choices[0]
+        self.finish = choice.get("finish_reason") or self.finish
+        delta = choice.get("delta") or {}
         out = False
-        if delta.content:
-            self.content.append(delta.content)
+        if delta.get("content"):
+            self.content.append(delta["content"])
             out = True
-        for tc in delta.tool_calls or ():
-            slot = self.calls.setdefault(tc.index, {"id": "", "name": "", "arguments": ""})
-            slot["id"] = tc.id or slot["id"]
-            if tc.function is not None:
-                slot["name"] += tc.function.name or ""
-                slot["arguments"] += tc.function.arguments or ""
+        for tc in delta.get("tool_calls") or ():
+            slot = self.calls.setdefault(tc.get("index") or 0,
+                                         {"id": "", "name": "", "arguments": ""})
+            slot["id"] = tc.get("id") or slot["id"]
+            fn = tc.get("function")
+            if fn:
+                slot["name"] += fn.get("name") or ""
+                slot["arguments"] += fn.get("arguments") or ""
             out = True
         if out:
             self.pieces += 1
@@ -104,15 +109,14 @@ class ChatFold:
                         self.served_model, self.served_tier)
 
 
-def _usage(u: Any) -> Usage:
-    details = getattr(u, "prompt_tokens_details", None)
-    out_details = getattr(u, "completion_tokens_details", None)
+def _usage(u: Mapping[str, Any] | None) -> Usage:
+    u = u or {}
     return Usage(
-        prompt=getattr(u, "prompt_tokens", 0) or 0,
-        cached=getattr(details, "cached_tokens", 0) or 0,
-        output=getattr(u, "completion_tokens", 0) or 0,
-        reasoning=getattr(out_details, "reasoning_tokens", 0) or 0,
+        prompt=u.get("prompt_tokens") or 0,
+        cached=(u.get("prompt_tokens_details") or {}).get("cached_tokens") or 0,
+        output=u.get("completion_tokens") or 0,
+        reasoning=(u.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0,
     )
 
 
-WIRE = Wire("chat", request, open_stream, ChatFold)
+WIRE = Wire("chat", "/chat/completions", ChatRequests, ChatFold)

@@ -10,6 +10,7 @@ model, fallback and downgrade is reported to the routing listeners.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 import random
@@ -30,6 +31,7 @@ from tenacity import (
 
 from ..errors import ModelError, ModelUnavailable
 from ..state import CallRecord
+from ..timing import phase
 from .budget import Budget
 from .client import Completion, ModelClient, Progress, Route
 from .errors import QuotaExhausted, RateLimited, Transient, next_utc_midnight, where
@@ -153,6 +155,10 @@ class FallbackClient:
         return self._start
 
     def _unavailable(self, route: Route) -> str | None:
+        with phase("quota"):
+            return self._why_unavailable(route)
+
+    def _why_unavailable(self, route: Route) -> str | None:
         now = self.routing.clock()
         key = quota_key(route)
         until = self.routing.ledger.exhausted_until(key, now)
@@ -187,20 +193,26 @@ class FallbackClient:
             routing.budget.check()
         key, now = quota_key(route), routing.clock()
         cap = route.model.quota_tokens_per_day
-        reserved = _estimate_tokens(call["messages"]) if cap is not None else 0
-        if cap is not None and not routing.ledger.reserve(key, reserved, cap, now):
+        reserved, fits = 0, True
+        if cap is not None:  # an atomic statement in the shared ledger: off the event loop
+            with phase("quota"):
+                reserved = _estimate_tokens(call["messages"])
+                fits = await asyncio.to_thread(routing.ledger.reserve, key, reserved, cap, now)
+        if not fits:
             raise QuotaExhausted(f"{where(route)}: daily quota of {cap:,} tokens would be "
                                  "exceeded (quota_tokens_per_day)", reset_at=next_utc_midnight(now))
         started = time.monotonic()
         try:
             completion = await client.complete(**call)
         except ModelError as exc:
-            routing.ledger.settle(key, reserved, 0, 0.0, now)
+            with phase("quota"):
+                routing.ledger.settle(key, reserved, 0, 0.0, now)
             self._failed(route, step, call["session"], exc, time.monotonic() - started)
             raise
         rec = completion.record
-        routing.ledger.settle(key, reserved, rec.prompt_tokens + rec.output_tokens,
-                              rec.cost_usd, now)
+        with phase("quota"):
+            routing.ledger.settle(key, reserved, rec.prompt_tokens + rec.output_tokens,
+                                  rec.cost_usd, now)
         if routing.budget is not None:
             routing.budget.charge(rec)
         return completion

@@ -5,19 +5,23 @@ process, so routing can be proactive: a model that is out of quota is skipped wi
 Daily caps are enforced by reserving tokens with a single guarded ``UPDATE`` before a call and
 settling the real count after it, so two processes never overspend a cap together. The ledger
 also keeps each explorer's claim counts (verified, dropped and why) per model, one row per run
-and session, so ``orchestrate quota`` can show which models' citations hold up over time.
+and session, so ``orchestrate quota`` can show which models' citations hold up over time. A run
+uses the ledger through ``WriteBehindLedger``, which keeps its writes off the event loop.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from ..sqlite import connect
+from ..writer import Writer
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS usage (
@@ -37,6 +41,9 @@ CREATE TABLE IF NOT EXISTS claims (
 """
 CLAIM_COUNTS = ("submitted", "verified", "adds_nothing", "dropped", "path", "quote", "trivial",
                 "unrelated", "uncited", "unchecked", "failed")
+
+
+Settled = tuple[str, int, int, float, datetime]  # model, reserved, tokens, usd, when
 
 
 def default_ledger_path(env: Mapping[str, str]) -> Path:
@@ -121,6 +128,11 @@ class QuotaLedger:
             (model, until.astimezone(UTC).isoformat(), reason[:500]),
         )
 
+    def exhausted_map(self) -> dict[str, datetime]:
+        """Every model marked exhausted, with the time its mark runs out."""
+        return {m: datetime.fromisoformat(u) for m, u in self._run(
+            "SELECT model, until FROM exhausted")}
+
     def used_today(self, model: str, now: datetime) -> int:
         row = self._run("SELECT tokens FROM usage WHERE day = ? AND model = ?",
                         (_day(now), model)).fetchone()
@@ -142,12 +154,25 @@ class QuotaLedger:
 
     def settle(self, model: str, reserved: int, tokens: int, usd: float, now: datetime) -> None:
         """Replace a reservation by what the call really used (0 tokens for a failed call)."""
-        self._run("INSERT OR IGNORE INTO usage (day, model) VALUES (?, ?)", (_day(now), model))
-        self._run(
-            "UPDATE usage SET tokens = MAX(0, tokens - ? + ?), usd = usd + ?, "
-            "calls = calls + ? WHERE day = ? AND model = ?",
-            (reserved, tokens, usd, 1 if tokens else 0, _day(now), model),
-        )
+        self.settle_many([(model, reserved, tokens, usd, now)])
+
+    def settle_many(self, settled: Sequence[Settled]) -> None:
+        """``settle`` for many calls in one transaction (one sync to disk)."""
+        with self._lock:
+            self._db.execute("BEGIN")
+            try:
+                for model, reserved, tokens, usd, now in settled:
+                    self._db.execute("INSERT OR IGNORE INTO usage (day, model) VALUES (?, ?)",
+                                     (_day(now), model))
+                    self._db.execute(
+                        "UPDATE usage SET tokens = MAX(0, tokens - ? + ?), usd = usd + ?, "
+                        "calls = calls + ? WHERE day = ? AND model = ?",
+                        (reserved, tokens, usd, 1 if tokens else 0, _day(now), model),
+                    )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
 
     def rows(self, now: datetime | None = None, caps: Mapping[str, int | None] | None = None
              ) -> list[QuotaRow]:
@@ -200,3 +225,96 @@ def quota_rows(path: Path, *, caps: Mapping[str, int | None] | None = None,
         return ledger.rows(now, caps)
     finally:
         ledger.close()
+
+
+class WriteBehindLedger:
+    """A ledger (SQLite or Postgres) that the event loop never waits for.
+
+    Settled usage and exhaustion marks go to the ledger on a writer thread (``writer.py``),
+    batched into one transaction; marks are read from memory, refreshed in the background every
+    ``refresh_s`` seconds, so a mark another process writes is seen within that (and a model
+    that is out answers ``insufficient_quota`` anyway, which marks it here at once). Daily caps
+    stay exact: ``reserve`` is the ledger's own atomic statement, and ``used_today`` counts what
+    is still on its way to the ledger. ``close`` writes everything out.
+    """
+
+    def __init__(self, inner: Any, *, refresh_s: float = 2.0) -> None:
+        self.inner = inner
+        self.path: Path | None = getattr(inner, "path", None)
+        self._refresh_s = refresh_s
+        self._marks: dict[str, datetime] = inner.exhausted_map()
+        self._ours: dict[str, datetime] = {}  # marks made here, even before they are written
+        self._read = time.monotonic()
+        self._refreshing = False
+        self._queued: dict[tuple[str, str], int] = {}  # (day, model) -> tokens not yet written
+        self._lock = threading.Lock()
+        self._writer: Writer[tuple[str, Any]] = Writer(self._apply, name="quota-ledger")
+
+    def exhausted_until(self, model: str, now: datetime) -> datetime | None:
+        """The reset time if ``model`` is marked exhausted and not yet reset."""
+        if not self._refreshing and time.monotonic() - self._read > self._refresh_s:
+            self._refreshing = True
+            self._writer.submit(("refresh", None))
+        until = max(self._marks.get(model, _NEVER), self._ours.get(model, _NEVER))
+        return until if until > now else None
+
+    def mark_exhausted(self, model: str, until: datetime, reason: str) -> None:
+        self._ours[model] = until
+        self._writer.submit(("mark", (model, until, reason)))
+
+    def used_today(self, model: str, now: datetime) -> int:
+        with self._lock:
+            queued = self._queued.get((_day(now), model), 0)
+        return int(self.inner.used_today(model, now)) + queued
+
+    def reserve(self, model: str, tokens: int, cap: int | None, now: datetime) -> bool:
+        return bool(self.inner.reserve(model, tokens, cap, now))
+
+    def settle(self, model: str, reserved: int, tokens: int, usd: float, now: datetime) -> None:
+        with self._lock:
+            key = (_day(now), model)
+            self._queued[key] = self._queued.get(key, 0) + tokens - reserved
+        self._writer.submit(("settle", (model, reserved, tokens, usd, now)))
+
+    def _apply(self, batch: list[tuple[str, Any]]) -> None:
+        settled: list[Settled] = [args for kind, args in batch if kind == "settle"]
+        if settled:
+            self.inner.settle_many(settled)
+            with self._lock:
+                for model, reserved, tokens, _, now in settled:
+                    key = (_day(now), model)
+                    self._queued[key] = self._queued.get(key, 0) - (tokens - reserved)
+        for kind, args in batch:
+            if kind == "mark":
+                self.inner.mark_exhausted(*args)
+        if any(kind == "refresh" for kind, _ in batch):
+            self._marks = self.inner.exhausted_map()
+            self._read, self._refreshing = time.monotonic(), False
+
+    def flush(self) -> None:
+        """Wait until everything settled or marked so far is in the ledger."""
+        self._writer.flush()
+
+    def record_claims(self, run_id: str, session: str, model: str, counts: Mapping[str, int],
+                      now: datetime) -> None:
+        """Written at once: called off the event loop as a run ends, and its error is the
+        caller's to report (claim history never fails a run, so not via the writer)."""
+        self.inner.record_claims(run_id, session, model, counts, now)
+
+    def claim_rows(self, since: datetime) -> list[ClaimRow]:
+        self.flush()
+        return list(self.inner.claim_rows(since))
+
+    def rows(self, now: datetime | None = None, caps: Mapping[str, int | None] | None = None
+             ) -> list[QuotaRow]:
+        self.flush()
+        return list(self.inner.rows(now, caps))
+
+    def close(self) -> None:
+        try:
+            self._writer.close()
+        finally:
+            self.inner.close()
+
+
+_NEVER = datetime.min.replace(tzinfo=UTC)

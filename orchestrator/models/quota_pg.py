@@ -8,12 +8,20 @@ did), so two workers reserving at the same moment never overspend the cap togeth
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
 from ..store import advisory_key, connect_postgres, database_errors
-from .quota import CLAIM_COUNTS, ClaimRow, QuotaLedger, QuotaRow, claim_values, default_ledger_path
+from .quota import (
+    CLAIM_COUNTS,
+    ClaimRow,
+    QuotaLedger,
+    QuotaRow,
+    Settled,
+    claim_values,
+    default_ledger_path,
+)
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS orchestrate_quota_usage ("
@@ -81,6 +89,11 @@ class PostgresQuotaLedger:
             (model, until.astimezone(UTC), reason[:500]),
         )
 
+    def exhausted_map(self) -> dict[str, datetime]:
+        """Every model marked exhausted, with the time its mark runs out."""
+        return {m: until for m, until in self._run(
+            "SELECT model, until FROM orchestrate_quota_exhausted")}
+
     def used_today(self, model: str, now: datetime) -> int:
         rows = self._run("SELECT tokens FROM orchestrate_quota_usage WHERE day = %s AND model = %s",
                          (_day(now), model))
@@ -97,6 +110,14 @@ class PostgresQuotaLedger:
         """Replace a reservation by what the call really used (0 tokens for a failed call)."""
         self._run(_SETTLE, {"day": _day(now), "model": model, "reserved": reserved,
                             "tokens": tokens, "usd": usd, "calls": 1 if tokens else 0})
+
+    def settle_many(self, settled: Sequence[Settled]) -> None:
+        """``settle`` for many calls, in one transaction."""
+        with self._lock, self._db.transaction():
+            for model, reserved, tokens, usd, now in settled:
+                self._db.execute(_SETTLE, {"day": _day(now), "model": model,
+                                           "reserved": reserved, "tokens": tokens, "usd": usd,
+                                           "calls": 1 if tokens else 0})
 
     def rows(self, now: datetime | None = None, caps: Mapping[str, int | None] | None = None
              ) -> list[QuotaRow]:

@@ -16,69 +16,79 @@ stream (``response.failed``, ``error``) are classified like HTTP errors.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .base import REASONING, Route, Streamed, ToolCallData, Usage, Wire
+from .encode import Pieces, body, dumps
 from .errors import Transient, stream_error, where
-
-if TYPE_CHECKING:
-    from openai import AsyncOpenAI
 
 ENCRYPTED = "reasoning.encrypted_content"
 
 
-def request(route: Route, messages: Sequence[Mapping[str, Any]],
-            tools: Sequence[Mapping[str, Any]] | None,
-            response_format: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The ``responses.create`` arguments of one streamed, stateless call."""
-    model = route.model
-    kwargs: dict[str, Any] = {
-        "model": model.id,
-        "input": to_input(messages, route.source),
-        "stream": True,
-        "store": False,
-        "max_output_tokens": model.max_output,
-    }
-    if model.temperature is not None:
-        kwargs["temperature"] = model.temperature
-    if tools:
-        kwargs["tools"] = [function_tool(t) for t in tools]
-    if response_format:
-        if route.provider.responses_format == "response_format":
-            kwargs["extra_body"] = {"response_format": dict(response_format)}
-        else:
-            kwargs["text"] = {"format": text_format(response_format)}
-    if route.service_tier:
-        kwargs["service_tier"] = route.service_tier
-    if route.effort:
-        kwargs["reasoning"] = {"effort": route.effort}
-        kwargs["include"] = [ENCRYPTED]
-    return kwargs
+class ResponsesRequests:
+    """Builds one route's ``/responses`` bodies, each message's input items encoded once."""
+
+    def __init__(self, route: Route) -> None:
+        self.route = route
+        source = route.source
+        self._items = Pieces(lambda m: b",".join(dumps(i) for i in input_items(m, source)))
+        self._tools = Pieces(lambda t: dumps(function_tool(t)))
+
+    def body(self, messages: Sequence[Mapping[str, Any]],
+             tools: Sequence[Mapping[str, Any]] | None,
+             response_format: Mapping[str, Any] | None) -> bytes:
+        """The JSON body of one streamed, stateless call."""
+        route, model = self.route, self.route.model
+        # "": a message with no items; filtered at C speed, since this runs over the history
+        lists: dict[str, Iterable[bytes]] = {"input": filter(None, self._items.of(messages))}
+        rest: dict[str, Any] = {
+            "model": model.id,
+            "stream": True,
+            "store": False,
+            "max_output_tokens": model.max_output,
+        }
+        if model.temperature is not None:
+            rest["temperature"] = model.temperature
+        if tools:
+            lists["tools"] = self._tools.of(tools)
+        if response_format:
+            if route.provider.responses_format == "response_format":
+                rest["response_format"] = dict(response_format)
+            else:
+                rest["text"] = {"format": text_format(response_format)}
+        if route.service_tier:
+            rest["service_tier"] = route.service_tier
+        if route.effort:
+            rest["reasoning"] = {"effort": route.effort}
+            rest["include"] = [ENCRYPTED]
+        return body(lists, rest)
 
 
 def to_input(messages: Sequence[Mapping[str, Any]], source: str) -> list[dict[str, Any]]:
     """Chat-shaped messages as Responses input items; reasoning only for the model that wrote it."""
-    items: list[dict[str, Any]] = []
-    for m in messages:
-        role = m.get("role")
-        if role == "assistant":
-            items.extend(_carried(m.get(REASONING), source))
-            text = _text(m.get("content"))
-            if text:
-                items.append({"type": "message", "role": "assistant",
-                              "content": [{"type": "output_text", "text": text}]})
-            for call in m.get("tool_calls") or ():
-                fn = call.get("function") or {}
-                items.append({"type": "function_call", "call_id": str(call.get("id", "")),
-                              "name": fn.get("name") or "", "arguments": fn.get("arguments") or ""})
-        elif role == "tool":
-            items.append({"type": "function_call_output", "call_id": str(m.get("tool_call_id", "")),
-                          "output": _text(m.get("content"))})
-        else:
-            items.append({"type": "message", "role": role, "content": _text(m.get("content"))})
-    return items
+    return [item for m in messages for item in input_items(m, source)]
+
+
+def input_items(m: Mapping[str, Any], source: str) -> list[dict[str, Any]]:
+    """One chat-shaped message as the Responses input items it becomes."""
+    role = m.get("role")
+    if role == "assistant":
+        items = _carried(m.get(REASONING), source)
+        text = _text(m.get("content"))
+        if text:
+            items.append({"type": "message", "role": "assistant",
+                          "content": [{"type": "output_text", "text": text}]})
+        for call in m.get("tool_calls") or ():
+            fn = call.get("function") or {}
+            items.append({"type": "function_call", "call_id": str(call.get("id", "")),
+                          "name": fn.get("name") or "", "arguments": fn.get("arguments") or ""})
+        return items
+    if role == "tool":
+        return [{"type": "function_call_output", "call_id": str(m.get("tool_call_id", "")),
+                 "output": _text(m.get("content"))}]
+    return [{"type": "message", "role": role, "content": _text(m.get("content"))}]
 
 
 def _carried(reasoning: Any, source: str) -> list[dict[str, Any]]:
@@ -116,15 +126,11 @@ def text_format(response_format: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": kind or "text"}
 
 
-async def open_stream(sdk: AsyncOpenAI, kwargs: dict[str, Any]) -> AsyncIterator[Any]:
-    return await sdk.responses.create(**kwargs)
-
-
 @dataclass
 class ResponsesFold:
-    """Folds Responses stream events. Tolerant of servers that send fewer fields than OpenAI
-    (llama.cpp sends no ``output_index`` or ``sequence_number``): deltas are matched to their
-    item by ``item_id``, else by ``output_index``."""
+    """Folds Responses stream events (their JSON). Tolerant of servers that send fewer fields
+    than OpenAI (llama.cpp sends no ``output_index`` or ``sequence_number``): deltas are matched
+    to their item by ``item_id``, else by ``output_index``."""
 
     route: Route
     content: list[str] = field(default_factory=list)
@@ -132,40 +138,40 @@ class ResponsesFold:
     reasoning: list[dict[str, Any]] = field(default_factory=list)
     by_index: dict[int, str] = field(default_factory=dict)
     finish: str | None = None
-    usage: Any = None
+    usage: Mapping[str, Any] | None = None
     served_model: str | None = None
     served_tier: str | None = None
     first_token: float | None = None
     pieces: int = 0
 
-    def add(self, event: Any, now: float) -> bool:
-        kind = getattr(event, "type", None)
+    def add(self, event: Mapping[str, Any], now: float) -> bool:
+        kind = event.get("type")
         if kind == "response.output_text.delta":
-            self.content.append(getattr(event, "delta", "") or "")
+            self.content.append(event.get("delta") or "")
             return self._piece(now)
         if kind == "response.function_call_arguments.delta":
-            self._slot(event)["arguments"] += getattr(event, "delta", "") or ""
+            self._slot(event)["arguments"] += event.get("delta") or ""
             return self._piece(now)
         if kind == "response.function_call_arguments.done":
-            if isinstance(getattr(event, "arguments", None), str):
-                self._slot(event)["arguments"] = event.arguments
+            if isinstance(event.get("arguments"), str):
+                self._slot(event)["arguments"] = event["arguments"]
         elif kind in ("response.output_item.added", "response.output_item.done"):
             self._item(event, done=kind.endswith("done"))
         elif kind in ("response.created", "response.in_progress", "response.queued"):
-            self._served(getattr(event, "response", None))
+            self._served(event.get("response"))
         elif kind == "response.completed":
-            self._end(event.response, "stop")
+            self._end(event.get("response") or {}, "stop")
         elif kind == "response.incomplete":
-            details = getattr(event.response, "incomplete_details", None)
-            reason = getattr(details, "reason", None)
-            self._end(event.response, "length" if reason == "max_output_tokens" else "content_filter")
+            response = event.get("response") or {}
+            reason = (response.get("incomplete_details") or {}).get("reason")
+            self._end(response, "length" if reason == "max_output_tokens" else "content_filter")
         elif kind == "response.failed":
-            error = getattr(event.response, "error", None)
-            raise stream_error(self.route, getattr(error, "code", None),
-                               getattr(error, "message", None) or "the response failed")
+            error = (event.get("response") or {}).get("error") or {}
+            raise stream_error(self.route, error.get("code"),
+                               error.get("message") or "the response failed")
         elif kind == "error":
-            raise stream_error(self.route, getattr(event, "code", None),
-                               getattr(event, "message", None) or "error event in the stream")
+            raise stream_error(self.route, event.get("code"),
+                               event.get("message") or "error event in the stream")
         return False
 
     def _piece(self, now: float) -> bool:
@@ -174,50 +180,51 @@ class ResponsesFold:
             self.first_token = now
         return True
 
-    def _key(self, event: Any, item: Any = None) -> str:
-        index = getattr(event, "output_index", None)
-        key = getattr(item, "id", None) or getattr(event, "item_id", None)
+    def _key(self, event: Mapping[str, Any], item: Mapping[str, Any] | None = None) -> str:
+        index = event.get("output_index")
+        key = (item or {}).get("id") or event.get("item_id")
         if key is None and isinstance(index, int):
             key = self.by_index.get(index, f"#{index}")
         key = key or f"#{len(self.calls)}"
         if isinstance(index, int):
             self.by_index.setdefault(index, key)
-        return key
+        return str(key)
 
-    def _slot(self, event: Any, item: Any = None) -> dict[str, str]:
+    def _slot(self, event: Mapping[str, Any], item: Mapping[str, Any] | None = None
+              ) -> dict[str, str]:
         return self.calls.setdefault(self._key(event, item),
                                      {"call_id": "", "name": "", "arguments": ""})
 
-    def _item(self, event: Any, *, done: bool) -> None:
-        item = getattr(event, "item", None)
-        kind = getattr(item, "type", None)
+    def _item(self, event: Mapping[str, Any], *, done: bool) -> None:
+        item = event.get("item") or {}
+        kind = item.get("type")
         if kind == "function_call":
             slot = self._slot(event, item)
-            slot["call_id"] = getattr(item, "call_id", None) or slot["call_id"]
-            slot["name"] = getattr(item, "name", None) or slot["name"]
-            if done or getattr(item, "arguments", None):
-                slot["arguments"] = getattr(item, "arguments", None) or slot["arguments"]
+            slot["call_id"] = item.get("call_id") or slot["call_id"]
+            slot["name"] = item.get("name") or slot["name"]
+            if done or item.get("arguments"):
+                slot["arguments"] = item.get("arguments") or slot["arguments"]
         elif kind == "reasoning" and done:
             self._reasoned(item)
         elif kind == "message" and done and not self.content:
             self.content.extend(_message_text(item))  # a server that sent no deltas
 
-    def _reasoned(self, item: Any) -> None:
-        data = item.to_dict() if hasattr(item, "to_dict") else dict(item)
-        kept = {k: v for k, v in data.items() if k not in ("id", "status")}
+    def _reasoned(self, item: Mapping[str, Any]) -> None:
+        kept = {k: v for k, v in item.items() if k not in ("id", "status")}
         if kept.get("encrypted_content") or kept.get("content"):  # else nothing to carry
             self.reasoning.append(kept)
 
-    def _served(self, response: Any) -> None:
-        self.served_model = getattr(response, "model", None) or self.served_model
-        self.served_tier = getattr(response, "service_tier", None) or self.served_tier
+    def _served(self, response: Mapping[str, Any] | None) -> None:
+        response = response or {}
+        self.served_model = response.get("model") or self.served_model
+        self.served_tier = response.get("service_tier") or self.served_tier
 
-    def _end(self, response: Any, finish: str) -> None:
+    def _end(self, response: Mapping[str, Any], finish: str) -> None:
         self._served(response)
-        self.usage = getattr(response, "usage", None)
+        self.usage = response.get("usage")
         if not (self.content or self.calls or self.reasoning):  # a server that sent no items
-            for index, item in enumerate(getattr(response, "output", None) or ()):
-                self._item(_Done(item, index), done=True)
+            for index, item in enumerate(response.get("output") or ()):
+                self._item({"item": item, "output_index": index}, done=True)
         self.finish = "tool_calls" if finish == "stop" and self.calls else finish
 
     def result(self) -> Streamed:
@@ -230,26 +237,19 @@ class ResponsesFold:
                         self.served_model, self.served_tier, tuple(self.reasoning))
 
 
-@dataclass(frozen=True)
-class _Done:
-    """An output item of a final response, seen as if its ``output_item.done`` had arrived."""
-
-    item: Any
-    output_index: int
+def _message_text(item: Mapping[str, Any]) -> list[str]:
+    return [part.get("text") or "" for part in item.get("content") or ()
+            if part.get("type") == "output_text"]
 
 
-def _message_text(item: Any) -> list[str]:
-    return [getattr(part, "text", "") or "" for part in getattr(item, "content", None) or ()
-            if getattr(part, "type", None) == "output_text"]
-
-
-def _usage(u: Any) -> Usage:
+def _usage(u: Mapping[str, Any] | None) -> Usage:
+    u = u or {}
     return Usage(
-        prompt=getattr(u, "input_tokens", 0) or 0,
-        cached=getattr(getattr(u, "input_tokens_details", None), "cached_tokens", 0) or 0,
-        output=getattr(u, "output_tokens", 0) or 0,
-        reasoning=getattr(getattr(u, "output_tokens_details", None), "reasoning_tokens", 0) or 0,
+        prompt=u.get("input_tokens") or 0,
+        cached=(u.get("input_tokens_details") or {}).get("cached_tokens") or 0,
+        output=u.get("output_tokens") or 0,
+        reasoning=(u.get("output_tokens_details") or {}).get("reasoning_tokens") or 0,
     )
 
 
-WIRE = Wire("responses", request, open_stream, ResponsesFold)
+WIRE = Wire("responses", "/responses", ResponsesRequests, ResponsesFold)

@@ -9,6 +9,7 @@ explorers never block the event loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable
@@ -34,12 +35,20 @@ class Tool:
 
     def schema(self) -> dict[str, Any]:
         """The OpenAI function-tool declaration."""
-        params = self.args.model_json_schema()
-        params.pop("title", None)
+        params = parameters(self.args)
         return {
             "type": "function",
             "function": {"name": self.name, "description": self.description, "parameters": params},
         }
+
+
+@functools.cache
+def parameters(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema as function parameters (no title), built once per model since
+    pydantic takes about a millisecond to make one. Shared: read it, never change it."""
+    params = model.model_json_schema()
+    params.pop("title", None)
+    return params
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import fnmatch
+import functools
 import os
 import re
 import signal
 import subprocess
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,13 +92,17 @@ class CommandPolicy(BaseModel):
 
 def scrubbed_env(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` without credentials, plus settings that keep commands non-interactive."""
-    kept = {
-        k: v for k, v in env.items()
-        if k not in _GIT_LOCATION_VARS
-        and not any(fnmatch.fnmatchcase(k.upper(), p) for p in _SECRET_PATTERNS)
-    }
+    secret = _secret_name()
+    kept = {k: v for k, v in env.items()
+            if k not in _GIT_LOCATION_VARS and not secret(k.upper())}
     kept.update(GIT_TERMINAL_PROMPT="0", PYTHONDONTWRITEBYTECODE="1")
     return kept
+
+
+@functools.cache
+def _secret_name() -> Callable[[str], re.Match[str] | None]:
+    """One regex for every secret pattern (matching them one by one cost milliseconds a call)."""
+    return re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in _SECRET_PATTERNS)).match
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,72 @@
+"""Request bodies from pieces encoded once, so a request costs its new messages, not its history.
+
+A session's history only grows: a message or two per turn, and now and then an old tool output
+replaced by a stub (a new message object in its place, never an edit in place). Each message is
+turned into its wire JSON the first time it is sent; every later request joins the pieces it
+already has. Pieces are kept per message object (by identity, holding the object so that its id
+cannot be reused), which is why a message must not be changed in place once it was sent.
+
+The JSON is what the ``openai`` SDK itself would send: compact, UTF-8, no NaN.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON bytes, as the SDK encodes request bodies."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+                      allow_nan=False).encode("utf-8")
+
+
+class Pieces(Generic[T]):
+    """Something derived from each message (its JSON, its digest), computed once per message."""
+
+    def __init__(self, make: Callable[[Mapping[str, Any]], T]) -> None:
+        self._make = make
+        self._by_id: dict[int, tuple[Mapping[str, Any], T]] = {}
+        self._last: list[Mapping[str, Any]] = []  # the messages of the last call, and
+        self._last_pieces: list[T] = []  # their pieces
+
+    def of(self, messages: Sequence[Mapping[str, Any]]) -> list[T]:
+        n = len(self._last)
+        # The usual case, at C speed: the last call's messages, then new ones. (List equality
+        # compares items by identity first; an equal copy would encode the same anyway.)
+        if len(messages) >= n and _as_list(messages[:n]) == self._last:
+            out = self._last_pieces
+            out.extend(self.one(m) for m in messages[n:])
+        else:
+            out = [self.one(m) for m in messages]
+            if len(self._by_id) > 2 * len(messages) + 64:  # replaced or forked-away messages
+                keep = {id(m) for m in messages}
+                self._by_id = {k: v for k, v in self._by_id.items() if k in keep}
+        self._last, self._last_pieces = list(messages), out
+        return out
+
+    def one(self, message: Mapping[str, Any]) -> T:
+        hit = self._by_id.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        piece = self._make(message)
+        self._by_id[id(message)] = (message, piece)
+        return piece
+
+
+def _as_list(items: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    return items if isinstance(items, list) else list(items)
+
+
+def body(lists: Mapping[str, Iterable[bytes]], rest: Mapping[str, Any]) -> bytes:
+    """A JSON object from arrays given as encoded items (``lists``, none empty) and plain
+    fields (``rest``)."""
+    parts = [b'"' + key.encode() + b'":[' + b",".join(items) + b"]"
+             for key, items in lists.items()]
+    tail = dumps(dict(rest))[1:-1]
+    if tail:
+        parts.append(tail)
+    return b"{" + b",".join(parts) + b"}"
