@@ -17,7 +17,7 @@ import zlib
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
@@ -29,6 +29,7 @@ from langgraph.checkpoint.base import (
 )
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
+from pydantic import BaseModel
 
 from . import state
 from .errors import DatabaseUnavailable, UsageError
@@ -43,12 +44,27 @@ _STATE_FILES = ("checkpoints.sqlite", "runs.sqlite")
 POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 CONNECT_TIMEOUT_S = 10
 _PASSWORD = re.compile(r"(://[^:/@]*:)([^@/]*)@")
-_STATE_TYPES = [
-    state.RunState, state.Plan, state.Citation, state.Claim, state.Findings, state.BuildReport,
-    state.Review, state.ExplorerResult, state.CheckResult, state.VerifyResult, state.Handoff,
-    state.CallRecord, state.ClaimVerdict, state.CitationVerdict, state.KnownTests,
-    state.AssertLine,
-]
+def _models_in(model: type[BaseModel], seen: dict[type, None] | None = None) -> list[type]:
+    """Every pydantic model a checkpoint of ``model`` can hold: its own type and, recursively,
+    every model in its fields' annotations (lists, dicts, optionals included). Derived, not
+    listed by hand, so a new state field's type cannot be silently dropped on resume."""
+    seen = {} if seen is None else seen
+    if model in seen:
+        return list(seen)
+    seen[model] = None
+    stack: list[Any] = [f.annotation for f in model.model_fields.values()]
+    while stack:
+        tp = stack.pop()
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            _models_in(tp, seen)
+        stack.extend(get_args(tp))
+    return list(seen)
+
+
+# the state's own models, and what else the run checkpoints (handoffs, call records)
+_STATE_TYPES = [*_models_in(state.RunState),
+                *(t for t in (state.Handoff, state.CallRecord, state.AssertLine)
+                  if t not in _models_in(state.RunState))]
 
 
 def state_dir(repo: Path) -> Path:

@@ -231,3 +231,19 @@ async def test_a_candidate_cannot_touch_the_runs_worktree_or_another_candidate(f
     assert not list(run_dir.rglob("planted"))
     assert "pwned" not in (run_dir / "worktree" / "stats.py").read_text()
     assert snapshot(sample_repo) == before
+
+
+def test_checkpoints_keep_every_model_the_state_holds():
+    """A resumed run gets its localisation and races back (the serializer's allow-list is
+    derived from RunState, so a new field's type cannot be dropped on resume)."""
+    from orchestrator.localize import Check, Localization
+    from orchestrator.state import Candidate, Race, RunState
+    from orchestrator.store import serializer
+
+    state = RunState(task="t", localization=Localization(
+        checks=(Check(command="c", exit_code=1, output="o"),), suspects=("a.py",)),
+        races=[Race(round=1, pick="first", winner=1, candidates=[
+            Candidate(index=1, session="builder-1", status="passed")])])
+    serde = serializer()
+    back = serde.loads_typed(serde.dumps_typed(state))
+    assert back == state and isinstance(back.localization, Localization)
