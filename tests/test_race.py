@@ -244,6 +244,25 @@ def test_checkpoints_keep_every_model_the_state_holds():
         checks=(Check(command="c", exit_code=1, output="o"),), suspects=("a.py",)),
         races=[Race(round=1, pick="first", winner=1, candidates=[
             Candidate(index=1, session="builder-1", status="passed")])])
+    from pydantic import BaseModel
+
+    from orchestrator import store
+
     serde = serializer()
     back = serde.loads_typed(serde.dumps_typed(state))
     assert back == state and isinstance(back.localization, Localization)
+
+    def models(value) -> set[type]:
+        found: set[type] = set()
+        if isinstance(value, BaseModel):
+            found.add(type(value))
+            value = dict(value)
+        if isinstance(value, dict):
+            value = list(value.values())
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                found |= models(item)
+        return found
+
+    # each of them deserializes as itself, not by LangGraph's unregistered-type fallback
+    assert models(state) <= set(store._STATE_TYPES)
