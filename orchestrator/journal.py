@@ -138,10 +138,12 @@ class CallJournal:
     was never made costs no lookup on disk. A completed call goes to disk on a writer thread
     (``writer.py``), in order, in one transaction (one sync to disk) with whatever else completed
     meanwhile, so what is on disk is always every call up to some point: a killed run loses at
-    most the calls whose write had not started, as before it lost those killed before their
-    write, and replays the rest exactly. Nothing waits for the disk (a sync can take
-    milliseconds on a busy machine); a journal that could not write stops the run before its
-    next call (``check``), and ``flush`` / ``close`` wait for everything. A new run's file is
+    most a call whose reply had not reached the file, and replays the rest exactly. The session
+    waits for its reply's write (WAL, ``synchronous=NORMAL``: in the file, which a killed
+    process cannot lose) before acting on it, but never for a sync to disk (milliseconds on a
+    busy machine; a power cut may lose the last calls, which are then paid again); a journal
+    that could not write stops the run before its next call (``check``), and ``flush`` /
+    ``close`` wait for everything. A new run's file is
     created by the writer thread, on the first write.
     """
 
@@ -227,7 +229,7 @@ class CallJournal:
 
     def _open(self) -> sqlite3.Connection:
         if self._db is None:
-            self._db = connect(str(self._path), schema=_SCHEMA)
+            self._db = connect(str(self._path), schema="PRAGMA synchronous=NORMAL;" + _SCHEMA)
         return self._db
 
     def flush(self) -> None:
@@ -280,8 +282,12 @@ class JournaledClient:
             messages, session=session, tools=tools, response_format=response_format,
             progress=progress,
         )
-        with phase("journal"):  # written behind, in order
-            self.journal.put(key, completion, session, turn)
+        with phase("journal"):
+            written = self.journal.put(key, completion, session, turn)
+        # the reply is in the journal's file before the session acts on it: a run killed from
+        # here on replays it instead of paying again (no disk sync is waited for: WAL with
+        # synchronous=NORMAL survives a killed process; a power cut may lose the last calls)
+        await asyncio.wrap_future(written)
         return completion
 
 

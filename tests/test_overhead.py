@@ -5,6 +5,7 @@ and git is asked less without the result changing."""
 
 from __future__ import annotations
 
+import asyncio
 import fnmatch
 import json
 import os
@@ -206,11 +207,13 @@ async def test_a_journal_that_cannot_write_stops_the_session_before_it_pays_agai
     client = JournaledClient(pool.client("planner", "planner-sim"), journal)
     messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
     try:
-        first = await client.complete(messages, session="p-1")  # returns before the write
-        assert first.content == "one"
+        # the session does not act on a reply before it is in the journal's file
+        first = asyncio.create_task(client.complete(messages, session="p-1"))
+        await asyncio.sleep(0.5)
+        assert not first.done() and len(fresh_sim.state.requests_for("sim-planner")) == 1
         journal.gate.set()
         with pytest.raises(OSError, match="disk full"):
-            journal.flush()  # the write has failed now
+            await first  # the reply could not be kept: the session stops here
         messages += [{"role": "assistant", "content": "one"}, {"role": "user", "content": "go"}]
         with pytest.raises(OSError, match="disk full"):
             await client.complete(messages, session="p-1")
