@@ -1,0 +1,20 @@
+"""Every bench script still loads and parses its options (a refactor of one bench's helpers
+once broke another's import, unnoticed until it was run for a figure)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+SCRIPTS = sorted(p.name for p in BENCH.glob("*.py") if p.name != "simproc.py")
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_bench_script_loads(script: str) -> None:
+    done = subprocess.run([sys.executable, str(BENCH / script), "--help"], cwd=BENCH,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]  # (context_ledger.py has no options: it runs)
