@@ -20,7 +20,6 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 from .acceptance import run_checks
 from .errors import BudgetExhausted, OrchestrateError
@@ -198,7 +197,3 @@ def _announce(ctx: RunContext, role: Role, run: _Run, status: str) -> None:
                        duration_s=round(time.monotonic() - run.started, 3),
                        files_changed=files, diff_lines=lines, error=run.error)
 
-
-def candidate_dir(run_dir: Path, n: int, index: int) -> Path:
-    """Where candidate ``index`` of build round ``n`` keeps its worktree and patch."""
-    return run_dir / "candidates" / f"{n}-c{index}"

@@ -62,9 +62,9 @@ def _models_in(model: type[BaseModel], seen: dict[type, None] | None = None) -> 
 
 
 # the state's own models, and what else the run checkpoints (handoffs, call records)
-_STATE_TYPES = [*_models_in(state.RunState),
-                *(t for t in (state.Handoff, state.CallRecord, state.AssertLine)
-                  if t not in _models_in(state.RunState))]
+_STATE_TYPES = _models_in(state.RunState)
+_STATE_TYPES += [t for t in (state.Handoff, state.CallRecord, state.AssertLine)
+                 if t not in _STATE_TYPES]
 
 
 def state_dir(repo: Path) -> Path:
