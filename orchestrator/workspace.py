@@ -205,12 +205,12 @@ class Workspace:
         start = self.start_commit or self.base_commit
         changed = []
         for path in paths:
+            parts = PurePosixPath(path).parts
+            if not parts or PurePosixPath(path).is_absolute() or ".." in parts or ".git" in parts:
+                continue  # only repository paths, never outside the worktree or into its .git
             blob = git("cat-file", "blob", f"{start}:{path}", cwd=self.repo, text=False,
                        check=False)
             if blob.returncode != 0:
-                continue
-            parts = PurePosixPath(path).parts
-            if not parts or ".." in parts or ".git" in parts:
                 continue
             cur = self.worktree
             for part in parts[:-1]:

@@ -117,3 +117,19 @@ async def test_putting_back_never_writes_through_a_link(fresh_sim, sample_repo, 
     assert result.status == "succeeded", result.reason  # the tests were put back, and pass
     assert _show(sample_repo, f"{result.branch}:{TEST_FILE}") == _show(sample_repo,
                                                                        f"HEAD:{TEST_FILE}")
+
+
+def test_put_back_writes_nothing_outside_the_worktree(sample_repo, tmp_path):
+    """Paths that would leave the worktree are ignored, judged by effect on a sentinel."""
+    from orchestrator.workspace import Workspace
+
+    sentinel = tmp_path / "outside" / "test_stats.py"
+    sentinel.parent.mkdir()
+    sentinel.write_text("mine\n")
+    ws = Workspace.create(sample_repo, "20990101-000000-putback")
+    (ws.worktree / TEST_FILE).write_text("changed\n")
+    hostile = [str(sentinel), f"../../../{sentinel.parent.name}/test_stats.py",
+               ".git/config", "/etc/hostname"]
+    assert ws.put_back([*hostile, TEST_FILE]) == [TEST_FILE]
+    assert sentinel.read_text() == "mine\n"
+    assert EXPECTED in (ws.worktree / TEST_FILE).read_text()
