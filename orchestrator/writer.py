@@ -6,7 +6,8 @@ without blocking the loop). The thread takes everything queued by the time it wa
 it in one go (one SQLite transaction, one sync to disk, for what many sessions wrote meanwhile).
 ``flush`` waits until everything submitted so far is applied; ``close`` flushes and stops the
 thread. An error while applying fails the batch's futures and is raised by the next ``submit``,
-``flush`` or ``close``; nothing more is applied.
+``flush`` or ``close``; nothing more is applied. A submitted item cannot be cancelled: a
+waiter that stops waiting (its task cancelled) leaves the item to be applied all the same.
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class Writer(Generic[T]):
         if self._thread is None:
             raise RuntimeError("the writer is closed")
         done: Future[None] = Future()
+        # running from the start: a waiter that gives up (an awaiting task cancelled) cannot
+        # cancel the item, which is applied anyway (the journal must keep a reply it paid for)
+        done.set_running_or_notify_cancel()
         self._queue.put((item, done))
         return done
 
@@ -102,9 +106,14 @@ class Writer(Generic[T]):
                     entry = self._queue.get_nowait()
                 except queue.Empty:
                     break
-            if batch:
-                self._apply_batch(batch)
-            for mark in marks:
-                mark.done.set()
+            try:
+                if batch:
+                    self._apply_batch(batch)
+            except BaseException as exc:  # never die with waiters left waiting
+                if self._error is None:
+                    self._error = exc
+            finally:
+                for mark in marks:
+                    mark.done.set()
             if any(mark.stop for mark in marks):
                 return

@@ -143,3 +143,42 @@ def test_ctrl_c_writes_out_the_queues_before_the_process_ends(fresh_sim, sample_
             proc.wait()
     done = _check_on_disk(run_dirs[0], state / "orchestrate" / "quota.sqlite", [])
     assert done[("builder-1", "sim-builder")] == 2
+
+
+def test_a_waiter_cancelled_mid_write_neither_loses_the_write_nor_stops_the_writer(tmp_path):
+    """An explorer cancelled (a sibling failed) while its reply's write is queued: the reply is
+    still journaled, later writes still land, and ``flush``/``close`` return (they hung when the
+    cancelled future killed the writer's thread)."""
+    import asyncio
+
+    from orchestrator.writer import Writer
+
+    applied: list[int] = []
+    gate = threading.Event()
+
+    def apply(batch: list[int]) -> None:
+        gate.wait(5)
+        applied.extend(batch)
+
+    writer: Writer[int] = Writer(apply, name="test-writer")
+
+    async def waiter() -> None:
+        await asyncio.wrap_future(writer.submit(1))
+
+    async def main() -> None:
+        task = asyncio.create_task(waiter())
+        await asyncio.sleep(0.05)       # the write is queued (or being applied), unfinished
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        second = writer.submit(2)
+        gate.set()
+        await asyncio.wait_for(asyncio.wrap_future(second), 5)
+
+    asyncio.run(main())
+    closer = threading.Thread(target=writer.close, daemon=True)
+    closer.start()
+    closer.join(5)
+    assert not closer.is_alive(), "close() hung: the writer's thread died"
+    assert applied == [1, 2]
+    writer.check()
