@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
@@ -17,7 +18,7 @@ from typing import Any, cast
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
-from . import localize, questions
+from . import localize, oneshot, questions
 from .context import policy_for
 from .errors import MissingCredentials
 from .kinds import EDIT_TOOLS, RUN_TOOL, Kind
@@ -74,10 +75,11 @@ def _history(ctx: RunContext) -> GitHistory:
 
 async def run_session(ctx: RunContext, role: Role, task: str, n: int, *, candidate: int = 1,
                       temperature: float | None = None,
-                      protected: frozenset[str] = frozenset()) -> SessionOutcome:
+                      protected: frozenset[str] = frozenset(),
+                      tools: bool = True) -> SessionOutcome:
     """One session of ``role`` on ``task``; ``candidate`` > 1 is a racing build's other
     candidates (``race.py``); ``temperature`` overrides the model's; ``protected`` files (the
-    failing tests) cannot be edited."""
+    failing tests) cannot be edited; without ``tools`` the session can only submit."""
     agent = ctx.agents[role]
     spec = ctx.roles.roles[role]
     session = Session(
@@ -85,7 +87,7 @@ async def run_session(ctx: RunContext, role: Role, task: str, n: int, *, candida
         session_id=session_of(role, n, candidate),
         agent=agent,
         client=ctx.pool.for_role(role, temperature=temperature),
-        toolbox=_toolbox(ctx, role, protected),
+        toolbox=_toolbox(ctx, role, protected) if tools else Toolbox.of(()),
         telemetry=ctx.telemetry,
         max_turns=spec.max_turns,
         policy=policy_for(spec, ctx.roles.model_for(role)),
@@ -148,16 +150,27 @@ def agent_node(role: Role, kind: Kind, name: str | None = None) -> NodeFn:
             record, outcome = await _race(ctx, state, role, task, n)
             raced = {"races": [*state.races, record]}
         elif kind == "build":  # attempt n samples at temperatures[n - 1]: a retry differs
-            outcome = await run_session(ctx, role, task, n=n,
-                                        temperature=temperature_of(spec.temperatures, n),
-                                        protected=protected_tests(ctx, state))
+            temperature = temperature_of(spec.temperatures, n)
+            protected = protected_tests(ctx, state)
+            once = (await _one_shot(ctx, state, role, n, temperature, protected)
+                    if spec.one_shot and n == 1 else None)
+            outcome = once or await run_session(ctx, role, task, n=n, temperature=temperature,
+                                                protected=protected)
         else:
-            outcome = await run_session(ctx, role, task, n=n)
+            outcome = await run_session(ctx, role, task, n=n, tools=_browses(ctx, kind, asked))
         update = await step.apply(ctx, state, replace(asked, task=task), outcome.payload)
         return {**asked.update, **update, **raced}
 
     node.__name__ = name or role
     return node
+
+
+def _browses(ctx: RunContext, kind: Kind, asked: Asked) -> bool:
+    """Whether the role gets its tools: a plan role whose failure is pinned may not need them
+    (``run.plan_tools_when_pinned``)."""
+    loc = asked.update.get("localization")
+    return not (kind == "plan" and isinstance(loc, localize.Localization) and loc.pinned
+                and not ctx.roles.run.plan_tools_when_pinned)
 
 
 async def _plan_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
@@ -266,6 +279,45 @@ async def _race(ctx: RunContext, state: RunState, role: Role, task: str, n: int
 
     return await race(ctx, role, n, commands=acceptance_commands(ctx, state),
                       policy=policy_of(ctx), session=candidate, protected=protected)
+
+
+async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int,
+                    temperature: float | None, protected: frozenset[str]) -> SessionOutcome | None:
+    """Build attempt ``n`` as one call for whole files (``oneshot.py``); ``None`` when the
+    failure pins no file small enough to show whole (the tool loop runs instead)."""
+    loc = state.localization
+    shown = await asyncio.to_thread(oneshot.shown_files, ctx.worktree, loc)
+    if shown is None or loc is None:
+        return None
+    sid = session_of(role, n, 1)
+    client = ctx.pool.for_role(role, temperature=temperature)
+    messages = oneshot.messages(system=text("oneshot", "system"), task=state.task, loc=loc,
+                                shown=shown, commands=acceptance_commands(ctx, state))
+    route = client.route
+    ctx.telemetry.emit("role_started", role=role, session=sid, model=route.model.id,
+                       provider=route.provider_name, tier=route.tier, effort=route.effort,
+                       purpose="one_shot", window=route.model.context_window)
+    started = time.monotonic()
+    with ctx.telemetry.busy("call"):
+        completion = await client.complete(messages, session=sid)
+    record = completion.record
+    ctx.telemetry.call(record, (started, time.monotonic()), messages=messages,
+                       reply=completion.content)
+    # the tests are parsed too, so that rewriting one is refused by the jail, and said
+    changed = oneshot.parse_files(completion.content or "", [*shown.sources, *shown.tests])
+    written, refused = await oneshot.write_files(ctx.worktree, changed, protected)
+    for why in refused:
+        ctx.telemetry.emit("warning", role=role, session=sid, message=f"one-shot write refused: {why}")
+    used = (record.prompt_tokens or 0) + record.output_tokens
+    peak = round(used / route.model.context_window, 4) if route.model.context_window else 0.0
+    ctx.telemetry.emit("role_finished", role=role, session=sid, turns=1, tool_calls=len(written),
+                       peak_context=peak, lineage_peak_context=peak, forks=0, masked=0, paged=0,
+                       root=sid)
+    summary = (text("oneshot", "wrote", files=", ".join(written)) if written else
+               text("oneshot", "wrote_nothing", why="; ".join(refused) or "no fenced file"))
+    return SessionOutcome(sid, BuildReport(summary=summary, files_changed=written),
+                          tool_calls=len(written), turns=1, messages=messages, peak_context=peak,
+                          lineage=(sid,))
 
 
 def protected_tests(ctx: RunContext, state: RunState) -> frozenset[str]:

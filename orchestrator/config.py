@@ -119,6 +119,11 @@ class RoleSpec(_Strict):
         "first", description="Build roles racing: the first candidate whose acceptance commands "
         "pass wins and the rest are cancelled, or wait for all and take the smallest passing "
         "change.")
+    one_shot: bool = Field(
+        False, description="Build roles: the first attempt asks the model once, without tools, "
+        "for the whole new text of the files the preflight's failures point at (shown whole with "
+        "the failing tests); verify decides, and later attempts use the tool loop. Needs pinned "
+        "code (else the tool loop runs from the start); not with parallel > 1.")
     fallback: tuple[str, ...] = ()
     max_turns: int = Field(30, ge=1, le=500)
     context_fork_at: float = Field(0.8, gt=0.1, le=0.98)
@@ -139,6 +144,10 @@ class RunSettings(_Strict):
     explore_when_pinned: bool = Field(
         False, description="Run the explorers even when the preflight's failures already name "
         "the code to change (by default they are skipped then).")
+    plan_tools_when_pinned: bool = Field(
+        True, description="Give the plan role its reading tools even when the preflight's "
+        "failures already name the code to change; false: it plans from the failure it is "
+        "shown, in one call (a small planner otherwise re-reads what it was given).")
     preflight: bool = Field(True, description="Run the acceptance commands before any model "
                             "call and give the planner and builder their localised failures.")
     repo_rules_tokens: int = Field(

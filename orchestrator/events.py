@@ -75,7 +75,7 @@ class RoleStarted(EventBase):
     tier: str | None = None
     effort: str | None = None
     parent: str | None = None
-    purpose: Literal["task", "fork", "handoff"] = "task"
+    purpose: Literal["task", "fork", "handoff", "one_shot"] = "task"
     window: int
 
 

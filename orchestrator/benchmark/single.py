@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import shutil
 import string
 import subprocess
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..models.client import ClientPool
+from ..oneshot import fenced, parse_files
 from ..tools.base import Toolbox
 from ..tools.edit import edit_tools
 from ..tools.search import rg_binary
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
 
 SINGLE = "single:"
 MAX_PROMPT_CHARS = 40_000
-_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
-_PATHISH = re.compile(r"[\w./-]+\.\w+")
 
 
 def is_single(map_name: str) -> bool:
@@ -65,25 +63,10 @@ def repo_files(repo: Path) -> dict[str, str]:
 def render_prompt(instruction: str, commands: tuple[str, ...], files: Mapping[str, str]
                   ) -> list[dict[str, str]]:
     system, user = _template()
-    shown = "\n\n".join(f"{path}\n```\n{text}```" if text.endswith("\n") else
-                        f"{path}\n```\n{text}\n```" for path, text in files.items())
+    shown = "\n\n".join(fenced(path, text) for path, text in files.items())
     body = string.Template(user).substitute(
         instruction=instruction, commands="\n".join(f"  $ {c}" for c in commands), files=shown)
     return [{"role": "system", "content": system}, {"role": "user", "content": body}]
-
-
-def parse_files(reply: str, known: Mapping[str, str]) -> dict[str, str]:
-    """``path -> new content`` for each fenced block whose path (on the fence line or one of
-    the two lines before it) is a file of the repository; other blocks are ignored."""
-    out: dict[str, str] = {}
-    for m in _FENCE.finditer(reply or ""):
-        before = reply[: m.start()].splitlines()[-2:] + [reply[m.start():].split("\n", 1)[0]]
-        tokens = [t.strip("`*:#'\"") for line in before for t in _PATHISH.findall(line)]
-        path = next((t.removeprefix("./") for t in reversed(tokens)
-                     if t.removeprefix("./") in known), None)
-        if path is not None:
-            out[path] = m.group(1)
-    return out
 
 
 async def run_single(spec: RunSpec, dest: Path, *, env: Mapping[str, str] | None = None,

@@ -1,0 +1,139 @@
+"""A one-shot first build attempt (``[roles.builder] one_shot = true``): one call, no tools, the
+pinned files shown whole with the failure; the reply's whole files are written through the edit
+tools and verify decides; a failed attempt goes on with the tool loop. Judged against the
+simulator by what it was sent and by the run branch's files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+from conftest import run_env, scenario_with
+
+from orchestrator import api
+from orchestrator.demo import DEMO_TASK, demo_roles_sets, scenario_path
+from orchestrator.oneshot import parse_files
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
+
+TEST_FILE = "tests/test_stats.py"
+BUGGY_LINE = "    return ordered[mid]\n"
+RIGHT_LINE = "    return (ordered[mid - 1] + ordered[mid]) / 2\n"
+BUGGY = "        return ordered[mid]\n" + BUGGY_LINE  # unique in stats.py
+RIGHT = "        return ordered[mid]\n" + RIGHT_LINE
+
+
+def _call(name: str, **arguments) -> Reply:
+    return Reply(tool_calls=[ToolCallSpec(name=name, arguments=arguments)])
+
+
+def _setup(sim, repo: Path, *sets: str) -> dict:
+    return dict(repo=repo, role_files=[scenario_path("demo-roles.toml")], env=run_env(),
+                sets=[*demo_roles_sets(sim.base_url), "builder.one_shot=true", *sets])
+
+
+def _show(repo: Path, rev: str) -> str:
+    return subprocess.run(["git", "show", rev], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _fixed(repo: Path) -> str:
+    text = (repo / "stats.py").read_text(encoding="utf-8")
+    head, _, _ = text.rpartition(BUGGY_LINE)
+    return head + RIGHT_LINE
+
+
+def _builder_requests(sim) -> list[ChatRequestView]:
+    return [ChatRequestView.from_body(r.body) for r in sim.state.requests_for("sim-builder")]
+
+
+async def test_one_call_with_the_pinned_file_whole_fixes_the_bug(fresh_sim, sample_repo):
+    fixed = _fixed(sample_repo)
+    reply = f"The even case must average the two middle values.\n\nstats.py\n```python\n{fixed}```\n"
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
+        script=[Reply(content=reply)])}))
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **_setup(fresh_sim, sample_repo))
+    assert result.status == "succeeded", result.reason
+    assert result.attempts == 1
+    assert _show(sample_repo, f"{result.branch}:stats.py") == fixed
+    sent = _builder_requests(fresh_sim)
+    assert len(sent) == 1 and not sent[0].body.get("tools")  # one call, no tool loop
+    prompt = json.dumps(sent[0].messages)
+    original = (sample_repo / "stats.py").read_text(encoding="utf-8")
+    assert json.dumps(original)[1:-1] in prompt  # the pinned file, whole
+    assert "2.5" in prompt and "test_median_even" in prompt  # the failure and the test
+    started = [e for e in events if e.kind == "role_started" and e.role == "builder"]
+    assert [e.purpose for e in started] == ["one_shot"]
+    finished = [e for e in events if e.kind == "call_finished" and e.role == "builder"]
+    assert len(finished) == 1 and finished[0].output_tokens > 0
+
+
+async def test_a_wrong_one_shot_goes_on_with_the_tool_loop_and_cannot_touch_the_tests(
+        fresh_sim, sample_repo):
+    cheat = _show(sample_repo, f"HEAD:{TEST_FILE}").replace("2.5)", "2)")
+    reply = (f"{TEST_FILE}\n```python\n{cheat}```\n\nstats.py\n```python\n"
+             f"{(sample_repo / 'stats.py').read_text(encoding='utf-8')}# tidied\n```\n")
+    tool_loop = [_call("replace", path="stats.py", old=BUGGY, new=RIGHT),
+                 _call("submit", summary="averaged the middle values", files_changed=["stats.py"])]
+
+    def respond(req: ChatRequestView) -> Reply:
+        if not req.body.get("tools"):
+            return Reply(content=reply)
+        return tool_loop[min(req.assistant_turns, len(tool_loop) - 1)]
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append],
+                            **_setup(fresh_sim, sample_repo, "builder.temperatures=[0.0, 0.7]"))
+    assert result.status == "succeeded", result.reason
+    assert result.attempts == 2
+    assert _show(sample_repo, f"{result.branch}:{TEST_FILE}") == _show(sample_repo,
+                                                                       f"HEAD:{TEST_FILE}")
+    assert RIGHT_LINE in _show(sample_repo, f"{result.branch}:stats.py")
+    refused = [e for e in events if e.kind == "warning" and "one-shot write refused" in e.message]
+    assert refused and TEST_FILE in refused[0].message
+    sent = _builder_requests(fresh_sim)
+    assert not sent[0].body.get("tools") and all(r.body.get("tools") for r in sent[1:])
+    assert [r.body.get("temperature") for r in sent] == [0.0, 0.7, 0.7]
+    assert "The acceptance commands failed" in json.dumps(sent[1].messages)  # the feedback
+
+
+async def test_without_a_pinned_failure_the_tool_loop_runs_from_the_start(fresh_sim, sample_repo):
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(script=[
+        _call("replace", path="stats.py", old=BUGGY, new=RIGHT),
+        _call("submit", summary="fixed", files_changed=["stats.py"])])}))
+    result = await api.arun(DEMO_TASK, **_setup(fresh_sim, sample_repo, "run.preflight=false"))
+    assert result.status == "succeeded", result.reason
+    assert all(r.body.get("tools") for r in _builder_requests(fresh_sim))
+
+
+def test_parse_files_takes_only_known_paths_named_next_to_the_fence():
+    reply = ("Here is the fix.\n\n**src/a.py**\n```python\nA = 1\n```\n"
+             "and an example:\n```python\nprint(A)\n```\n"
+             "`../etc/passwd`\n```\nroot\n```\n"
+             "```js src/b.js\nconst b = 2;\n```\n")
+    assert parse_files(reply, ["src/a.py", "src/b.js"]) == {"src/a.py": "A = 1\n",
+                                                           "src/b.js": "const b = 2;\n"}
+
+
+async def test_a_pinned_failure_lets_the_planner_plan_without_reading(fresh_sim, sample_repo):
+    """``run.plan_tools_when_pinned = false``: the planner is offered only ``submit`` when the
+    failure already names the code (the live 0.5B planner re-read it for five turns)."""
+    fixed = _fixed(sample_repo)
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
+        script=[Reply(content=f"stats.py\n```python\n{fixed}```\n")])}))
+    result = await api.arun(DEMO_TASK, **_setup(fresh_sim, sample_repo,
+                                                "run.plan_tools_when_pinned=false"))
+    assert result.status == "succeeded", result.reason
+    offered = [[t["function"]["name"] for t in r.body.get("tools") or []]
+               for r in fresh_sim.state.requests_for("sim-planner")]
+    assert offered and all(names == ["submit"] for names in offered)
+
+
+async def test_by_default_the_planner_keeps_its_tools(fresh_sim, sample_repo):
+    fresh_sim.set_scenario(scenario_with())
+    result = await api.arun(DEMO_TASK, **_setup(fresh_sim, sample_repo, "builder.one_shot=false"))
+    assert result.status == "succeeded", result.reason
+    first = fresh_sim.state.requests_for("sim-planner")[0].body
+    assert {"read", "search", "submit"} <= {t["function"]["name"] for t in first["tools"]}
