@@ -83,22 +83,26 @@ class Workspace:
     @classmethod
     def create(cls, repo: Path, run_id: str, *, include_dirty: bool = False) -> Workspace:
         """Make ``workspaces/<run_id>/worktree`` on a new branch at the user's HEAD."""
-        top = _toplevel(repo)
         _check_run_id(run_id)
-        base = _head(top)
+        top, git_dir, base = _probe(Path(repo).expanduser())
         run_dir = top / "workspaces" / run_id
         worktree = run_dir / "worktree"
         branch = f"orchestrate/{run_id}"
-        if _ref_exists(top, branch) or worktree.exists():
+        if worktree.exists():
             raise UsageError(f"run {run_id} already exists in {top}")
-        _ensure_excluded(top)
+        _ensure_excluded(top, git_dir)
         dirty = bool(_dirty_paths(top))
-        run_dir.mkdir(parents=True, exist_ok=True)
-        # "" as the old value: create the branch, never move one that appeared meanwhile
-        git("update-ref", f"refs/heads/{branch}", base, "", cwd=top)
+        # "" as the old value: create the branch, never move one that exists or appeared
+        # meanwhile (git refuses: that is the check that the run is new)
+        made = git("update-ref", f"refs/heads/{branch}", base, "", cwd=top, check=False)
+        if made.returncode != 0:
+            raise UsageError(f"run {run_id} already exists in {top}: "
+                             f"{made.stderr.strip() or f'branch {branch} exists'}")
         ws = cls(top, run_id, run_dir, worktree, branch, base, base, dirty, False)
+        ws.__dict__["git_dir"] = git_dir  # the cached property, already asked of git
         ws._memo["tip"] = base
         try:
+            run_dir.mkdir(parents=True, exist_ok=True)
             ws._checkout(base)
             if include_dirty and dirty:
                 _copy_dirty_state(top, worktree, ws)
@@ -448,6 +452,20 @@ def _toplevel(repo: Path) -> Path:
     return top
 
 
+def _probe(path: Path) -> tuple[Path, Path, str]:
+    """The repository's top level, its shared ``.git`` and its HEAD commit, in one git call."""
+    if path.is_dir():
+        found = git("rev-parse", "--show-toplevel", "--git-common-dir", "HEAD^{commit}",
+                    cwd=path, check=False)
+        lines = found.stdout.splitlines()
+        if found.returncode == 0 and len(lines) == 3:
+            top = Path(lines[0])
+            common = Path(lines[1])
+            return top, (common if common.is_absolute() else path / common).resolve(), lines[2]
+    top = _toplevel(path)  # not a repository, or no commit yet: say which
+    return top, common_dir(top), _head(top)
+
+
 def _head(top: Path) -> str:
     result = git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=top, check=False)
     if result.returncode != 0:
@@ -465,8 +483,8 @@ def _ref_exists(top: Path, branch: str) -> bool:
                check=False).returncode == 0
 
 
-def _ensure_excluded(top: Path) -> None:
-    exclude = common_dir(top) / "info" / "exclude"
+def _ensure_excluded(top: Path, git_dir: Path | None = None) -> None:
+    exclude = (git_dir or common_dir(top)) / "info" / "exclude"
     exclude.parent.mkdir(parents=True, exist_ok=True)
     # flock serialises concurrent runs so neither adds a line the other just added.
     with open(exclude, "a+", encoding="utf-8") as fh:
