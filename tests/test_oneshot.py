@@ -115,6 +115,10 @@ def test_parse_files_takes_only_known_paths_named_next_to_the_fence():
              "```js src/b.js\nconst b = 2;\n```\n")
     assert parse_files(reply, ["src/a.py", "src/b.js"]) == {"src/a.py": "A = 1\n",
                                                            "src/b.js": "const b = 2;\n"}
+    # what Qwen2.5-Coder 1.5B writes: the path in a fence of its own, then the code's fence
+    live = "```\nsrc/a.py\n```\n```python\nA = 2\n```\n\n```\nsrc/b.js\n```\n```js\nB\n```\n"
+    assert parse_files(live, ["src/a.py", "src/b.js"]) == {"src/a.py": "A = 2\n",
+                                                          "src/b.js": "B\n"}
 
 
 async def test_a_pinned_failure_lets_the_planner_plan_without_reading(fresh_sim, sample_repo):
