@@ -197,7 +197,7 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     if ctx.sandbox is None:
         raise OrchestrateError("verify needs the run's sandbox; none was set up")
     protected = sorted(protected_tests(ctx, state))
-    put_back = (await asyncio.to_thread(ctx.workspace.put_back, protected)
+    put_back = (await asyncio.to_thread(ctx.workspace.put_back, protected, ctx.start_files())
                 if protected and ctx.workspace else [])
     if put_back:
         ctx.telemetry.emit("warning", role="verify", category="tests_put_back",

@@ -157,7 +157,7 @@ async def _attempt(run: _Run, commands: list[str], policy: CommandPolicy,
     try:
         run.outcome = await session(run.ctx, run.index, run.temperature)
         if protected:
-            await asyncio.to_thread(run.ws.put_back, protected)
+            await asyncio.to_thread(run.ws.put_back, protected, run.ctx.start_files())
         run.checks = await run_checks(run.ctx, commands, policy)
         run.tree = await asyncio.to_thread(run.ws.snapshot)
         run.size = await asyncio.to_thread(run.ws.diff_size)

@@ -6,7 +6,7 @@ once per run and LangGraph hands it to each node. Nothing here is checkpointed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -53,3 +53,12 @@ class RunContext:
     line_counts: LineCounts = field(default_factory=LineCounts)
     # the run's commit, read for every explorer's citations by one `git cat-file` (run only)
     citations: GitCommitSource | None = None
+
+    def start_files(self) -> Callable[[str], bytes | None] | None:
+        """A reader of the files at the run's start commit without a git process per file: the
+        run's citation reader, when it reads that commit (not when the start holds dirty
+        state); None otherwise (ask git)."""
+        ws, source = self.workspace, self.citations
+        if ws is None or source is None or (ws.start_commit or ws.base_commit) != source.commit:
+            return None
+        return source.raw

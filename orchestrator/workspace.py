@@ -26,6 +26,7 @@ import secrets
 import shutil
 import stat
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -202,19 +203,26 @@ class Workspace:
         ws._checkout(self.start_commit or self.base_commit, tree=tree)
         return ws
 
-    def put_back(self, paths: list[str]) -> list[str]:
+    def put_back(self, paths: list[str],
+                 read: Callable[[str], bytes | None] | None = None) -> list[str]:
         """Make each repository path hold its start-commit content again (the failing tests a
         builder's command changed); returns the ones that differed. Never writes through a
-        link: a symlink or non-directory the builder put on the way is removed first."""
+        link: a symlink or non-directory the builder put on the way is removed first.
+        ``read`` gives a file's bytes at the start commit (the run's open reader of it, so no
+        git process per file); by default git is asked."""
         start = self.start_commit or self.base_commit
         changed = []
         for path in paths:
             parts = PurePosixPath(path).parts
             if not parts or PurePosixPath(path).is_absolute() or ".." in parts or ".git" in parts:
                 continue  # only repository paths, never outside the worktree or into its .git
-            blob = git("cat-file", "blob", f"{start}:{path}", cwd=self.repo, text=False,
-                       check=False)
-            if blob.returncode != 0:
+            if read is not None:
+                data = read(path)
+            else:
+                blob = git("cat-file", "blob", f"{start}:{path}", cwd=self.repo, text=False,
+                           check=False)
+                data = blob.stdout if blob.returncode == 0 else None
+            if data is None:
                 continue
             cur = self.worktree
             for part in parts[:-1]:
@@ -223,12 +231,12 @@ class Workspace:
                     cur.unlink()
                 cur.mkdir(exist_ok=True)
             target = cur / parts[-1]
-            if target.is_file() and not target.is_symlink() and target.read_bytes() == blob.stdout:
+            if target.is_file() and not target.is_symlink() and target.read_bytes() == data:
                 continue
             if target.is_dir() and not target.is_symlink():
                 _rmtree(target)
             tmp = target.with_name(f".{target.name}.{secrets.token_hex(4)}.orchestrate")
-            tmp.write_bytes(blob.stdout)
+            tmp.write_bytes(data)
             os.replace(tmp, target)
             changed.append(path)
         return changed
