@@ -22,9 +22,28 @@ os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="orchestrate-test-state-"
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="orchestrate-test-config-")
 
 
+# The demo's models wait 50 ms per call and stream at 1,200 tok/s, as a fast tier would; tests
+# that do not measure time get the same replies this many times faster (a whole run is a dozen
+# calls, and hundreds of tests are whole runs). A test that needs a window sets its own delay.
+TEST_SPEED = 5.0
+
+
+def faster(scenario: Scenario, factor: float = TEST_SPEED) -> Scenario:
+    """``scenario`` with every model ``factor`` times faster: same replies, same ratios."""
+    models = {k: m.model_copy(update={"delay_s": m.delay_s / factor,
+                                      "tokens_per_second": m.tokens_per_second * factor})
+              for k, m in scenario.models.items()}
+    return scenario.model_copy(update={"models": models})
+
+
+def sim_scenario() -> Scenario:
+    """The demo scenario at test speed (what ``sim`` and ``fresh_sim`` serve)."""
+    return faster(demo_scenario())
+
+
 @pytest.fixture(scope="module")
 def sim():
-    with SimServer(demo_scenario()) as server:
+    with SimServer(sim_scenario()) as server:
         yield server
 
 
@@ -47,7 +66,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def fresh_sim(sim, wire_api):
     """The module's simulator, reset to the demo scenario with no recorded requests; role maps
     built by ``sim_roles`` for it speak ``wire_api``."""
-    sim.set_scenario(demo_scenario())
+    sim.set_scenario(sim_scenario())
     sim.state.clear()
     sim.wire_api = wire_api
     yield sim
@@ -100,6 +119,6 @@ def cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
 
 
 def scenario_with(**models) -> Scenario:
-    """The demo scenario with some models' behaviour replaced."""
-    base = demo_scenario()
+    """The demo scenario (at test speed) with some models' behaviour replaced."""
+    base = sim_scenario()
     return base.model_copy(update={"models": {**base.models, **models}})

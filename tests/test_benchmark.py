@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from conftest import run_env
+from conftest import faster, run_env
 from rich.console import Console
 
 from orchestrator.benchmark import (
@@ -42,11 +42,7 @@ SUBSET = ["js-range", "py-clamp", "py-slugify", "sh-count-lines"]
 
 def quick(factor: float = 3.0) -> Scenario:
     """The bench scenario with every model ``factor`` times faster (same ratios)."""
-    base = Scenario.load(packaged_scenario("bench-sim.toml"))
-    models = {k: m.model_copy(update={"delay_s": m.delay_s / factor,
-                                      "tokens_per_second": m.tokens_per_second * factor})
-              for k, m in base.models.items()}
-    return base.model_copy(update={"models": models})
+    return faster(Scenario.load(packaged_scenario("bench-sim.toml")), factor)
 
 
 @pytest.fixture(scope="module")
