@@ -55,10 +55,7 @@ class RunContext:
     citations: GitCommitSource | None = None
 
     def start_files(self) -> Callable[[str], bytes | None] | None:
-        """A reader of the files at the run's start commit without a git process per file: the
-        run's citation reader, when it reads that commit (not when the start holds dirty
-        state); None otherwise (ask git)."""
-        ws, source = self.workspace, self.citations
-        if ws is None or source is None or (ws.start_commit or ws.base_commit) != source.commit:
-            return None
-        return source.raw
+        """A reader of the files at the commit the run started from, without a git process per
+        file: the run's citation reader (it reads ``base_commit``, dirty state included); None
+        outside a run (ask git)."""
+        return None if self.citations is None else self.citations.raw

@@ -203,6 +203,11 @@ class Workspace:
         ws._checkout(self.start_commit or self.base_commit, tree=tree)
         return ws
 
+    def _start_blob(self, path: str) -> bytes | None:
+        start = self.start_commit or self.base_commit
+        blob = git("cat-file", "blob", f"{start}:{path}", cwd=self.repo, text=False, check=False)
+        return blob.stdout if blob.returncode == 0 else None
+
     def put_back(self, paths: list[str],
                  read: Callable[[str], bytes | None] | None = None) -> list[str]:
         """Make each repository path hold its start-commit content again (the failing tests a
@@ -210,18 +215,13 @@ class Workspace:
         link: a symlink or non-directory the builder put on the way is removed first.
         ``read`` gives a file's bytes at the start commit (the run's open reader of it, so no
         git process per file); by default git is asked."""
-        start = self.start_commit or self.base_commit
+        read = read or self._start_blob
         changed = []
         for path in paths:
             parts = PurePosixPath(path).parts
             if not parts or PurePosixPath(path).is_absolute() or ".." in parts or ".git" in parts:
                 continue  # only repository paths, never outside the worktree or into its .git
-            if read is not None:
-                data = read(path)
-            else:
-                blob = git("cat-file", "blob", f"{start}:{path}", cwd=self.repo, text=False,
-                           check=False)
-                data = blob.stdout if blob.returncode == 0 else None
+            data = read(path)
             if data is None:
                 continue
             cur = self.worktree

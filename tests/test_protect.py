@@ -6,9 +6,12 @@ Judged by effect against the simulator: the run branch's files and the requests 
 from __future__ import annotations
 
 import json
+import os
+import stat
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import run_env, scenario_with
 
 from orchestrator import api
@@ -119,17 +122,37 @@ async def test_putting_back_never_writes_through_a_link(fresh_sim, sample_repo, 
                                                                        f"HEAD:{TEST_FILE}")
 
 
-def test_put_back_writes_nothing_outside_the_worktree(sample_repo, tmp_path):
-    """Paths that would leave the worktree are ignored, judged by effect on a sentinel."""
+def _digest(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+@pytest.mark.parametrize("reader", ["git", "run's cat-file reader"])
+def test_put_back_writes_nothing_outside_the_worktree(sample_repo, tmp_path, reader):
+    """Paths that would leave the worktree are ignored and links and FIFOs the builder left in
+    place of a test are replaced, never written through; judged by effect on the user's files,
+    their .git and a sentinel outside, with either way of reading the start commit."""
+    from orchestrator.sources import GitCommitSource
     from orchestrator.workspace import Workspace
 
-    sentinel = tmp_path / "outside" / "test_stats.py"
-    sentinel.parent.mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    sentinel = outside / "test_stats.py"
     sentinel.write_text("mine\n")
     ws = Workspace.create(sample_repo, "20990101-000000-putback")
-    (ws.worktree / TEST_FILE).write_text("changed\n")
-    hostile = [str(sentinel), f"../../../{sentinel.parent.name}/test_stats.py",
-               ".git/config", "/etc/hostname"]
-    assert ws.put_back([*hostile, TEST_FILE]) == [TEST_FILE]
-    assert sentinel.read_text() == "mine\n"
+    before = (_digest(outside), _digest(sample_repo / ".git"), _show(sample_repo, "HEAD:stats.py"),
+              (sample_repo / TEST_FILE).read_bytes())
+    tests_dir = ws.worktree / "tests"
+    (tests_dir / "test_stats.py").unlink()
+    os.link(sentinel, tests_dir / "test_stats.py")  # a hard link to a file outside
+    os.mkfifo(tests_dir / "test_more.py")           # a FIFO where a test was (never opened)
+    hostile = [str(sentinel), f"../../../{outside.name}/test_stats.py", ".git/config",
+               "/etc/hostname", "tests/../../x", "tests/test_more.py"]
+    with GitCommitSource(sample_repo, ws.start_commit or ws.base_commit, resolved=True) as src:
+        read = src.raw if reader != "git" else None
+        assert ws.put_back([*hostile, TEST_FILE], read) == [TEST_FILE]
+    assert sentinel.read_text() == "mine\n"  # the hard link was replaced, not written through
     assert EXPECTED in (ws.worktree / TEST_FILE).read_text()
+    assert stat.S_ISFIFO(os.lstat(tests_dir / "test_more.py").st_mode)  # not in the commit: left
+    assert before == (_digest(outside), _digest(sample_repo / ".git"),
+                      _show(sample_repo, "HEAD:stats.py"), (sample_repo / TEST_FILE).read_bytes())
