@@ -130,7 +130,7 @@ def message_tokens(message: Mapping[str, Any], count: Callable[[str], int]) -> i
     back to the server (as many tokens as the server said it reasoned: the encrypted text says
     nothing about its size), and the per-message frame."""
     content = message.get("content")
-    n = count(content) if isinstance(content, str) and content else 0
+    n = _counted(count, content) if isinstance(content, str) and content else 0
     for call in message.get("tool_calls") or ():
         fn = call.get("function") or {}
         n += count(fn.get("name") or "") + count(fn.get("arguments") or "")
@@ -140,9 +140,12 @@ def message_tokens(message: Mapping[str, Any], count: Callable[[str], int]) -> i
     return n + PER_MESSAGE
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=256)
 def _counted(count: Callable[[str], int], text: str) -> int:
-    """A count of a text that many sessions share (a role's tool declarations), made once."""
+    """A count of a text that sessions share, made once: a role's tool declarations and
+    system prompt, a task's opening, a file several explorers read. The counter runs at
+    ~10 MB/s here and gives up the interpreter lock on each call (a thread may then hold the
+    event loop up), so counting a text again is what a session's start mostly cost."""
     return count(text)
 
 

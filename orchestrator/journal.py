@@ -14,8 +14,6 @@ import json
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +22,6 @@ from .models.fallback import demote
 from .sqlite import connect
 from .state import CallRecord, Role
 from .timing import phase
-from .writer import Writer
 
 
 def _key(session: str, model: str, messages: Any, tools: Any, response_format: Any) -> str:
@@ -135,35 +132,50 @@ class CallJournal:
     those, and an exact resume keeps it at 0.
 
     The keys and turns are read once when the journal opens and kept in memory, so a call that
-    was never made costs no lookup on disk. A completed call goes to disk on a writer thread
-    (``writer.py``), in order, in one transaction (one sync to disk) with whatever else completed
-    meanwhile, so what is on disk is always every call up to some point: a killed run loses at
-    most a call whose reply had not reached the file, and replays the rest exactly. The session
-    waits for its reply's write (WAL, ``synchronous=NORMAL``: in the file, which a killed
-    process cannot lose) before acting on it, but never for a sync to disk (milliseconds on a
-    busy machine; a power cut may lose the last calls, which are then paid again); a journal
-    that could not write stops the run before its next call (``check``), and ``flush`` /
-    ``close`` wait for everything. A new run's file is
-    created by the writer thread, on the first write.
+    was never made costs no lookup on disk. ``put`` writes a completed call before it returns,
+    on the caller's thread, in a transaction of its own: the session acts on a reply only once
+    it is in the file (WAL, ``synchronous=NORMAL``: a killed process cannot lose it), so a
+    killed run replays every call it acted on exactly. No sync to disk is waited for (a power
+    cut may lose the last calls, which are then paid again). Such a write is a WAL append,
+    ~0.1-0.4 ms; handing it to a writer thread and waiting for it cost more (the hand-over and
+    the interpreter lock going back and forth: ~1 ms a call, ``bench/overhead.py``). A new
+    run's file (switching it to WAL takes syncs to disk) is made on a thread of its own as the
+    journal opens, so the first reply does not wait for it. A journal that could not write
+    stops the run: the failed ``put`` raises, and so does every later one (``check``).
     """
 
     def __init__(self, path: Path) -> None:
         self._path = path
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._error: BaseException | None = None
         self._keys: set[str] = set()
         self._turns: dict[tuple[str, int], str] = {}
-        if path.exists():  # a resumed run: what it paid for before; a new one is made on first use
+        self._opening: threading.Thread | None = None
+        if path.exists():  # a resumed run: what it paid for before
             db = self._open()
             self._keys = {k for (k,) in db.execute("SELECT key FROM calls")}
             self._turns = {(s, t): k for s, t, k in db.execute(
                 "SELECT session, turn, key FROM turns")}
-        self._pending: dict[str, Completion] = {}
-        self._writer: Writer[tuple[str, str, str, int]] = Writer(self._write,
-                                                                        name="call-journal")
+        else:
+            self._opening = threading.Thread(target=self._create, name="call-journal-open",
+                                             daemon=True)
+            self._opening.start()
         self.replayed = 0
         self.repeated = 0
         self.repeats: list[tuple[str, int]] = []
+
+    def _create(self) -> None:
+        try:
+            with self._lock:
+                self._open()
+        except BaseException as exc:  # raised by the first put
+            self._error = exc
+
+    def _ready(self) -> None:
+        if self._opening is not None:
+            self._opening.join()
+            self._opening = None
 
     def check_repeat(self, session: str, turn: int, key: str) -> bool:
         """Record a paid call at a turn that had completed with another request."""
@@ -183,37 +195,36 @@ class CallJournal:
         if key not in self._keys:
             return None
         with self._lock:
-            pending = self._pending.get(key)
-            row = None if pending else self._open().execute(
-                "SELECT reply FROM calls WHERE key = ?", (key,)).fetchone()
-        if pending is not None:
-            record = pending.record.model_copy(update={"replayed": True})
-            completion: Completion | None = replace(pending, record=record)
-        else:
-            completion = None if row is None else _from_json(row[0])
+            row = self._open().execute("SELECT reply FROM calls WHERE key = ?",
+                                       (key,)).fetchone()
+        completion = None if row is None else _from_json(row[0])
         if completion is not None:
             self.replayed += 1
         return completion
 
-    def put(self, key: str, completion: Completion, session: str, turn: int) -> Future[None]:
-        """Journal a completed call: written on the writer thread, in order; the future
-        completes once it is on disk (or fails with the write's error)."""
-        with self._lock:
-            self._pending[key] = completion
+    def put(self, key: str, completion: Completion, session: str, turn: int) -> None:
+        """Journal a completed call: in the file when this returns, or raises the write's
+        error (and every later ``put`` raises it too)."""
+        self.check()
+        self._ready()
+        self.check()
+        try:
+            self._write([(key, _reply_json(completion), session, turn)])
+        except BaseException as exc:
+            self._error = exc
+            raise
         self._keys.add(key)
         self._turns.setdefault((session, turn), key)
-        # encoded here: the writer thread then runs almost no Python, so it seldom holds the
-        # interpreter lock that the event loop's thread waits for
-        return self._writer.submit((key, _reply_json(completion), session, turn))
 
     def check(self) -> None:
         """Raise the error of a journal write that failed: no call is worth paying for when
         its reply cannot be kept."""
-        self._writer.check()
+        if self._error is not None:
+            raise self._error
 
-    def _write(self, batch: list[tuple[str, str, str, int]]) -> None:
-        calls = [(key, reply) for key, reply, _, _ in batch]
-        turns = [(session, turn, key) for key, _, session, turn in batch]
+    def _write(self, rows: list[tuple[str, str, str, int]]) -> None:
+        calls = [(key, reply) for key, reply, _, _ in rows]
+        turns = [(session, turn, key) for key, _, session, turn in rows]
         with self._lock:
             db = self._open()
             db.execute("BEGIN")
@@ -224,24 +235,20 @@ class CallJournal:
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-            for key, _, _, _ in batch:
-                self._pending.pop(key, None)
 
     def _open(self) -> sqlite3.Connection:
         if self._db is None:
             self._db = connect(str(self._path), schema="PRAGMA synchronous=NORMAL;" + _SCHEMA)
         return self._db
 
-    def flush(self) -> None:
-        """Wait until every call journaled so far is on disk."""
-        self._writer.flush()
-
     def close(self) -> None:
-        try:
-            self._writer.close()
-        finally:
+        """Close the file; raises the error of a write that failed, if one did."""
+        self._ready()
+        with self._lock:
             if self._db is not None:
                 self._db.close()
+                self._db = None
+        self.check()
 
 
 class JournaledClient:
@@ -282,12 +289,10 @@ class JournaledClient:
             messages, session=session, tools=tools, response_format=response_format,
             progress=progress,
         )
+        # in the journal's file before the session acts on it: a run killed from here on
+        # replays it instead of paying again
         with phase("journal"):
-            written = self.journal.put(key, completion, session, turn)
-        # the reply is in the journal's file before the session acts on it: a run killed from
-        # here on replays it instead of paying again (no disk sync is waited for: WAL with
-        # synchronous=NORMAL survives a killed process; a power cut may lose the last calls)
-        await asyncio.wrap_future(written)
+            self.journal.put(key, completion, session, turn)
         return completion
 
 

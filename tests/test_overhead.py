@@ -1,7 +1,9 @@
 """What keeps orchestration cheap, checked for what it must not change: request bodies built once
-are the bodies the SDK would send, incremental journal keys are the keys, writes moved off the
-event loop still land (in order, with errors raised), the phase split adds up to the wall time,
-and git is asked less without the result changing."""
+are the bodies the SDK would send, and go out with the headers it would send; incremental
+journal keys are the keys; a journaled reply is in the file before the caller acts on it (and a
+failed write stops the run); writes moved off the event loop still land (in order, with errors
+raised); the phase split adds up to the wall time; git is asked less without the result
+changing."""
 
 from __future__ import annotations
 
@@ -86,6 +88,8 @@ async def test_a_body_built_once_is_what_the_sdk_itself_sends(fresh_sim, wire_ap
             async for _ in stream:
                 pass
             assert fresh_sim.requests[-1].body == ours
+            # and with the headers the SDK sends (auth is checked by the server)
+            assert fresh_sim.requests[-1].headers == fresh_sim.requests[-2].headers
             assert fresh_sim.requests[-1].api == wire_api
             carried = "enc-" not in json.dumps(ours) and "encrypted_content" in json.dumps(ours)
             assert carried == (wire_api == "responses")
@@ -143,15 +147,22 @@ def _done(content: str) -> Completion:
                                                       requested_model="m", cost_usd=0.25))
 
 
-def test_the_journal_writes_in_order_off_the_caller_and_a_new_process_finds_it(tmp_path):
+def _in_file(path: Path) -> set[str]:
+    """The keys another process would find in the journal's file now."""
+    import sqlite3
+
+    with sqlite3.connect(path) as db:
+        return {k for (k,) in db.execute("SELECT key FROM calls")}
+
+
+def test_a_journaled_reply_is_in_the_file_when_put_returns_and_a_new_process_finds_it(tmp_path):
     path = tmp_path / "journal.sqlite"
     journal = CallJournal(path)
     for i in range(20):
         journal.put(f"k{i}", _done(f"reply {i}"), "s-1", i)
-        hit = journal.get(f"k{i}")  # answered before or after the writer got to it
+        assert f"k{i}" in _in_file(path)  # before the caller acts on the reply
+        hit = journal.get(f"k{i}")
         assert hit is not None and hit.content == f"reply {i}" and hit.record.replayed
-    journal.flush()
-    assert path.exists()
     journal.close()
     again = CallJournal(path)
     assert again.knows("k19") and not again.knows("k20")
@@ -160,14 +171,15 @@ def test_the_journal_writes_in_order_off_the_caller_and_a_new_process_finds_it(t
     again.close()
 
 
-def test_a_journal_that_cannot_write_says_so_at_the_next_call(tmp_path):
+def test_a_journal_that_cannot_write_says_so_and_takes_no_more(tmp_path):
     journal = CallJournal(tmp_path / "j.sqlite")
     journal.put("k0", _done("a"), "s-1", 0)
-    journal.flush()
     journal._open().execute("DROP TABLE calls")  # the disk refuses from now on
-    journal.put("k1", _done("b"), "s-1", 1)
     with pytest.raises(Exception, match="calls"):
-        journal.flush()
+        journal.put("k1", _done("b"), "s-1", 1)
+    assert not journal.knows("k1")
+    with pytest.raises(Exception, match="calls"):
+        journal.check()
     with pytest.raises(Exception, match="calls"):
         journal.put("k2", _done("c"), "s-1", 2)
     with pytest.raises(Exception, match="calls"):
@@ -175,27 +187,36 @@ def test_a_journal_that_cannot_write_says_so_at_the_next_call(tmp_path):
 
 
 class _GatedJournal(CallJournal):
-    """A journal whose disk answers only when the test opens the gate, or never (``broken``)."""
+    """A journal whose new file is made only when the test opens the gate, and whose disk
+    refuses every write when ``broken``."""
 
     def __init__(self, path: Path, *, broken: bool = False) -> None:
         self.gate, self.broken = threading.Event(), broken
         super().__init__(path)
 
-    def _write(self, batch: list) -> None:
+    def _create(self) -> None:
         self.gate.wait(10)
+        super()._create()
+
+    def _write(self, rows: list) -> None:
         if self.broken:
             raise OSError("disk full")
-        super()._write(batch)
+        super()._write(rows)
 
 
-def test_a_reply_is_journaled_behind_the_caller_and_lands(tmp_path):
-    journal = _GatedJournal(tmp_path / "j.sqlite")
-    done = journal.put("k0", _done("a"), "s-1", 0)  # returns while the disk is shut
-    assert not done.done() and journal.get("k0").content == "a"  # type: ignore[union-attr]
+def test_a_new_journal_file_is_made_off_the_caller_and_the_first_put_waits_for_it(tmp_path):
+    path = tmp_path / "j.sqlite"
+    journal = _GatedJournal(path)  # returns while its file is still being made
+    assert not path.exists()
+    putting = threading.Thread(target=journal.put, args=("k0", _done("a"), "s-1", 0))
+    putting.start()
+    putting.join(0.3)
+    assert putting.is_alive() and not journal.knows("k0")  # the reply waits for the file
     journal.gate.set()
-    done.result(timeout=10)
+    putting.join(10)
+    assert not putting.is_alive() and "k0" in _in_file(path)
     journal.close()
-    assert CallJournal(tmp_path / "j.sqlite").knows("k0")
+    assert CallJournal(path).knows("k0")
 
 
 async def test_a_journal_that_cannot_write_stops_the_session_before_it_pays_again(fresh_sim,
@@ -204,16 +225,14 @@ async def test_a_journal_that_cannot_write_stops_the_session_before_it_pays_agai
         "sim-planner": ModelBehavior(script=[Reply(content="one"), Reply(content="two")])}}))
     pool = ClientPool(sim_roles(fresh_sim), run_env())
     journal = _GatedJournal(tmp_path / "j.sqlite", broken=True)
+    journal.gate.set()
     client = JournaledClient(pool.client("planner", "planner-sim"), journal)
     messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
     try:
-        # the session does not act on a reply before it is in the journal's file
-        first = asyncio.create_task(client.complete(messages, session="p-1"))
-        await asyncio.sleep(0.5)
-        assert not first.done() and len(fresh_sim.state.requests_for("sim-planner")) == 1
-        journal.gate.set()
+        # the reply could not be kept: the session never gets it to act on
         with pytest.raises(OSError, match="disk full"):
-            await first  # the reply could not be kept: the session stops here
+            await client.complete(messages, session="p-1")
+        assert len(fresh_sim.state.requests_for("sim-planner")) == 1
         messages += [{"role": "assistant", "content": "one"}, {"role": "user", "content": "go"}]
         with pytest.raises(OSError, match="disk full"):
             await client.complete(messages, session="p-1")

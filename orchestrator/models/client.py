@@ -15,12 +15,15 @@ import functools
 import os
 import ssl
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 import httpx2
 import openai
 from openai import AsyncOpenAI
+from openai._httpx2 import request_exceptions, timeout_exceptions
+from openai._models import FinalRequestOptions
 
 from .. import timing
 from ..config import RoleMap
@@ -63,6 +66,55 @@ def _http_client() -> httpx2.AsyncClient:
     return openai.DefaultAsyncHttpx2Client(verify=tls, event_hooks={"request": [timing.on_request]})
 
 
+class _Post:
+    """Posts a finished JSON body to one path of one SDK client and streams the reply, as the
+    SDK's ``post(..., stream=True)`` does: the SDK builds the request's URL, headers (auth,
+    platform, read timeout) and timeouts once, and each call goes out through its own
+    ``_send_request`` (auth retry, provider hooks included); a failure becomes the exception
+    the SDK would raise, made by its own code. Left out is the SDK's per-call work around that
+    (copying the options twice, merging the headers and parsing the URL again: ~0.5 ms a call
+    on a 2-core box, a tenth of a demo turn's orchestration; ``bench/overhead.py``).
+    ``tests/test_overhead.py`` checks that the server sees the same request either way."""
+
+    def __init__(self, sdk: AsyncOpenAI, path: str) -> None:
+        self.sdk = sdk
+        template = sdk._build_request(
+            FinalRequestOptions.construct(method="post", url=path, content=b"", **_OPTIONS))
+        self.url = template.url
+        self.headers = [(k, v) for k, v in template.headers.raw if k.lower() != b"content-length"]
+        self.extensions = template.extensions
+
+    async def __call__(self, content: bytes) -> openai.AsyncStream[object]:
+        request = httpx2.Request("POST", self.url, headers=self.headers, content=content,
+                                 extensions=dict(self.extensions))
+        try:
+            response = await self.sdk._send_request(request, stream=True)
+        except openai.OpenAIError:
+            raise
+        except timeout_exceptions() as exc:
+            raise openai.APITimeoutError(request=request) from exc
+        except request_exceptions() as exc:
+            raise openai.APIConnectionError(request=request) from exc
+        if not response.is_success:
+            try:
+                await response.aread()
+            finally:
+                await response.aclose()
+            raise self.sdk._make_status_error_from_response(response) from None
+        return openai.AsyncStream(cast_to=object, response=response, client=self.sdk)
+
+
+_posts: weakref.WeakKeyDictionary[AsyncOpenAI, dict[str, _Post]] = weakref.WeakKeyDictionary()
+
+
+def _poster(sdk: AsyncOpenAI, path: str) -> _Post:
+    """The ``_Post`` of ``sdk`` for ``path``, made once per SDK client."""
+    by_path = _posts.setdefault(sdk, {})
+    if path not in by_path:
+        by_path[path] = _Post(sdk, path)
+    return by_path[path]
+
+
 class OpenAIModelClient:
     """A ``ModelClient`` for one route over an OpenAI-compatible endpoint, on either wire API."""
 
@@ -88,11 +140,10 @@ class OpenAIModelClient:
             acc = wire.fold(r)
             try:
                 # The body is final JSON: posted as it is, without the SDK's per-call walk of
-                # every message, and events arrive as their JSON (no model object per chunk).
-                # HTTP errors still come as the SDK's own exception types.
-                stream = await self.sdk.post(wire.path, cast_to=object, content=content,
-                                             options=_OPTIONS, stream=True,
-                                             stream_cls=openai.AsyncStream[object])
+                # every message or rebuilding of headers, and events arrive as their JSON (no
+                # model object per chunk). HTTP errors still come as the SDK's own exception
+                # types, made by its own code (``_Post``).
+                stream = await _poster(self.sdk, wire.path)(content)
                 async with stream:
                     async for event in stream:
                         if acc.add(cast(Event, event), time.monotonic()) and progress:
