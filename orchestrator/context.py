@@ -149,6 +149,34 @@ def _counted(count: Callable[[str], int], text: str) -> int:
     return count(text)
 
 
+_tool_counts: dict[tuple[Any, ...], tuple[int, list[Any]]] = {}
+
+
+def _tools_tokens(count: Callable[[str], int], tools: Sequence[Mapping[str, Any]]) -> int:
+    """Tokens of a session's tool declarations. Every session of a role declares the same
+    tools, each made afresh, with the parameters schema shared (``tools.base.parameters``):
+    known by name, description and that schema, the count is not serialised again. (The
+    schemas are kept with the count, so their ids stay theirs.)"""
+    schemas: list[Any] = []
+    key: list[Any] = [count]
+    for tool in tools:
+        fn = tool.get("function")
+        if not isinstance(fn, Mapping) or not isinstance(fn.get("parameters"), dict):
+            return _counted(count, json.dumps(list(tools)))
+        schemas.append(fn["parameters"])
+        key.append((*((k, v) for k, v in tool.items() if k != "function"),
+                    *((k, v) for k, v in fn.items() if k != "parameters"), id(fn["parameters"])))
+    try:
+        known = _tool_counts.get(tuple(key))
+    except TypeError:  # a value that cannot be a key
+        return _counted(count, json.dumps(list(tools)))
+    if known is None:
+        if len(_tool_counts) >= 256:
+            _tool_counts.clear()
+        known = _tool_counts[tuple(key)] = (count(json.dumps(list(tools))), schemas)
+    return known[0]
+
+
 # --- policy -------------------------------------------------------------------------------------
 
 PAGE_CAP = 8_000
@@ -223,7 +251,7 @@ class Ledger:
         self._first: tuple[int, int] | None = None
 
     def set_tools(self, tools: Sequence[Mapping[str, Any]]) -> None:
-        n = _counted(self._count, json.dumps(list(tools))) if tools else 0
+        n = _tools_tokens(self._count, tools) if tools else 0
         self.local += n - self._tools
         self._tools = n
 

@@ -406,3 +406,28 @@ def test_the_secret_filter_is_the_glob_list():
     for name in names:
         secret = any(fnmatch.fnmatchcase(name.upper(), p) for p in _SECRET_PATTERNS)
         assert (name in kept) is not secret, name
+
+
+def test_tool_declarations_are_counted_once_and_counted_again_when_anything_changes():
+    from orchestrator.context import _tools_tokens
+
+    seen: list[str] = []
+
+    def count(text: str) -> int:
+        seen.append(text)
+        return len(text)
+
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+
+    def declared(description: str, params: dict, **extra: object) -> list[dict]:
+        return [{"type": "function", **extra, "function": {
+            "name": "read", "description": description, "parameters": params}}]
+
+    first = declared("Read a file.", schema)
+    assert _tools_tokens(count, first) == len(json.dumps(first)) and len(seen) == 1
+    assert _tools_tokens(count, declared("Read a file.", schema)) == len(json.dumps(first))
+    assert len(seen) == 1  # a fresh declaration of the same tools: not serialised again
+    for changed in (declared("Read one file.", schema), declared("Read a file.", dict(schema)),
+                    declared("Read a file.", schema, strict=True)):
+        assert _tools_tokens(count, changed) == len(json.dumps(changed))
+    assert len(seen) == 4
