@@ -203,9 +203,18 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         ctx.telemetry.emit("warning", role="verify", category="tests_put_back",
                            message="the builder changed the failing tests "
                                    f"{', '.join(put_back)}; they were put back before verify")
-    checks = await run_checks(ctx, acceptance_commands(ctx, state), policy_of(ctx))
+    # the diff of what the builder left, which the judges and the report read, is made while
+    # the commands run (unless those change a file, it is the diff of the tree checked)
+    diffing = _prefetch_diff(ctx, state.worktree_tree)
+    try:
+        checks = await run_checks(ctx, acceptance_commands(ctx, state), policy_of(ctx))
+        tree = await worktree_tree(ctx)  # the commands may have written files
+    finally:
+        if diffing is not None:
+            await asyncio.wait([diffing])
+            if not diffing.cancelled():
+                diffing.exception()  # a failure is the later reader's to raise, not this one's
     result = VerifyResult(passed=all(c.exit_code == 0 for c in checks), checks=checks)
-    tree = await worktree_tree(ctx)  # the commands may have written files
     failed = [c for c in checks if c.exit_code]
     ctx.telemetry.emit(
         "test_result", role="verify", passed=result.passed, attempt=state.attempts,
@@ -220,6 +229,13 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         for c in failed))
     sig = " || ".join(failures.signature(c.command, c.exit_code, c.output) for c in failed)
     return {"verify": result, "feedback": feedback, "failures": [sig], "worktree_tree": tree}
+
+
+def _prefetch_diff(ctx: RunContext, tree: str) -> asyncio.Task[Any] | None:
+    """Make ``tree``'s diff (``Workspace.patch``, memoised) on a thread; None without one."""
+    if ctx.workspace is None or not tree:
+        return None
+    return asyncio.create_task(asyncio.to_thread(ctx.workspace.patch, tree))
 
 
 async def report(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
