@@ -153,7 +153,7 @@ def agent_node(role: Role, kind: Kind, name: str | None = None) -> NodeFn:
             temperature = temperature_of(spec.temperatures, n)
             protected = protected_tests(ctx, state)
             once = (await _one_shot(ctx, state, role, n, temperature, protected)
-                    if spec.one_shot and n == 1 else None)
+                    if spec.one_shot and n <= spec.one_shot_attempts else None)
             outcome = once or await run_session(ctx, role, task, n=n, temperature=temperature,
                                                 protected=protected)
         else:
@@ -284,15 +284,24 @@ async def _race(ctx: RunContext, state: RunState, role: Role, task: str, n: int
 async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int,
                     temperature: float | None, protected: frozenset[str]) -> SessionOutcome | None:
     """Build attempt ``n`` as one call for whole files (``oneshot.py``); ``None`` when the
-    failure pins no file small enough to show whole (the tool loop runs instead)."""
+    failure pins no file small enough to show whole (the tool loop runs instead). A later
+    attempt is shown the files as they are now, the failure verify saw and what the attempt
+    before did."""
     loc = state.localization
+    again = n > 1
+    if again and (state.verify is None or state.verify.passed or not state.feedback):
+        return None  # a judge's requested changes: the tool loop takes those
     shown = await asyncio.to_thread(oneshot.shown_files, ctx.worktree, loc)
     if shown is None or loc is None:
         return None
     sid = session_of(role, n, 1)
     client = ctx.pool.for_role(role, temperature=temperature)
-    messages = oneshot.messages(system=text("oneshot", "system"), task=state.task, loc=loc,
-                                shown=shown, commands=acceptance_commands(ctx, state))
+    previous = state.build.summary if state.build else text("pipeline", "none")
+    messages = oneshot.messages(
+        system=text("oneshot", "system"), task=state.task, loc=loc, shown=shown,
+        commands=acceptance_commands(ctx, state),
+        failure=state.feedback if again else None,
+        feedback=text("oneshot", "again", previous=previous) if again else "")
     route = client.route
     ctx.telemetry.emit("role_started", role=role, session=sid, model=route.model.id,
                        provider=route.provider_name, tier=route.tier, effort=route.effort,
@@ -313,8 +322,9 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int,
     ctx.telemetry.emit("role_finished", role=role, session=sid, turns=1, tool_calls=len(written),
                        peak_context=peak, lineage_peak_context=peak, forks=0, masked=0, paged=0,
                        root=sid)
+    why = "; ".join(refused) or "no fenced file under a path it may change"
     summary = (text("oneshot", "wrote", files=", ".join(written)) if written else
-               text("oneshot", "wrote_nothing", why="; ".join(refused) or "no fenced file"))
+               text("oneshot", "wrote_nothing", why=why))
     return SessionOutcome(sid, BuildReport(summary=summary, files_changed=written),
                           tool_calls=len(written), turns=1, messages=messages, peak_context=peak,
                           lineage=(sid,))

@@ -124,6 +124,11 @@ class RoleSpec(_Strict):
         "for the whole new text of the files the preflight's failures point at (shown whole with "
         "the failing tests); verify decides, and later attempts use the tool loop. Needs pinned "
         "code (else the tool loop runs from the start); not with parallel > 1.")
+    one_shot_attempts: int = Field(
+        1, ge=1, le=20, description="Build roles with one_shot: how many attempts, from the "
+        "first, ask once for whole files; a later one is shown the files as the attempt before "
+        "left them, the failure verify saw and what that attempt did (sample it at a "
+        "temperature of its own, see temperatures). The attempts after these use the tool loop.")
     fallback: tuple[str, ...] = ()
     max_turns: int = Field(30, ge=1, le=500)
     context_fork_at: float = Field(0.8, gt=0.1, le=0.98)

@@ -8,8 +8,10 @@ failure: the live suite's "one model asked once" solved more tasks than the 1.5B
 tests' output, the non-test files the preflight pinned (whole) and the failing tests (to read,
 not to change). The reply's fenced blocks, each under a line naming one of the shown source
 files, are written through the edit tools (inside the worktree, never through a link, never
-the protected tests); then verify decides, and a failed attempt goes on with the tool loop and
-the failure as feedback. The call is a session of its own (``builder-1``) in the events, the
+the protected tests); then verify decides. A failed attempt goes on with another one-shot
+(``one_shot_attempts``: shown the files as they are now, verify's failure and what the attempt
+before did, sampled at the attempt's own temperature) or with the tool loop and the failure as
+feedback; a judge's requested changes always go to the tool loop. The call is a session of its own (``builder-1``) in the events, the
 journal (a resume replays it) and the bench's token counts.
 """
 
@@ -98,9 +100,12 @@ def _read(jail: Jail, path: str) -> str | None:
 
 
 def messages(*, system: str, task: str, loc: Localization, shown: Shown, commands: Sequence[str],
-             feedback: str = "") -> list[dict[str, str]]:
-    """The one-shot prompt: system, then the task, failure, files and answer format."""
-    failing = "\n\n".join(failures.render(r, limit=1500) for r in loc.reports)
+             feedback: str = "", failure: str | None = None) -> list[dict[str, str]]:
+    """The one-shot prompt: system, then the task, failure, files and answer format.
+    ``failure`` is what the commands print now when that is no longer the preflight's (a later
+    attempt: verify's output)."""
+    failing = (failure if failure is not None else
+               "\n\n".join(failures.render(r, limit=1500) for r in loc.reports))
     body = text(
         "oneshot", "task", task=task, failure=failing or text("pipeline", "none"),
         commands="\n".join(text("pipeline", "command", command=c) for c in commands),

@@ -99,6 +99,36 @@ async def test_a_wrong_one_shot_goes_on_with_the_tool_loop_and_cannot_touch_the_
     assert "The acceptance commands failed" in json.dumps(sent[1].messages)  # the feedback
 
 
+async def test_a_second_one_shot_sees_the_failure_and_what_the_first_did(fresh_sim, sample_repo):
+    """``one_shot_attempts = 2``: the first answer gives stats.py back unchanged (what the live
+    models did in every failed run); the second one-shot, sampled at its own temperature, is
+    shown verify's failure and what the first did, and its fix passes. No tool loop runs."""
+    original = (sample_repo / "stats.py").read_text(encoding="utf-8")
+    replies = [f"stats.py\n```python\n{original}```\n",
+               f"stats.py\n```python\n{_fixed(sample_repo)}```\n"]
+
+    def respond(req: ChatRequestView) -> Reply:
+        assert not req.body.get("tools"), "the tool loop ran"
+        again = "The attempt before:" in json.dumps(req.messages)
+        return Reply(content=replies[1 if again else 0])
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **_setup(
+        fresh_sim, sample_repo, "builder.one_shot_attempts=2", "builder.temperatures=[0.0, 0.6]"))
+    assert result.status == "succeeded", result.reason
+    assert result.attempts == 2
+    assert _show(sample_repo, f"{result.branch}:stats.py") == _fixed(sample_repo)
+    sent = _builder_requests(fresh_sim)
+    assert [r.body.get("temperature") for r in sent] == [0.0, 0.6]
+    second = json.dumps(sent[1].messages)
+    assert "The acceptance commands failed" in second and "test_median_even" in second
+    assert "nothing was written" in second and "nothing changed" in second  # the first try
+    started = [e for e in events if e.kind == "role_started" and e.role == "builder"]
+    assert [(e.session, e.purpose) for e in started] == [("builder-1", "one_shot"),
+                                                         ("builder-2", "one_shot")]
+
+
 async def test_without_a_pinned_failure_the_tool_loop_runs_from_the_start(fresh_sim, sample_repo):
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(script=[
         _call("replace", path="stats.py", old=BUGGY, new=RIGHT),

@@ -7,7 +7,6 @@ changing."""
 
 from __future__ import annotations
 
-import asyncio
 import fnmatch
 import json
 import os
