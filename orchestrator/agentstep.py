@@ -300,7 +300,7 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int,
     messages = oneshot.messages(
         system=text("oneshot", "system"), task=state.task, loc=loc, shown=shown,
         commands=acceptance_commands(ctx, state),
-        failure=state.feedback if again else None,
+        failure=state.feedback if again else None, goal=state.plan.goal if state.plan else "",
         feedback=text("oneshot", "again", previous=previous) if again else "")
     route = client.route
     ctx.telemetry.emit("role_started", role=role, session=sid, model=route.model.id,

@@ -100,12 +100,15 @@ def _read(jail: Jail, path: str) -> str | None:
 
 
 def messages(*, system: str, task: str, loc: Localization, shown: Shown, commands: Sequence[str],
-             feedback: str = "", failure: str | None = None) -> list[dict[str, str]]:
+             feedback: str = "", failure: str | None = None, goal: str = ""
+             ) -> list[dict[str, str]]:
     """The one-shot prompt: system, then the task, failure, files and answer format.
     ``failure`` is what the commands print now when that is no longer the preflight's (a later
-    attempt: verify's output)."""
+    attempt: verify's output); ``goal`` is the plan's, the planner's reading of the failure."""
     failing = (failure if failure is not None else
                "\n\n".join(failures.render(r, limit=1500) for r in loc.reports))
+    if goal.strip():
+        failing += "\n\n" + text("oneshot", "diagnosis", goal=" ".join(goal.split()))
     body = text(
         "oneshot", "task", task=task, failure=failing or text("pipeline", "none"),
         commands="\n".join(text("pipeline", "command", command=c) for c in commands),

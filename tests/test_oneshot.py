@@ -124,6 +124,9 @@ async def test_a_second_one_shot_sees_the_failure_and_what_the_first_did(fresh_s
     second = json.dumps(sent[1].messages)
     assert "The acceptance commands failed" in second and "test_median_even" in second
     assert "nothing was written" in second and "nothing changed" in second  # the first try
+    assert result.plan is not None and result.plan.goal.strip()
+    for request in sent:  # the planner's reading of the failure, in both prompts
+        assert json.dumps(" ".join(result.plan.goal.split()))[1:-1] in json.dumps(request.messages)
     started = [e for e in events if e.kind == "role_started" and e.role == "builder"]
     assert [(e.session, e.purpose) for e in started] == [("builder-1", "one_shot"),
                                                          ("builder-2", "one_shot")]
