@@ -210,7 +210,7 @@ class CallJournal:
         self.check()
         try:
             self._write([(key, _reply_json(completion), session, turn)])
-        except BaseException as exc:
+        except Exception as exc:
             self._error = exc
             raise
         self._keys.add(key)

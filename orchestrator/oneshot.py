@@ -8,11 +8,13 @@ failure: the live suite's "one model asked once" solved more tasks than the 1.5B
 tests' output, the non-test files the preflight pinned (whole) and the failing tests (to read,
 not to change). The reply's fenced blocks, each under a line naming one of the shown source
 files, are written through the edit tools (inside the worktree, never through a link, never
-the protected tests); then verify decides. A failed attempt goes on with another one-shot
-(``one_shot_attempts``: shown the files as they are now, verify's failure and what the attempt
-before did, sampled at the attempt's own temperature) or with the tool loop and the failure as
-feedback; a judge's requested changes always go to the tool loop. The call is a session of its own (``builder-1``) in the events, the
-journal (a resume replays it) and the bench's token counts.
+the protected tests); then verify decides. The plan's goal goes with the failure (the
+planner's reading of it). A failed attempt goes on with another one-shot (``one_shot_attempts``:
+shown the files as they are now, verify's failure and what the attempt before did, sampled at
+the attempt's own temperature) or with the tool loop and the failure as feedback; a judge's
+requested changes always go to the tool loop. Each call is a session of its own
+(``builder-<n>``) in the events, the journal (a resume replays it) and the bench's token
+counts.
 """
 
 from __future__ import annotations

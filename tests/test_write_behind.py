@@ -1,7 +1,8 @@
-"""Writes moved off the event loop still all land: the call journal and the quota ledger are
-written by threads of their own (``writer.py``), so each way a run can end is checked on disk —
-a normal end, an error, Ctrl-C (SIGINT) — for every completed call in the journal and in the
-ledger, every event in ``events.jsonl``, and no writer thread left running."""
+"""Every write lands however a run ends: the quota ledger is written by a thread of its own
+(``writer.py``) and the call journal on the caller's thread (its new file made on a thread as it
+opens), so each way a run can end is checked on disk — a normal end, an error, Ctrl-C (SIGINT) —
+for every completed call in the journal and in the ledger, every event in ``events.jsonl``, and
+no writer thread left running."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from orchestrator.demo import DEMO_TASK, scenario_path
 from orchestrator.models.errors import ModelRefused
 from orchestrator.sim import FaultSpec, ModelBehavior, Reply, ToolCallSpec
 
-WRITERS = ("call-journal", "quota-ledger")
+WRITERS = ("call-journal-open", "quota-ledger")
 
 
 def _writers() -> list[threading.Thread]:
