@@ -51,6 +51,14 @@ def _after_approve(state: RunState) -> Literal["build", "report"]:
     return "report" if state.plan_rejected else "build"
 
 
+def _to_approval(after: Callable[[RunState], Any]) -> Callable[[RunState], Any]:
+    """After the plan: the approval step when the run asks for one, else where ``after`` goes."""
+    def after_plan(state: RunState) -> Any:
+        return "approve" if state.approve_plan and state.plan is not None else after(state)
+
+    return after_plan
+
+
 def _repeating(state: RunState) -> bool:
     """The same failure twice in a row: another attempt is unlikely to help."""
     return len(state.failures) >= 2 and state.failures[-1] == state.failures[-2]
@@ -143,13 +151,15 @@ def build_graph(
     for name, node in run_nodes(pipeline):
         g.add_node(name, adapt(name, node) if adapt else node)
     g.add_edge(START, PLAN_NODE)
-    g.add_edge(PLAN_NODE, "approve")
+    after = fan_out if pipeline.explore else _after_approve
+    ahead = [EXPLORE_NODE, "gather", "report"] if pipeline.explore else [BUILD_NODE, "report"]
+    # the approval step runs only when a human is to be asked (a step of its own costs a
+    # checkpoint); a checkpoint taken before the plan was approved resumes at it all the same
+    g.add_conditional_edges(PLAN_NODE, _to_approval(after), ["approve", *ahead])
+    g.add_conditional_edges("approve", after, ahead)
     if pipeline.explore:
-        g.add_conditional_edges("approve", fan_out, [EXPLORE_NODE, "gather", "report"])
         g.add_edge(EXPLORE_NODE, "gather")
         g.add_edge("gather", BUILD_NODE)
-    else:
-        g.add_conditional_edges("approve", _after_approve, [BUILD_NODE, "report"])
     g.add_edge(BUILD_NODE, "verify")
     judges = pipeline.judges
     after_verify, after_judges = judge_routes(judges)

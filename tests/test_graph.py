@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.graph import after_review, after_verify, build_explore_graph, build_graph, fan_out
+from orchestrator.graph import (
+    _to_approval,
+    after_review,
+    after_verify,
+    build_explore_graph,
+    build_graph,
+    fan_out,
+)
 from orchestrator.pipeline import Judge, Pipeline
 from orchestrator.state import CheckResult, Plan, Review, RunState, VerifyResult
 
@@ -34,6 +41,11 @@ def test_routing():
     sends = fan_out(RunState(task="t", plan=Plan(goal="g", steps=[], questions=["a", "b"])))
     assert [s.arg["question"] for s in sends] == ["a", "b"]
     assert fan_out(RunState(task="t", plan_rejected=True)) == "report"
+    # the approval step only when a human is asked
+    after_plan = _to_approval(fan_out)
+    planned = Plan(goal="g", steps=[], questions=["a"])
+    assert after_plan(RunState(task="t", plan=planned, approve_plan=True)) == "approve"
+    assert [s.arg["question"] for s in after_plan(RunState(task="t", plan=planned))] == ["a"]
     assert after_verify(_failed(1, ["A"])) == "build"
     assert after_verify(_failed(2, ["A", "A"])) == "report"  # the same failure twice
     assert after_verify(_failed(3, ["A", "B", "C"])) == "report"  # out of attempts
