@@ -14,6 +14,7 @@ import random
 import subprocess
 import threading
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -430,3 +431,74 @@ def test_tool_declarations_are_counted_once_and_counted_again_when_anything_chan
                     declared("Read a file.", schema, strict=True)):
         assert _tools_tokens(count, changed) == len(json.dumps(changed))
     assert len(seen) == 4
+
+
+class _Refusing(BaseHTTPRequestHandler):
+    """Answers every POST with the status its path names, an OpenAI-style error body."""
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        status = int(self.path.rstrip("/").rsplit("/", 1)[-1])
+        body = json.dumps({"error": {"message": f"refused with {status}", "type": "x",
+                                     "code": "c"}}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+async def test_a_request_sent_once_built_fails_as_the_sdk_would(tmp_path):
+    """``_Post`` (headers built once, the SDK's own send) raises what the SDK's ``post`` raises,
+    type and message: HTTP errors, a refused connection, a server that never answers."""
+    import socket
+    from http.server import ThreadingHTTPServer
+
+    import openai
+
+    from orchestrator.models.client import _OPTIONS, _http_client, _poster
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen()  # accepts, never answers
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    closed_port = closed.getsockname()[1]
+    closed.close()  # nothing listens there
+
+    async def both(base_url: str, path: str) -> tuple[BaseException, BaseException]:
+        sdk = openai.AsyncOpenAI(api_key="sk-test-key", base_url=base_url, max_retries=0,
+                                 timeout=0.5, http_client=_http_client())
+        errors = []
+        try:
+            for send in (lambda: _poster(sdk, path)(b"{}"),
+                         lambda: sdk.post(path, cast_to=object, content=b"{}", options=_OPTIONS,
+                                          stream=True, stream_cls=openai.AsyncStream[object])):
+                with pytest.raises(openai.APIError) as caught:
+                    await send()
+                errors.append(caught.value)
+        finally:
+            await sdk.close()
+        return errors[0], errors[1]
+
+    try:
+        cases = [(f"http://127.0.0.1:{server.server_address[1]}/v1", f"/status/{status}")
+                 for status in (400, 401, 403, 404, 429, 500, 503)]
+        cases += [(f"http://127.0.0.1:{closed_port}/v1", "/chat/completions"),
+                  (f"http://127.0.0.1:{silent.getsockname()[1]}/v1", "/chat/completions")]
+        kinds = set()
+        for base_url, path in cases:
+            ours, sdks = await both(base_url, path)
+            assert type(ours) is type(sdks) and str(ours) == str(sdks), (path, ours, sdks)
+            assert getattr(ours, "body", None) == getattr(sdks, "body", None)
+            kinds.add(type(ours).__name__)
+        assert {"RateLimitError", "AuthenticationError", "APIConnectionError",
+                "APITimeoutError", "InternalServerError"} <= kinds
+    finally:
+        server.shutdown()
+        silent.close()
