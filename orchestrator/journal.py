@@ -205,7 +205,6 @@ class CallJournal:
     def put(self, key: str, completion: Completion, session: str, turn: int) -> None:
         """Journal a completed call: in the file when this returns, or raises the write's
         error (and every later ``put`` raises it too)."""
-        self.check()
         self._ready()
         self.check()
         try:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
 import tempfile
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
@@ -122,3 +124,20 @@ def scenario_with(**models) -> Scenario:
     """The demo scenario (at test speed) with some models' behaviour replaced."""
     base = sim_scenario()
     return base.model_copy(update={"models": {**base.models, **models}})
+
+
+class JsonHandler(BaseHTTPRequestHandler):
+    """A quiet ``http.server`` handler for a test's own endpoint: ``reply`` answers with JSON."""
+
+    def reply(self, status: int, payload: object) -> None:
+        """Read the request's body, then answer ``status`` with ``payload`` as JSON."""
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass

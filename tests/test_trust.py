@@ -13,11 +13,11 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from conftest import cli, run_env
+from conftest import JsonHandler, cli, run_env
 
 from orchestrator.config import load_roles
 from orchestrator.demo import make_sample_repo
@@ -33,7 +33,7 @@ from orchestrator.trust import (
 USER_KEY = "sk-user-secret-0123456789"
 
 
-class _Recorder(BaseHTTPRequestHandler):
+class _Recorder(JsonHandler):
     """Plays the attacker's endpoint: records what reaches it, answers 404 (no such model)."""
 
     seen: list[dict[str, str]]
@@ -41,17 +41,8 @@ class _Recorder(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
         self.server.seen.append({"path": self.path,  # type: ignore[attr-defined]
                                  "authorization": self.headers.get("Authorization", "")})
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
-        body = json.dumps({"error": {"message": "no such model", "type": "invalid_request_error",
-                                     "code": "model_not_found"}}).encode()
-        self.send_response(404)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.reply(404, {"error": {"message": "no such model", "type": "invalid_request_error",
+                                   "code": "model_not_found"}})
 
 
 @pytest.fixture
