@@ -14,11 +14,10 @@ import random
 import subprocess
 import threading
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
-from conftest import run_env, sim_roles
+from conftest import JsonHandler, run_env, sim_roles
 
 from orchestrator import api
 from orchestrator.journal import CallJournal, JournaledClient, RequestKeys, _key, turn_of
@@ -433,22 +432,13 @@ def test_tool_declarations_are_counted_once_and_counted_again_when_anything_chan
     assert len(seen) == 4
 
 
-class _Refusing(BaseHTTPRequestHandler):
+class _Refusing(JsonHandler):
     """Answers every POST with the status its path names, an OpenAI-style error body."""
 
     def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-        self.rfile.read(int(self.headers.get("Content-Length") or 0))
         status = int(self.path.rstrip("/").rsplit("/", 1)[-1])
-        body = json.dumps({"error": {"message": f"refused with {status}", "type": "x",
-                                     "code": "c"}}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+        self.reply(status, {"error": {"message": f"refused with {status}", "type": "x",
+                                      "code": "c"}})
 
 
 async def test_a_request_sent_once_built_fails_as_the_sdk_would(tmp_path):
@@ -476,7 +466,7 @@ async def test_a_request_sent_once_built_fails_as_the_sdk_would(tmp_path):
                                  timeout=0.5, http_client=_http_client())
         errors = []
         try:
-            for send in (lambda: _poster(sdk, path)(b"{}"),
+            for send in (lambda: _poster(sdk, path).send(sdk, b"{}"),
                          lambda: sdk.post(path, cast_to=object, content=b"{}", options=_OPTIONS,
                                           stream=True, stream_cls=openai.AsyncStream[object])):
                 with pytest.raises(openai.APIError) as caught:
@@ -502,3 +492,23 @@ async def test_a_request_sent_once_built_fails_as_the_sdk_would(tmp_path):
     finally:
         server.shutdown()
         silent.close()
+
+
+def test_a_request_built_once_does_not_keep_its_sdk_client_alive():
+    """The cache of built requests is keyed by the SDK client, weakly: a run's clients go with
+    it (a bot that runs for weeks makes a pool per run)."""
+    import gc
+    import weakref
+
+    import openai
+
+    from orchestrator.models.client import _http_client, _poster, _posts
+
+    sdk = openai.AsyncOpenAI(api_key="sk-test-key", base_url="http://127.0.0.1:9/v1",
+                             http_client=_http_client())
+    _poster(sdk, "/chat/completions")
+    assert sdk in _posts
+    gone = weakref.ref(sdk)
+    del sdk
+    gc.collect()
+    assert gone() is None  # nothing the cache holds keeps it

@@ -77,18 +77,18 @@ class _Post:
     ``tests/test_overhead.py`` checks that the server sees the same request either way."""
 
     def __init__(self, sdk: AsyncOpenAI, path: str) -> None:
-        self.sdk = sdk
+        # no reference to ``sdk`` is kept: it is the key this is cached under (``_posts``)
         template = sdk._build_request(
             FinalRequestOptions.construct(method="post", url=path, content=b"", **_OPTIONS))
         self.url = template.url
         self.headers = [(k, v) for k, v in template.headers.raw if k.lower() != b"content-length"]
         self.extensions = template.extensions
 
-    async def __call__(self, content: bytes) -> openai.AsyncStream[object]:
+    async def send(self, sdk: AsyncOpenAI, content: bytes) -> openai.AsyncStream[object]:
         request = httpx2.Request("POST", self.url, headers=self.headers, content=content,
                                  extensions=dict(self.extensions))
         try:
-            response = await self.sdk._send_request(request, stream=True)
+            response = await sdk._send_request(request, stream=True)
         except openai.OpenAIError:
             raise
         except timeout_exceptions() as exc:
@@ -100,8 +100,8 @@ class _Post:
                 await response.aread()
             finally:
                 await response.aclose()
-            raise self.sdk._make_status_error_from_response(response) from None
-        return openai.AsyncStream(cast_to=object, response=response, client=self.sdk)
+            raise sdk._make_status_error_from_response(response) from None
+        return openai.AsyncStream(cast_to=object, response=response, client=sdk)
 
 
 _posts: weakref.WeakKeyDictionary[AsyncOpenAI, dict[str, _Post]] = weakref.WeakKeyDictionary()
@@ -143,7 +143,7 @@ class OpenAIModelClient:
                 # every message or rebuilding of headers, and events arrive as their JSON (no
                 # model object per chunk). HTTP errors still come as the SDK's own exception
                 # types, made by its own code (``_Post``).
-                stream = await _poster(self.sdk, wire.path)(content)
+                stream = await _poster(self.sdk, wire.path).send(self.sdk, content)
                 async with stream:
                     async for event in stream:
                         if acc.add(cast(Event, event), time.monotonic()) and progress:
