@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from . import failures
 from .errors import PolicyViolation, ToolError
@@ -94,6 +94,8 @@ def shown_files(root: Path, loc: Localization | None) -> Shown | None:
 def _read(jail: Jail, path: str) -> str | None:
     try:
         target = jail.resolve(path)
+        if ".git" in PurePosixPath(jail.relative(target)).parts:
+            return None  # the builder's own repository: never a file of the task
         with open_regular(target, path) as fh:
             data = fh.read(MAX_FILE_CHARS * 4 + 1)
         return data.decode("utf-8")

@@ -174,3 +174,52 @@ async def test_by_default_the_planner_keeps_its_tools(fresh_sim, sample_repo):
     assert result.status == "succeeded", result.reason
     first = fresh_sim.state.requests_for("sim-planner")[0].body
     assert {"read", "search", "submit"} <= {t["function"]["name"] for t in first["tools"]}
+
+
+def _digest(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+async def test_a_one_shot_neither_reads_nor_writes_outside_the_worktree(sample_repo, tmp_path):
+    """What a later one-shot is shown and writes, when the code an earlier attempt wrote has
+    replaced files with a symlink out, a hard link to an outside file and a FIFO while the tests
+    ran, and the failure names paths out of the worktree: nothing outside is shown to the model
+    or changed, the FIFO is never opened, the user's checkout and .git are as they were."""
+    import asyncio
+    import os
+    import stat
+
+    from conftest import snapshot
+
+    from orchestrator.localize import Localization, Span
+    from orchestrator.oneshot import shown_files, write_files
+    from orchestrator.workspace import Workspace
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("TOKEN = 'outside-secret'\n")
+    (outside / "linked.py").write_text("LINKED = 'outside-linked'\n")
+    ws = Workspace.create(sample_repo, "20990101-000000-oneshot")
+    before = (_digest(outside), _digest(sample_repo / ".git"), snapshot(sample_repo))
+    root = ws.worktree
+    (root / "stats.py").unlink()
+    (root / "stats.py").symlink_to(outside / "secret.py")
+    os.link(outside / "linked.py", root / "linked.py")
+    os.mkfifo(root / "fifo.py")
+    paths = ["stats.py", "fifo.py", f"../../../{tmp_path.name}/outside/secret.py", ".git/config",
+             str(outside / "secret.py"), "/etc/hostname", "linked.py"]
+    loc = Localization(suspects=tuple(paths), tests=("tests/test_stats.py",),
+                       spans=(Span(path="stats.py", start=1, end=2, focus=1, text=("x",),
+                                   why="frame"),))
+    shown = await asyncio.wait_for(asyncio.to_thread(shown_files, root, loc), 10)
+    seen = "" if shown is None else "".join([*shown.sources.values(), *shown.tests.values()])
+    assert "outside-secret" not in seen and "[core]" not in seen and shown is None
+    written, refused = await asyncio.wait_for(
+        write_files(root, dict.fromkeys(paths, "pwned = 1\n"), frozenset()), 10)
+    assert written == ["linked.py"] and len(refused) == len(paths) - 1  # only the file inside
+    assert before == (_digest(outside), _digest(sample_repo / ".git"), snapshot(sample_repo))
+    assert (outside / "secret.py").read_text() == "TOKEN = 'outside-secret'\n"
+    assert (outside / "linked.py").read_text() == "LINKED = 'outside-linked'\n"
+    assert stat.S_ISFIFO(os.lstat(root / "fifo.py").st_mode)
+    assert not (root / ".git" / "config").read_text().count("pwned")
