@@ -11,6 +11,7 @@ import fnmatch
 import json
 import os
 import random
+import socket
 import subprocess
 import threading
 from datetime import UTC, datetime, timedelta
@@ -442,9 +443,9 @@ class _Refusing(JsonHandler):
 
 
 async def test_a_request_sent_once_built_fails_as_the_sdk_would(tmp_path):
-    """``_Post`` (headers built once, the SDK's own send) raises what the SDK's ``post`` raises,
-    type and message: HTTP errors, a refused connection, a server that never answers."""
-    import socket
+    """``_Post`` (headers built once, the SDK's own send, over the aiohttp transport) raises
+    what the SDK's ``post`` raises over its default transport, type and message: HTTP errors,
+    a refused connection, a server that hangs up, a server that never answers."""
     from http.server import ThreadingHTTPServer
 
     import openai
@@ -462,36 +463,97 @@ async def test_a_request_sent_once_built_fails_as_the_sdk_would(tmp_path):
     closed.close()  # nothing listens there
 
     async def both(base_url: str, path: str) -> tuple[BaseException, BaseException]:
+        ours = openai.AsyncOpenAI(api_key="sk-test-key", base_url=base_url, max_retries=0,
+                                  timeout=0.5, http_client=_http_client())
         sdk = openai.AsyncOpenAI(api_key="sk-test-key", base_url=base_url, max_retries=0,
-                                 timeout=0.5, http_client=_http_client())
+                                 timeout=0.5)
         errors = []
         try:
-            for send in (lambda: _poster(sdk, path).send(sdk, b"{}"),
+            for send in (lambda: _poster(ours, path).send(ours, b"{}"),
                          lambda: sdk.post(path, cast_to=object, content=b"{}", options=_OPTIONS,
                                           stream=True, stream_cls=openai.AsyncStream[object])):
                 with pytest.raises(openai.APIError) as caught:
                     await send()
                 errors.append(caught.value)
         finally:
+            await ours.close()
             await sdk.close()
         return errors[0], errors[1]
+
+    hangup = _hanging_up(b"")  # reads the request, closes without a word
 
     try:
         cases = [(f"http://127.0.0.1:{server.server_address[1]}/v1", f"/status/{status}")
                  for status in (400, 401, 403, 404, 429, 500, 503)]
         cases += [(f"http://127.0.0.1:{closed_port}/v1", "/chat/completions"),
+                  (f"http://127.0.0.1:{hangup.getsockname()[1]}/v1", "/chat/completions"),
                   (f"http://127.0.0.1:{silent.getsockname()[1]}/v1", "/chat/completions")]
-        kinds = set()
+        kinds = []
         for base_url, path in cases:
             ours, sdks = await both(base_url, path)
             assert type(ours) is type(sdks) and str(ours) == str(sdks), (path, ours, sdks)
             assert getattr(ours, "body", None) == getattr(sdks, "body", None)
-            kinds.add(type(ours).__name__)
-        assert {"RateLimitError", "AuthenticationError", "APIConnectionError",
-                "APITimeoutError", "InternalServerError"} <= kinds
+            kinds.append(type(ours).__name__)
+        assert kinds[:5] == ["BadRequestError", "AuthenticationError", "PermissionDeniedError",
+                             "NotFoundError", "RateLimitError"]
+        # refused, hung up: a connection error, not "Request timed out."; silent: a timeout
+        assert kinds[-3:] == ["APIConnectionError", "APIConnectionError", "APITimeoutError"]
     finally:
         server.shutdown()
         silent.close()
+        hangup.close()
+
+
+def _hanging_up(sent: bytes) -> socket.socket:
+    """A server that reads each request, sends ``sent`` and closes the connection."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return  # the test closed the listener
+            with conn:
+                conn.recv(65536)
+                conn.sendall(sent)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener
+
+
+async def test_a_stream_cut_off_midway_is_a_connection_error_as_over_the_sdks_transport():
+    """A server that stops after one streamed event (its body promised more): iterating the
+    stream fails with ``APIConnectionError`` over our transport as over the SDK's default,
+    which ``classify`` makes a transient error, retried and then failed over."""
+    import openai
+
+    from orchestrator.models.client import _http_client, _poster
+
+    cut = _hanging_up(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                      b"Content-Length: 4000\r\n\r\ndata: {\"choices\": []}\n\n")
+    base_url = f"http://127.0.0.1:{cut.getsockname()[1]}/v1"
+    failures = []
+    try:
+        for http_client in (_http_client(), None):
+            sdk = openai.AsyncOpenAI(api_key="sk-test-key", base_url=base_url, max_retries=0,
+                                     timeout=2, http_client=http_client)
+            try:
+                stream = await _poster(sdk, "/chat/completions").send(sdk, b"{}")
+                events = []
+                with pytest.raises(openai.APIConnectionError) as caught:
+                    async for event in stream:
+                        events.append(event)
+                assert events == [{"choices": []}]
+                failures.append(caught.value)
+            finally:
+                await sdk.close()
+    finally:
+        cut.close()
+    ours, sdks = failures
+    assert type(ours) is type(sdks) is openai.APIConnectionError
 
 
 def test_a_request_built_once_does_not_keep_its_sdk_client_alive():

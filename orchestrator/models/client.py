@@ -16,9 +16,11 @@ import os
 import ssl
 import time
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any, cast
 
+import aiohttp
 import httpx2
 import openai
 from openai import AsyncOpenAI
@@ -58,12 +60,81 @@ def _tls(cafile: str | None, capath: str | None) -> ssl.SSLContext:
 
 
 def _http_client() -> httpx2.AsyncClient:
-    """The SDK's own HTTP client defaults, with the shared TLS context and our request hook.
-    (Its aiohttp transport, ``openai[aiohttp]``, spends 1-2 ms less CPU per streamed call here
-    but adds 0.1 s to every start, since ``import openai`` then imports aiohttp, and moved no
-    figure of ``bench/overhead.py``: not used.)"""
+    """The SDK's HTTP client with its aiohttp transport (``openai[aiohttp]``, the SDK's own
+    choice "for improved concurrency performance"), the shared TLS context and our request hook.
+
+    Every streamed piece passes through the transport, on the one event loop all sessions
+    share. The default transport (httpcore over anyio and h11) costs about a third more CPU a
+    call, and part of that grows with the connections open: each request and each response
+    closed checks every idle connection, asking the socket for its peer each time. Twenty
+    explorers (``bench/explorers.py``): 15-17 ms CPU each instead of 21-23, and the swarm
+    1.10-1.14x one explorer instead of 1.16-1.20x. The cost is ~0.15 s more to import the
+    engine (``import openai`` then imports aiohttp); the CLI's own commands import neither.
+    Errors arrive as the SDK's types, the same as over its default transport (``_Exact``)."""
     tls = _tls(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
-    return openai.DefaultAsyncHttpx2Client(verify=tls, event_hooks={"request": [timing.on_request]})
+    return _AioClient(verify=tls, event_hooks={"request": [timing.on_request]})
+
+
+class _AioClient(openai.DefaultAioHttpClient):
+    """``openai.DefaultAioHttpClient`` (the SDK's defaults) with every transport it makes,
+    proxied ones included, wrapped in ``_Exact``."""
+
+    def _init_transport(self, *args: Any, **kwargs: Any) -> httpx2.AsyncBaseTransport:
+        return _Exact(super()._init_transport(*args, **kwargs))
+
+    def _init_proxy_transport(self, *args: Any, **kwargs: Any) -> httpx2.AsyncBaseTransport:
+        return _Exact(super()._init_proxy_transport(*args, **kwargs))
+
+
+class _Exact(httpx2.AsyncBaseTransport):
+    """The aiohttp transport with its failures named as the default transport names them.
+
+    Its table turns every ``aiohttp.ClientConnectionError`` into ``httpx.ConnectTimeout``, so a
+    refused connection (a local server that is not running) or a server that hung up would
+    reach the user as "Request timed out." (``openai.APITimeoutError``); here they are a
+    connection error again (``openai.APIConnectionError``), and real timeouts stay timeouts."""
+
+    def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
+        self.inner = inner
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        with _renamed():
+            response = await self.inner.handle_async_request(request)
+        if isinstance(response.stream, httpx2.AsyncByteStream):
+            response.stream = _ExactStream(response.stream)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class _ExactStream(httpx2.AsyncByteStream):
+    def __init__(self, inner: httpx2.AsyncByteStream) -> None:
+        self.inner = inner
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with _renamed():
+            async for chunk in self.inner:
+                yield chunk
+
+    async def aclose(self) -> None:
+        with _renamed():
+            await self.inner.aclose()
+
+
+@contextmanager
+def _renamed() -> Iterator[None]:
+    try:
+        yield
+    except httpx2.ConnectTimeout as exc:
+        cause = exc.__cause__
+        if not isinstance(cause, aiohttp.ClientConnectionError) or isinstance(cause, TimeoutError):
+            raise
+        kind: type[httpx2.TransportError] = (
+            httpx2.ConnectError if isinstance(cause, aiohttp.ClientConnectorError)
+            else httpx2.RemoteProtocolError if isinstance(cause, aiohttp.ServerDisconnectedError)
+            else httpx2.ReadError)
+        raise kind(str(cause)) from cause
 
 
 class _Post:
