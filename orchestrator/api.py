@@ -14,10 +14,12 @@ import json
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
 from .claimstats import by_model
@@ -50,7 +52,7 @@ from .results import ExploreResult, RunResult
 from .runs import run_lock
 from .runtime import RunContext
 from .state import Plan, RunState
-from .store import open_checkpointer, prepare_checkpointer
+from .store import open_checkpointer
 from .telemetry import Event, Listener, Telemetry
 from .verify import DirSource
 from .workspace import Workspace, create_record_dir, new_run_id
@@ -110,25 +112,31 @@ async def arun(
     relay = Relay()
     pool = build_pool(role_map, env, relay, quota_path=quota_path, max_usd=max_usd,
                       max_tokens=max_tokens, database_url=database_url)
+    saving = AsyncExitStack()  # the checkpointer, open from before the worktree is made
     try:
         pool.check_credentials(pipeline.roles())
         await asyncio.to_thread(check_sandbox, role_map)
-        # a new checkpoint file's syncs to disk overlap the git work; if making it fails, the
-        # run's own opening of it says why, as a run that stopped
-        made, _ = await asyncio.gather(
+        # the checkpointer opens while the worktree is made (a new file's syncs to disk, a
+        # database's connection); if opening it fails, the run says why as a run that stopped
+        made, saver = await asyncio.gather(
             asyncio.to_thread(Workspace.create, top, new_run_id(), include_dirty=include_dirty),
-            prepare_checkpointer(top, database_url), return_exceptions=True)
+            saving.enter_async_context(open_checkpointer(top, database_url)),
+            return_exceptions=True)
         if isinstance(made, BaseException):
             raise made
         ws = made
     except BaseException:
-        await close_pool(pool)
+        try:
+            await saving.aclose()
+        finally:
+            await close_pool(pool)
         raise
-    write_run_file(ws, task, role_map, approve_plan=approve_plan, registry=registry)
-    initial = RunState(task=task, max_attempts=role_map.run.max_attempts,
-                       max_reviews=role_map.run.max_reviews, approve_plan=approve_plan)
-    return await _drive(ws, task, role_map, pool, relay, env, listeners, initial, approver,
-                        resumed=False, database_url=database_url)
+    async with saving:
+        write_run_file(ws, task, role_map, approve_plan=approve_plan, registry=registry)
+        initial = RunState(task=task, max_attempts=role_map.run.max_attempts,
+                           max_reviews=role_map.run.max_reviews, approve_plan=approve_plan)
+        return await _drive(ws, task, role_map, pool, relay, env, listeners, initial, approver,
+                            resumed=False, database_url=database_url, saver=saver)
 
 
 async def aresume(
@@ -184,6 +192,7 @@ async def _drive(
     *,
     resumed: bool,
     database_url: str | None,
+    saver: BaseCheckpointSaver | BaseException | None = None,
 ) -> RunResult:
     try:
         run = await OpenRun.open(ws, task, role_map, pool, relay, env, listeners,
@@ -192,7 +201,7 @@ async def _drive(
         await close_pool(pool)
         raise
     try:
-        final, pending = await _invoke(run.ctx, initial, approver, database_url)
+        final, pending = await _invoke(run.ctx, initial, approver, database_url, saver)
         return await run.finish(final, pending)
     except BaseException as exc:
         run.stop(exc)
@@ -202,16 +211,22 @@ async def _drive(
 
 
 async def _invoke(
-    ctx: RunContext, initial: RunState | None, approver: Approver | None, database_url: str | None
+    ctx: RunContext, initial: RunState | None, approver: Approver | None, database_url: str | None,
+    saver: BaseCheckpointSaver | BaseException | None = None,
 ) -> tuple[RunState, bool]:
-    """Run the graph to its end or to a pause; True in the result means a plan awaits approval."""
+    """Run the graph to its end or to a pause; True in the result means a plan awaits approval.
+    ``saver`` is the checkpointer opened ahead (or why opening it failed); None opens it here."""
     config: RunnableConfig = {
         "configurable": {"thread_id": ctx.run_id},
         "max_concurrency": _parallel(ctx.roles, ctx.pipeline),  # only explorers fan out
         "recursion_limit": 200,
     }
     opening = time.monotonic()
-    async with open_checkpointer(ctx.repo, database_url) as saver:
+    async with AsyncExitStack() as stack:
+        if isinstance(saver, BaseException):
+            raise saver
+        if saver is None:
+            saver = await stack.enter_async_context(open_checkpointer(ctx.repo, database_url))
         app = _run_graph(ctx.pipeline).copy(update={"checkpointer": saver})
         ctx.telemetry.phases.add("setup", opening, time.monotonic())
         payload: Any = initial

@@ -215,15 +215,6 @@ def _sqlite_saver(repo: Path) -> InlineSqliteSaver:
     return saver
 
 
-async def prepare_checkpointer(repo: Path, database_url: str | None = None) -> None:
-    """Make the local checkpoint file and its tables now: on a new file that takes several
-    syncs to disk (tens of ms on a busy machine), which a run does while its worktree is made,
-    so opening it later is quick. Nothing to do for Postgres."""
-    if not database_url:
-        saver = await asyncio.to_thread(_sqlite_saver, repo)
-        await asyncio.to_thread(saver.conn.close)
-
-
 @asynccontextmanager
 async def postgres_checkpointer(database_url: str) -> AsyncIterator[BaseCheckpointSaver]:
     """An ``AsyncPostgresSaver`` on ``database_url``, its tables created on first use."""
