@@ -19,6 +19,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from . import localize, oneshot, questions
+from .ahead import TreeAhead
 from .context import policy_for
 from .errors import MissingCredentials
 from .kinds import EDIT_TOOLS, RUN_TOOL, Kind
@@ -29,7 +30,7 @@ from .race import race, session_of, temperature_of
 from .runtime import RunContext
 from .session import Session, SessionOutcome, Summarizer
 from .state import BuildReport, KnownTests, Plan, Race, Review, Role, RunState
-from .tools.base import Tool, Toolbox
+from .tools.base import Tool, Toolbox, WriteWatch
 from .tools.edit import edit_tools
 from .tools.explorer import explorer_tools
 from .tools.gitread import GitHistory
@@ -45,7 +46,8 @@ def policy_of(ctx: RunContext) -> CommandPolicy:
     return CommandPolicy(allow=list(settings.allow), deny=[*DEFAULT_DENY, *settings.deny])
 
 
-def _toolbox(ctx: RunContext, role: Role, protected: frozenset[str] = frozenset()) -> Toolbox:
+def _toolbox(ctx: RunContext, role: Role, protected: frozenset[str] = frozenset(),
+             watch: WriteWatch | None = None) -> Toolbox:
     """The tools the role's agent file asks for (its kind has allowed them already)."""
     wanted = set(ctx.agents[role].tools)
     available: list[Tool] = list(explorer_tools(ctx.worktree, history=_history(ctx)))
@@ -63,7 +65,7 @@ def _toolbox(ctx: RunContext, role: Role, protected: frozenset[str] = frozenset(
                 env=scrubbed_env(ctx.env),
             )
         )
-    return Toolbox.of(t for t in available if t.name in wanted)
+    return Toolbox.of((t for t in available if t.name in wanted), watch)
 
 
 def _history(ctx: RunContext) -> GitHistory:
@@ -76,10 +78,11 @@ def _history(ctx: RunContext) -> GitHistory:
 async def run_session(ctx: RunContext, role: Role, task: str, n: int, *, candidate: int = 1,
                       temperature: float | None = None,
                       protected: frozenset[str] = frozenset(),
-                      tools: bool = True) -> SessionOutcome:
+                      tools: bool = True, watch: WriteWatch | None = None) -> SessionOutcome:
     """One session of ``role`` on ``task``; ``candidate`` > 1 is a racing build's other
     candidates (``race.py``); ``temperature`` overrides the model's; ``protected`` files (the
-    failing tests) cannot be edited; without ``tools`` the session can only submit."""
+    failing tests) cannot be edited; without ``tools`` the session can only submit; ``watch``
+    sees its writing tools run."""
     agent = ctx.agents[role]
     spec = ctx.roles.roles[role]
     session = Session(
@@ -87,7 +90,7 @@ async def run_session(ctx: RunContext, role: Role, task: str, n: int, *, candida
         session_id=session_of(role, n, candidate),
         agent=agent,
         client=ctx.pool.for_role(role, temperature=temperature),
-        toolbox=_toolbox(ctx, role, protected) if tools else Toolbox.of(()),
+        toolbox=_toolbox(ctx, role, protected, watch) if tools else Toolbox.of(()),
         telemetry=ctx.telemetry,
         max_turns=spec.max_turns,
         policy=policy_for(spec, ctx.roles.model_for(role)),
@@ -144,22 +147,27 @@ def agent_node(role: Role, kind: Kind, name: str | None = None) -> NodeFn:
         asked = await step.ask(ctx, state, role)
         task = ctx.agents[role].render_task(asked.template, **asked.values)
         n = step.session(state, role)
-        raced: Values = {}
+        built: Values = {}  # a build's result: the worktree's tree (and its race)
         spec = ctx.roles.roles[role]
         if kind == "build" and spec.parallel > 1 and ctx.workspace is not None:
             record, outcome = await _race(ctx, state, role, task, n)
-            raced = {"races": [*state.races, record]}
+            built = {"races": [*state.races, record], "worktree_tree": await worktree_tree(ctx)}
         elif kind == "build":  # attempt n samples at temperatures[n - 1]: a retry differs
             temperature = temperature_of(spec.temperatures, n)
             protected = protected_tests(ctx, state)
             once = (await _one_shot(ctx, state, role, n, temperature, protected)
                     if spec.one_shot and n <= spec.one_shot_attempts else None)
-            outcome = once or await run_session(ctx, role, task, n=n, temperature=temperature,
-                                                protected=protected)
+            ahead = TreeAhead(ctx.workspace.snapshot if ctx.workspace else lambda: "")
+            try:
+                outcome = once or await run_session(ctx, role, task, n=n, protected=protected,
+                                                    temperature=temperature, watch=ahead)
+                built = {"worktree_tree": await ahead.tree()}
+            finally:
+                await ahead.settle()
         else:
             outcome = await run_session(ctx, role, task, n=n, tools=_browses(ctx, kind, asked))
         update = await step.apply(ctx, state, replace(asked, task=task), outcome.payload)
-        return {**asked.update, **update, **raced}
+        return {**asked.update, **update, **built}
 
     node.__name__ = name or role
     return node
@@ -341,8 +349,8 @@ def protected_tests(ctx: RunContext, state: RunState) -> frozenset[str]:
 
 async def _build_apply(ctx: RunContext, state: RunState, asked: Asked, payload: BaseModel
                        ) -> Values:
-    return {"build": cast(BuildReport, payload), "attempts": state.attempts + 1,
-            "worktree_tree": await worktree_tree(ctx)}
+    # the worktree's tree comes with it from the node (``TreeAhead``)
+    return {"build": cast(BuildReport, payload), "attempts": state.attempts + 1}
 
 
 async def _judge_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:

@@ -129,7 +129,8 @@ class Session:
         self.store = ArtifactStore(run_dir, session_id)
         self.toolbox = toolbox
         if toolbox.tools:
-            self.toolbox = Toolbox({**toolbox.tools, READ_ARTIFACT: self.store.tool()})
+            self.toolbox = replace(toolbox,
+                                   tools={**toolbox.tools, READ_ARTIFACT: self.store.tool()})
         self.parent, self.purpose = parent, purpose
         self.tool_calls = self.turns = self.forks = self.masked = self.paged = 0
         self.invalid_submits = 0

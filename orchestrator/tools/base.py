@@ -14,7 +14,7 @@ import inspect
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -61,15 +61,24 @@ class ToolOutcome:
     policy_violation: bool = False
 
 
+class WriteWatch(Protocol):
+    """Told when a tool that may write (``read_only=False``) starts and when it has ended."""
+
+    def started(self) -> None: ...
+
+    def finished(self) -> None: ...
+
+
 @dataclass
 class Toolbox:
-    """The tools of one session, looked up by name."""
+    """The tools of one session, looked up by name; ``watch`` sees the writing ones run."""
 
     tools: dict[str, Tool] = field(default_factory=dict)
+    watch: WriteWatch | None = None
 
     @classmethod
-    def of(cls, tools: Iterable[Tool]) -> Toolbox:
-        return cls({t.name: t for t in tools})
+    def of(cls, tools: Iterable[Tool], watch: WriteWatch | None = None) -> Toolbox:
+        return cls({t.name: t for t in tools}, watch)
 
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for t in self.tools.values()]
@@ -87,6 +96,9 @@ class Toolbox:
             args = tool.args.model_validate(raw)
         except (json.JSONDecodeError, ValidationError) as exc:
             return ToolOutcome(name, f"error: invalid arguments for {name}: {_brief(exc)}", ok=False)
+        watch = None if tool.read_only else self.watch
+        if watch is not None:
+            watch.started()
         try:
             if inspect.iscoroutinefunction(tool.fn):
                 text = await tool.fn(args)
@@ -98,6 +110,9 @@ class Toolbox:
             return ToolOutcome(name, f"error: {exc}", ok=False)
         except OSError as exc:  # e.g. a 300-character invented file name: the model's to fix
             return ToolOutcome(name, f"error: {str(exc)[:300]}", ok=False)
+        finally:
+            if watch is not None:
+                watch.finished()
         return ToolOutcome(name, text)
 
 

@@ -1,0 +1,159 @@
+"""The worktree's tree taken ahead while the builder's model writes (``orchestrator/ahead.py``):
+on a real repository and the run's own index, the tree it gives is always the worktree's as it
+is when asked (a write while a snapshot was being taken included), it takes no snapshot of its
+own when the one taken ahead still holds, and a run's recorded tree is what a fresh snapshot of
+its worktree gives."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import threading
+from pathlib import Path
+
+from conftest import run_env, sim_roles
+from test_workspace import make_repo
+
+from orchestrator import api
+from orchestrator.ahead import TreeAhead
+from orchestrator.demo import DEMO_TASK
+from orchestrator.workspace import Workspace
+
+
+def _blob(repo: Path, tree: str, path: str) -> str:
+    return subprocess.run(["git", "cat-file", "blob", f"{tree}:{path}"], cwd=repo, check=True,
+                          capture_output=True, text=True).stdout
+
+
+class Counted:
+    """``Workspace.snapshot`` that counts its calls; ``hold`` keeps the next one waiting inside
+    until released (a snapshot still running when the next tool writes)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws, self.calls = ws, 0
+        self.hold: threading.Event | None = None
+        self.inside = threading.Event()
+
+    def __call__(self) -> str:
+        self.calls += 1
+        self.inside.set()
+        if self.hold is not None:
+            self.hold.wait(10)
+            self.hold = None
+        return self.ws.snapshot()
+
+
+async def _write(ahead: TreeAhead, path: Path, text: str) -> None:
+    """A writing tool, as ``Toolbox.call`` reports it."""
+    ahead.started()
+    try:
+        await asyncio.to_thread(path.write_text, text)
+    finally:
+        ahead.finished()
+
+
+async def test_the_tree_taken_ahead_is_used_when_nothing_wrote_since(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    ws = Workspace.create(repo, "a1")
+    snap = Counted(ws)
+    ahead = TreeAhead(snap)
+    await _write(ahead, ws.worktree / "app.py", "print('one')\n")
+    await _write(ahead, ws.worktree / "app.py", "print('two')\n")
+    await asyncio.sleep(0)  # the model "thinks": the snapshot after the last write runs
+    tree = await ahead.tree()
+    assert snap.calls == 2  # one after each write; none when asked
+    assert _blob(repo, tree, "app.py") == "print('two')\n"
+    assert tree == ws.snapshot()  # the same as taking it now
+    await ahead.settle()
+
+
+async def test_a_write_while_a_snapshot_runs_is_in_the_tree(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    ws = Workspace.create(repo, "a2")
+    snap = Counted(ws)
+    ahead = TreeAhead(snap)
+    snap.hold = threading.Event()
+    await _write(ahead, ws.worktree / "app.py", "print('first')\n")
+    await asyncio.to_thread(snap.inside.wait, 10)  # the snapshot ahead has begun
+    ahead.started()  # the next tool writes while it runs
+    (ws.worktree / "app.py").write_text("print('second')\n")
+    (ws.worktree / "new.py").write_text("Z = 3\n")
+    snap.hold.set()
+    ahead.finished()
+    tree = await ahead.tree()
+    assert _blob(repo, tree, "app.py") == "print('second')\n"
+    assert _blob(repo, tree, "new.py") == "Z = 3\n"
+    # asked while a writing tool still runs (nothing finished since it started): taken anew
+    ahead.started()
+    (ws.worktree / "new.py").write_text("Z = 4\n")
+    assert _blob(repo, await ahead.tree(), "new.py") == "Z = 4\n"
+    await ahead.settle()
+
+
+async def test_a_snapshot_ahead_that_failed_is_taken_again_and_its_error_not_lost(tmp_path):
+    repo = make_repo(tmp_path / "repo")
+    ws = Workspace.create(repo, "a3")
+    failures = []
+
+    def flaky() -> str:
+        if not failures:
+            failures.append(1)
+            raise RuntimeError("index.lock held")
+        return ws.snapshot()
+
+    ahead = TreeAhead(flaky)
+    await _write(ahead, ws.worktree / "app.py", "print('x')\n")
+    await ahead.settle()  # the failure is not raised here, nor logged as never retrieved
+    assert _blob(repo, await ahead.tree(), "app.py") == "print('x')\n"
+
+    def broken() -> str:
+        raise RuntimeError("git is gone")
+
+    ahead = TreeAhead(broken)
+    await _write(ahead, ws.worktree / "app.py", "print('y')\n")
+    try:
+        await ahead.tree()
+    except RuntimeError as exc:  # a lasting failure reaches the build
+        assert "git is gone" in str(exc)
+    else:
+        raise AssertionError("a snapshot that cannot be taken must fail the build")
+
+
+async def test_a_runs_recorded_tree_is_its_worktrees(fresh_sim, sample_repo):
+    """The demo's builder edits, runs the tests and submits: the tree the checkpoint and the
+    commit hold is the worktree's, byte for byte."""
+    result = await api.arun(DEMO_TASK, repo=sample_repo, roles=sim_roles(fresh_sim),
+                            env=run_env())
+    assert result.status == "succeeded", result.reason
+    ws = Workspace.open(sample_repo, result.run_id, reattach=False)
+    assert (ws.worktree / "stats.py").is_file()  # the run's own worktree, as the builder left it
+    committed = subprocess.run(["git", "rev-parse", f"{result.commit}^{{tree}}"],
+                               cwd=sample_repo, check=True, capture_output=True,
+                               text=True).stdout.strip()
+    assert committed == ws.snapshot()
+
+
+async def test_the_toolbox_tells_its_watch_of_writing_tools_only(tmp_path):
+    """Reads and searches leave the snapshot ahead standing; a write, a failed one included,
+    is seen starting and ending."""
+    from orchestrator.tools.base import Toolbox
+    from orchestrator.tools.edit import edit_tools
+    from orchestrator.tools.explorer import explorer_tools
+
+    repo = make_repo(tmp_path / "repo")
+    seen: list[str] = []
+
+    class Watch:
+        def started(self) -> None:
+            seen.append("started")
+
+        def finished(self) -> None:
+            seen.append("finished")
+
+    box = Toolbox.of([*explorer_tools(repo), *edit_tools(repo)], Watch())
+    assert (await box.call("read", {"path": "app.py"})).ok
+    assert (await box.call("search", {"pattern": "hello"})).ok
+    assert seen == []
+    assert (await box.call("write_file", {"path": "b.py", "content": "B = 1\n"})).ok
+    assert not (await box.call("replace", {"path": "b.py", "old": "nope", "new": "x"})).ok
+    assert seen == ["started", "finished"] * 2
