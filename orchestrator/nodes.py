@@ -44,7 +44,8 @@ from .state import (
     RunState,
     VerifyResult,
 )
-from .verify import Verified, verify_findings
+from .verify import DirSource, Verified, verify_findings
+from .workspace import PreparedCommit
 
 __all__ = ["NodeFn", "agent_node", "approve", "approved", "explore_node", "gather", "plan_text",
            "report", "verify"]
@@ -98,6 +99,7 @@ async def _explore(role: Role, payload: ExploreTask, ctx: RunContext) -> dict[st
                                         known=for_explorer(known))
     limit = ctx.roles.run.explorer_timeout_s
     lost: RoleLoss | None = None
+    _count_lines_ahead(ctx)
     try:
         outcome = await asyncio.wait_for(run_session(ctx, role, task, n=index + 1), limit)
     except (BudgetExhausted, ModelRefused):
@@ -169,6 +171,16 @@ def _served_model(ctx: RunContext, role: Role, session: str) -> str:
     return (calls[-1].served_model or calls[-1].requested_model) if calls else ""
 
 
+def _count_lines_ahead(ctx: RunContext) -> None:
+    """The repository's line counts, which the citation check needs (a read of every file),
+    are made while the explorers' models think, on a thread, when there is a reader that lives
+    as long as the run (``source_of``)."""
+    if ctx.workspace is None:
+        ctx.line_counts.ahead(DirSource(ctx.worktree))
+    elif ctx.citations is not None:
+        ctx.line_counts.ahead(ctx.citations)
+
+
 def _verify(ctx: RunContext, findings: Findings, tool_calls: int,
             known: KnownTests | None) -> Verified:
     """Check citations; the run's explorers share one count of the repository's lines."""
@@ -221,6 +233,7 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         commands=[c.command for c in checks], exit_codes=[c.exit_code for c in checks],
     )
     if result.passed:
+        _prepare_commit(ctx, state, tree)
         return {"verify": result, "feedback": "", "worktree_tree": tree}
     feedback = (text("pipeline", "tests_put_back", tests=", ".join(put_back)) + "\n"
                 if put_back else "")
@@ -238,6 +251,30 @@ def _prefetch_diff(ctx: RunContext, tree: str) -> asyncio.Task[Any] | None:
     return asyncio.create_task(asyncio.to_thread(ctx.workspace.patch, tree))
 
 
+def _prepare_commit(ctx: RunContext, state: RunState, tree: str) -> None:
+    """Make the run's commit of a tree that passed on a thread, while the judges read it; the
+    report then only moves the branch (``Workspace.commit``)."""
+    if ctx.workspace is not None and tree:
+        ctx.commit_ahead = asyncio.create_task(asyncio.to_thread(
+            ctx.workspace.prepare_commit, commit_message(ctx, state), tree))
+        # one a judge's requested changes made stale is never awaited: its error is dropped
+        ctx.commit_ahead.add_done_callback(lambda t: t.cancelled() or t.exception())
+
+
+async def _prepared(ctx: RunContext) -> PreparedCommit | None:
+    """The commit made ahead, if one was and it could be made (else the report makes it)."""
+    task, ctx.commit_ahead = ctx.commit_ahead, None
+    if task is None:
+        return None
+    await asyncio.wait([task])
+    return None if task.cancelled() or task.exception() else task.result()
+
+
+def commit_message(ctx: RunContext, state: RunState) -> str:
+    first_line = " ".join(state.task.split())[:72]
+    return f"orchestrate: {first_line}\n\n{state.task}\n\nRun: {ctx.run_id}"
+
+
 async def report(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
     """Commit the work on the run branch and decide the outcome."""
     ctx = runtime.context
@@ -245,13 +282,12 @@ async def report(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         return {"status": "failed", "reason": "the plan was rejected; nothing was changed"}
     passed = bool(state.verify and state.verify.passed)
     ws = ctx.workspace
+    prepared = await _prepared(ctx)
     if ws is not None:
-        first_line = " ".join(state.task.split())[:72]
         # the tree verify checked (the worktree as it was then; judges put back whatever
         # their commands wrote) is what gets committed
         tree = state.worktree_tree or None
-        message = f"orchestrate: {first_line}\n\n{state.task}\n\nRun: {ctx.run_id}"
-        await asyncio.to_thread(ws.commit, message, tree)
+        await asyncio.to_thread(ws.commit, commit_message(ctx, state), tree, prepared)
         await asyncio.to_thread(ws.write_patch, tree)
     if passed:
         reason = ("acceptance commands passed" if state.verify.checks  # type: ignore[union-attr]

@@ -20,9 +20,11 @@ from .state import Role
 from .telemetry import Telemetry
 
 if TYPE_CHECKING:
+    import asyncio
+
     from .sandbox import Sandbox
     from .sources import GitCommitSource
-    from .workspace import Workspace
+    from .workspace import PreparedCommit, Workspace
 
 
 class RolePool(Protocol):
@@ -53,6 +55,8 @@ class RunContext:
     line_counts: LineCounts = field(default_factory=LineCounts)
     # the run's commit, read for every explorer's citations by one `git cat-file` (run only)
     citations: GitCommitSource | None = None
+    # the run branch's next commit, made on a thread once verify passed (``nodes.report``)
+    commit_ahead: asyncio.Task[PreparedCommit | None] | None = None
 
     def start_files(self) -> Callable[[str], bytes | None] | None:
         """A reader of the files at the commit the run started from, without a git process per

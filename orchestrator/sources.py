@@ -10,6 +10,7 @@ line occurs everywhere" test; a run shares one between its explorers.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import posixpath
 import re
@@ -127,6 +128,7 @@ class GitCommitSource(CachedSource):
         self._commit: str | None = commit if resolved else None
         self._proc: subprocess.Popen[bytes] | None = None
         self._io = threading.Lock()
+        self._closed = False
 
     @property
     def commit(self) -> str:
@@ -153,6 +155,8 @@ class GitCommitSource(CachedSource):
         return sorted(p for p in str(proc.stdout).split("\0") if p)
 
     def _pipes(self) -> tuple[IO[bytes], IO[bytes]]:
+        if self._closed:  # never a new git process once its owner is done with the reader
+            raise OSError(f"the reader of {self._rev} is closed")
         if self._proc is None or self._proc.poll() is not None:
             self._proc = subprocess.Popen(
                 ["git", "-C", str(self.repo), "cat-file", "--batch"],
@@ -165,6 +169,7 @@ class GitCommitSource(CachedSource):
         return self._proc.stdin, self._proc.stdout
 
     def close(self) -> None:
+        self._closed = True
         proc, self._proc = self._proc, None
         if proc is None:
             return
@@ -214,14 +219,32 @@ class LineCounts:
     def __init__(self) -> None:
         self._counts: Counter[str] | None = None
         self._lock = threading.Lock()
+        self._ahead = False
         self.files = 0
 
     def of(self, src: FileSource) -> Counter[str]:
         """The counts, built from ``src`` the first time."""
         with self._lock:
             if self._counts is None:
+                self.files = 0
                 self._counts = self._count(src)
             return self._counts
+
+    def ahead(self, src: FileSource) -> None:
+        """Start counting on a thread of its own, once: a run's explorers call this when they
+        start, so the count (a read of every file) is made while their models think, not when
+        the first findings are checked. A count that fails there (the reader closed at the
+        run's end) is left to ``of``, which counts again and raises its own error."""
+        with self._lock:
+            if self._ahead or self._counts is not None:
+                return
+            self._ahead = True
+
+        def count() -> None:
+            with contextlib.suppress(Exception):
+                self.of(src)
+
+        threading.Thread(target=count, name="line-counts", daemon=True).start()
 
     def _count(self, src: FileSource) -> Counter[str]:
         counts: Counter[str] = Counter()

@@ -35,7 +35,8 @@ from .errors import UsageError
 from .gitsafe import GitError, common_dir, git
 from .gitsafe import toplevel as _git_toplevel
 
-__all__ = ["DIRTY_COMMIT_MESSAGE", "GitError", "Workspace", "list_workspaces", "new_run_id"]
+__all__ = ["DIRTY_COMMIT_MESSAGE", "GitError", "PreparedCommit", "Workspace", "list_workspaces",
+           "new_run_id"]
 
 # run state only: a team commits .orchestrate/agents/; older runs kept their SQLite files in
 # .orchestrate/ itself
@@ -51,6 +52,19 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 def new_run_id() -> str:
     """A sortable, collision-resistant id such as ``20261130-053944-ab12cd`` (UTC)."""
     return time.strftime("%Y%m%d-%H%M%S", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+@dataclass(frozen=True)
+class PreparedCommit:
+    """A commit object of the run branch's next commit, made but not yet on the branch."""
+
+    tree: str
+    message: str
+    sha: str
+    parent: str
+
+    def fits(self, message: str, tree: str) -> bool:
+        return (message, tree) == (self.message, self.tree)
 
 
 @dataclass(frozen=True)
@@ -152,14 +166,34 @@ class Workspace:
                   cwd=self.repo, check=False).stdout.strip()
         return out or None
 
-    def commit(self, message: str, tree: str | None = None) -> str | None:
+    def commit(self, message: str, tree: str | None = None,
+               prepared: PreparedCommit | None = None) -> str | None:
         """Record the worktree's files (or ``tree``, a snapshot of them) as a commit on the run
-        branch; None if nothing changed.
+        branch; None if nothing changed. ``prepared`` is a commit object made ahead for the
+        same files and message (``prepare_commit``): then only the branch moves.
 
         The builder's own ``.git`` (its commits, stashes, config) plays no part: what counts is
         the files in the worktree, staged through our index with the user's trusted config.
         """
         tree = tree or self.snapshot()
+        ref = f"refs/heads/{self.branch}"
+        made = prepared if prepared is not None and prepared.fits(message, tree) else None
+        if made is not None:  # only if the branch is still where it was made for
+            if git("update-ref", ref, made.sha, made.parent, cwd=self.repo,
+                   check=False).returncode == 0:
+                self._memo["tip"] = made.sha
+                return made.sha
+        made = self.prepare_commit(message, tree)
+        if made is None:
+            return None
+        git("update-ref", ref, made.sha, made.parent, cwd=self.repo)
+        self._memo["tip"] = made.sha
+        return made.sha
+
+    def prepare_commit(self, message: str, tree: str) -> PreparedCommit | None:
+        """The commit of ``tree`` on the run branch, written to the object store but not yet
+        on the branch (``commit`` puts it there); None if the branch already holds these
+        files. A commit object nothing points at is harmless: git's gc drops it."""
         ref = f"refs/heads/{self.branch}"
         if self._memo.get("tip") == self.base_commit and self._tree_diff(tree)[1]:
             parent = self.base_commit  # where this process put the branch; the files differ
@@ -174,9 +208,7 @@ class Workspace:
                 return None
         sha = git("commit-tree", tree, "-p", parent, cwd=self.repo,
                   input=message.encode("utf-8")).stdout.strip()
-        git("update-ref", ref, sha, parent, cwd=self.repo)
-        self._memo["tip"] = sha
-        return sha
+        return PreparedCommit(tree=tree, message=message, sha=sha, parent=parent)
 
     def restore(self, tree: str | None = None) -> None:
         """Make the worktree hold exactly ``tree`` again (default: the start commit's files).

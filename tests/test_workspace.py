@@ -266,3 +266,39 @@ def test_usage_errors(tmp_path: Path, repo: Path) -> None:
     Workspace.create(repo, "dup")
     with pytest.raises(UsageError, match="already exists"):
         Workspace.create(repo, "dup")
+
+
+def test_a_commit_prepared_ahead_is_used_only_where_it_fits(repo: Path) -> None:
+    """``prepare_commit`` writes the commit object only; ``commit`` then moves the branch to it
+    when it was made for the same files and message and the branch has not moved since, and
+    otherwise makes the commit as it would have without it."""
+    ws = Workspace.create(repo, "pc1")
+    (ws.worktree / "app.py").write_text("print('one')\n")
+    tree = ws.snapshot()
+    ahead = ws.prepare_commit("first", tree)
+    assert ahead is not None
+    assert git(repo, "rev-parse", f"refs/heads/{ws.branch}").strip() == ws.base_commit
+    assert ws.commit("first", tree, ahead) == ahead.sha
+    assert git(repo, "rev-parse", f"refs/heads/{ws.branch}").strip() == ahead.sha
+
+    (ws.worktree / "app.py").write_text("print('two')\n")
+    second = ws.snapshot()
+    stale = ws.prepare_commit("second", second)
+    assert stale is not None
+    # another message, another tree: not used
+    made = ws.commit("second, reworded", second, stale)
+    assert made is not None and made != stale.sha
+    assert git(repo, "log", "-1", "--format=%s", made).strip() == "second, reworded"
+    # the branch moved on since it was made (its parent is no longer the tip): not used either
+    (ws.worktree / "app.py").write_text("print('three')\n")
+    third = ws.snapshot()
+    early = ws.prepare_commit("third", third)
+    assert early is not None and early.parent == made
+    (ws.worktree / "lib" / "util.py").write_text("X = 2\n")
+    moved = ws.commit("moved", ws.snapshot())
+    late = ws.commit("third", third, early)
+    assert late is not None and late != early.sha
+    assert git(repo, "rev-parse", f"{late}^").strip() == moved
+    assert git(repo, "show", f"{late}:app.py") == "print('three')\n"
+    # nothing changed since the last commit: nothing to prepare, nothing committed
+    assert ws.prepare_commit("again", third) is None and ws.commit("again", third) is None
