@@ -219,6 +219,7 @@ class LineCounts:
     def __init__(self) -> None:
         self._counts: Counter[str] | None = None
         self._lock = threading.Lock()
+        self._starting = threading.Lock()
         self._ahead = False
         self.files = 0
 
@@ -235,7 +236,7 @@ class LineCounts:
         start, so the count (a read of every file) is made while their models think, not when
         the first findings are checked. A count that fails there (the reader closed at the
         run's end) is left to ``of``, which counts again and raises its own error."""
-        with self._lock:
+        with self._starting:  # never ``_lock``: a count holds it, and this runs on the event loop
             if self._ahead or self._counts is not None:
                 return
             self._ahead = True

@@ -577,9 +577,10 @@ def test_a_request_built_once_does_not_keep_its_sdk_client_alive():
 
 
 def test_line_counts_made_ahead_match_and_a_closed_reader_starts_no_git(sample_repo):
-    """The line counts started on a thread when explorers start are the counts of the commit;
-    once the run closes its reader, a count still going cannot start another git process (it
-    fails, and the next ``of`` counts again)."""
+    """The line counts started on a thread when explorers start are the counts of the commit,
+    and starting them never waits for a count in progress; once the run closes its reader, a
+    count still going cannot start another git process (it fails, and the next ``of`` counts
+    again)."""
     from orchestrator.sources import LineCounts
 
     with GitCommitSource(sample_repo, "HEAD") as src:
@@ -589,6 +590,18 @@ def test_line_counts_made_ahead_match_and_a_closed_reader_starts_no_git(sample_r
         counts.ahead(src)
         counts.ahead(src)  # once
         assert counts.of(src) == expected and counts.files == len(src.paths())
+
+    busy = LineCounts()  # asked while another count holds the counts: never waits for it
+    with GitCommitSource(sample_repo, "HEAD") as src:
+        busy._lock.acquire()
+        caller = threading.Thread(target=busy.ahead, args=(src,))
+        caller.start()
+        caller.join(2)
+        returned = not caller.is_alive()
+        busy._lock.release()
+        caller.join(10)
+        assert returned, "ahead() waited for a count in progress (it runs on the event loop)"
+        assert busy.of(src) == expected
 
     closed = GitCommitSource(sample_repo, "HEAD")
     assert closed.lines("stats.py")
