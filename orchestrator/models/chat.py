@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .base import REASONING, Route, Streamed, ToolCallData, Usage, Wire
-from .encode import Pieces, body, dumps
+from .encode import Encoded, body, dumps
 from .errors import Transient, where
 
 
@@ -20,15 +20,15 @@ class ChatRequests:
 
     def __init__(self, route: Route) -> None:
         self.route = route
-        self._messages = Pieces(lambda m: dumps(_plain(m)))
-        self._tools = Pieces(dumps)
+        self._messages = Encoded(lambda m: dumps(_plain(m)))
+        self._tools = Encoded(dumps)
 
     def body(self, messages: Sequence[Mapping[str, Any]],
              tools: Sequence[Mapping[str, Any]] | None,
              response_format: Mapping[str, Any] | None) -> bytes:
         """The JSON body of one streamed call."""
         route, model = self.route, self.route.model
-        lists = {"messages": self._messages.of(messages)}
+        lists = {"messages": self._messages.joined(messages)}
         rest: dict[str, Any] = {
             "model": model.id,
             "stream": True,
@@ -38,7 +38,7 @@ class ChatRequests:
         if model.temperature is not None:
             rest["temperature"] = model.temperature
         if tools:
-            lists["tools"] = self._tools.of(tools)
+            lists["tools"] = self._tools.joined(tools)
         if response_format:
             rest["response_format"] = dict(response_format)
         if route.service_tier:

@@ -16,12 +16,12 @@ stream (``response.failed``, ``error``) are classified like HTTP errors.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .base import REASONING, Route, Streamed, ToolCallData, Usage, Wire
-from .encode import Pieces, body, dumps
+from .encode import Encoded, body, dumps
 from .errors import Transient, stream_error, where
 
 ENCRYPTED = "reasoning.encrypted_content"
@@ -33,16 +33,16 @@ class ResponsesRequests:
     def __init__(self, route: Route) -> None:
         self.route = route
         source = route.source
-        self._items = Pieces(lambda m: b",".join(dumps(i) for i in input_items(m, source)))
-        self._tools = Pieces(lambda t: dumps(function_tool(t)))
+        self._items = Encoded(lambda m: b",".join(dumps(i) for i in input_items(m, source)))
+        self._tools = Encoded(lambda t: dumps(function_tool(t)))
 
     def body(self, messages: Sequence[Mapping[str, Any]],
              tools: Sequence[Mapping[str, Any]] | None,
              response_format: Mapping[str, Any] | None) -> bytes:
         """The JSON body of one streamed, stateless call."""
         route, model = self.route, self.route.model
-        # "": a message with no items; filtered at C speed, since this runs over the history
-        lists: dict[str, Iterable[bytes]] = {"input": filter(None, self._items.of(messages))}
+        # a message with no items encodes as b"", which ``joined`` leaves out
+        lists: dict[str, bytes | bytearray] = {"input": self._items.joined(messages)}
         rest: dict[str, Any] = {
             "model": model.id,
             "stream": True,
@@ -52,7 +52,7 @@ class ResponsesRequests:
         if model.temperature is not None:
             rest["temperature"] = model.temperature
         if tools:
-            lists["tools"] = self._tools.of(tools)
+            lists["tools"] = self._tools.joined(tools)
         if response_format:
             if route.provider.responses_format == "response_format":
                 rest["response_format"] = dict(response_format)
