@@ -8,7 +8,9 @@ submission needs can be taken while the model is still writing it: after every t
 write, one is started on a thread; when the build ends, it is the answer if no writing tool has
 started since, else a new one is taken. Snapshots run one at a time, since they share the index;
 one taken while a tool wrote is never used (the index's stat data makes the next one re-read
-whatever changed).
+whatever changed). (With ``[sandbox] mode = "none"`` a process a command left running could
+still write; verify snapshots the worktree again after its own commands, so what is committed
+is what was checked.)
 """
 
 from __future__ import annotations

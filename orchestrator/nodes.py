@@ -256,7 +256,7 @@ def _prepare_commit(ctx: RunContext, state: RunState, tree: str) -> None:
     report then only moves the branch (``Workspace.commit``)."""
     if ctx.workspace is not None and tree:
         ctx.commit_ahead = asyncio.create_task(asyncio.to_thread(
-            ctx.workspace.prepare_commit, commit_message(ctx, state), tree))
+            ctx.workspace.prepare_commit, _commit_message(ctx, state), tree))
         # one a judge's requested changes made stale is never awaited: its error is dropped
         ctx.commit_ahead.add_done_callback(lambda t: t.cancelled() or t.exception())
 
@@ -270,7 +270,7 @@ async def _prepared(ctx: RunContext) -> PreparedCommit | None:
     return None if task.cancelled() or task.exception() else task.result()
 
 
-def commit_message(ctx: RunContext, state: RunState) -> str:
+def _commit_message(ctx: RunContext, state: RunState) -> str:
     first_line = " ".join(state.task.split())[:72]
     return f"orchestrate: {first_line}\n\n{state.task}\n\nRun: {ctx.run_id}"
 
@@ -287,7 +287,7 @@ async def report(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         # the tree verify checked (the worktree as it was then; judges put back whatever
         # their commands wrote) is what gets committed
         tree = state.worktree_tree or None
-        await asyncio.to_thread(ws.commit, commit_message(ctx, state), tree, prepared)
+        await asyncio.to_thread(ws.commit, _commit_message(ctx, state), tree, prepared)
         await asyncio.to_thread(ws.write_patch, tree)
     if passed:
         reason = ("acceptance commands passed" if state.verify.checks  # type: ignore[union-attr]
