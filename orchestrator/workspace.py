@@ -176,19 +176,22 @@ class Workspace:
         the files in the worktree, staged through our index with the user's trusted config.
         """
         tree = tree or self.snapshot()
-        ref = f"refs/heads/{self.branch}"
-        made = prepared if prepared is not None and prepared.fits(message, tree) else None
-        if made is not None:  # only if the branch is still where it was made for
-            if git("update-ref", ref, made.sha, made.parent, cwd=self.repo,
-                   check=False).returncode == 0:
-                self._memo["tip"] = made.sha
-                return made.sha
-        made = self.prepare_commit(message, tree)
-        if made is None:
-            return None
-        git("update-ref", ref, made.sha, made.parent, cwd=self.repo)
-        self._memo["tip"] = made.sha
-        return made.sha
+        # a prepared commit moves the branch only if the branch is still where it was made for
+        if prepared is None or not prepared.fits(message, tree) or not self._move(prepared):
+            made = self.prepare_commit(message, tree)
+            if made is None:
+                return None
+            self._move(made, check=True)
+            prepared = made
+        return prepared.sha
+
+    def _move(self, made: PreparedCommit, *, check: bool = False) -> bool:
+        """Put the run branch on ``made`` if it is still on ``made.parent`` (compare and swap)."""
+        moved = git("update-ref", f"refs/heads/{self.branch}", made.sha, made.parent,
+                    cwd=self.repo, check=check).returncode == 0
+        if moved:
+            self._memo["tip"] = made.sha
+        return moved
 
     def prepare_commit(self, message: str, tree: str) -> PreparedCommit | None:
         """The commit of ``tree`` on the run branch, written to the object store but not yet
