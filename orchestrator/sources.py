@@ -169,8 +169,9 @@ class GitCommitSource(CachedSource):
         return self._proc.stdin, self._proc.stdout
 
     def close(self) -> None:
-        self._closed = True
-        proc, self._proc = self._proc, None
+        with self._io:  # after a read in flight on another thread, before any later one
+            self._closed = True
+            proc, self._proc = self._proc, None
         if proc is None:
             return
         proc.stdin.close()  # type: ignore[union-attr]

@@ -399,6 +399,23 @@ def test_the_citation_reader_checks_a_commit_only_when_asked_to(sample_repo):
         bad.lines("stats.py")
 
 
+def test_closing_the_commit_reader_waits_for_a_read_in_flight_and_ends_its_git(sample_repo):
+    """A read on another thread (the line counts) that is starting its git process when the
+    run closes the reader: the close waits for it and ends that process, so none outlives the
+    run."""
+    src = GitCommitSource(sample_repo, "HEAD")
+    with src._io:  # the read in flight holds the reader
+        closer = threading.Thread(target=src.close)
+        closer.start()
+        closer.join(0.3)
+        assert closer.is_alive()  # close waits for it
+        stdin, _ = src._pipes()  # ... which starts its git process now
+        proc = src._proc
+    closer.join(10)
+    assert not closer.is_alive() and src._proc is None
+    assert proc is not None and proc.wait(5) is not None and stdin.closed
+
+
 def test_the_secret_filter_is_the_glob_list():
     names = ["OPENAI_API_KEY", "GH_TOKEN", "DB_PASSWORD", "aws_secret_access_key", "PATH", "HOME",
              "MY_SECRET_THING", "TOKENIZER", "LANG", "SSH_AUTH_SOCK", "API_KEYS_FILE"]
