@@ -3,8 +3,8 @@
 Each attack is one whole run (`api.arun`) whose builder first attacks, then makes the demo's real
 fix. Judged by effect, not by error text: afterwards the user's working tree, index and `.git`
 (config, hooks, refs, packed-refs, stash, objects reachable from their refs), a sentinel directory
-outside the repository and a remote are byte-identical, no secret reached a model, no process the
-builder started is alive — and the run still ends as it should.
+outside the repository and a remote are byte-identical, no secret reached a model or the run's
+commit, no process the builder started is alive — and the run still ends as it should.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import secrets
 import socket
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -132,6 +133,21 @@ class Attack:
     expect: tuple[str, ...] = ()
     sets: tuple[str, ...] = ()
     succeeds: bool = True  # False: the attack wrecks the builder's own worktree
+    # more to check by effect once the run ended: (world, run result)
+    check: Callable[[World, api.RunResult], None] | None = None
+
+
+def _raced(world: World, result: api.RunResult) -> None:
+    """What the snapshot taken ahead (while the model answers) and the commit prepared while
+    the reviewer reads recorded: the worktree's last state, links as links, no FIFO, nothing
+    a process wrote after its command ended."""
+    tree = {line.split("\t")[1]: line.split()[0] for line in
+            _git(world.repo, "ls-tree", "-r", result.branch).splitlines()}
+    assert _git(world.repo, "show", f"{result.branch}:a.txt") == "second\n"
+    assert tree.get("s") == "120000" and "f" not in tree and "late.txt" not in tree
+    assert (Path(result.run_dir) / "worktree" / "a.txt").is_file()  # the run kept its worktree
+    time.sleep(1.0)  # the writer left behind would have written by now
+    assert not (Path(result.run_dir) / "worktree" / "late.txt").exists()
 
 
 ATTACKS = [
@@ -252,6 +268,16 @@ ATTACKS = [
            expect=("memory limit",), sets=("sandbox.memory_mb=512",)),
     Attack("cpu-hog", lambda w: [sh("python3 -c \"while True: pass\"")],
            expect=("cpu time",), sets=("sandbox.cpu_s=1",)),
+    Attack("race-the-snapshot-ahead", lambda w: [
+        # each writing tool starts a snapshot of the worktree while the model answers: the next
+        # command swaps what it reads, plants links, a FIFO and a filter the user's config
+        # defines, and leaves a writer behind for after it has ended
+        call("write_file", path="a.txt", content="first\n"),
+        sh(f"ln -s {w.sentinel}/secret.txt s; ln -s ../../../.git/config c; mkfifo f; "
+           "printf '* filter=userlfs diff=userlfs\\n' > .gitattributes; "
+           "for i in $(seq 200); do mv a.txt b.txt; mv b.txt a.txt; done; "
+           "(sleep 0.5; echo late > late.txt) & echo raced"),
+        call("write_file", path="a.txt", content="second\n")], check=_raced),
     Attack("secret-env", lambda w: [sh("env; cat /proc/1/environ | tr '\\0' '\\n'; "
                                        "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'")]),
 ]
@@ -351,6 +377,12 @@ async def test_attack_is_contained(attack: Attack, world: World, fresh_sim) -> N
     assert result.status == "succeeded", result.reason
     shown = _git(world.repo, "show", f"{result.branch}:stats.py")
     assert "(ordered[mid - 1] + ordered[mid]) / 2" in shown
+    # nothing secret was committed either (a link is kept as a link: its target's path)
+    grep = subprocess.run(["git", "grep", "-I", "-l", FILE_SECRET, result.branch],
+                          cwd=world.repo, capture_output=True, text=True)
+    assert grep.returncode == 1 and grep.stdout == "", grep.stdout
+    if attack.check is not None:
+        attack.check(world, result)
 
 
 async def test_two_runs_at_once_in_one_repo(fresh_sim, sample_repo):
