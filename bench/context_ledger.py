@@ -18,12 +18,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from orchestrator.config import load_roles
-from orchestrator.context import Ledger, token_counter
-from orchestrator.definitions import load_agents
-from orchestrator.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
+from orchestrator.config.definitions import load_agents
+from orchestrator.config.schema import load_roles
+from orchestrator.faces.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
 from orchestrator.models.client import ClientPool
-from orchestrator.session import Session
+from orchestrator.record.telemetry import Event, Telemetry
+from orchestrator.session.context import Ledger, token_counter
+from orchestrator.session.loop import Session
 from orchestrator.sim import (
     ChatRequestView,
     ModelBehavior,
@@ -32,7 +33,6 @@ from orchestrator.sim import (
     ToolCallSpec,
     register_behavior,
 )
-from orchestrator.telemetry import Event, Telemetry
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 

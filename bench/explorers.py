@@ -32,12 +32,12 @@ from pathlib import Path
 from simproc import simulator
 
 from orchestrator import api
-from orchestrator.config import load_roles
-from orchestrator.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
+from orchestrator.config.schema import load_roles
+from orchestrator.evidence.verify import DirSource, GitCommitSource, LineCounts, verify_findings
+from orchestrator.faces.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
 from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec
 from orchestrator.state import Citation, Claim, Findings
 from orchestrator.tools.search import rg_binary, search
-from orchestrator.verify import DirSource, GitCommitSource, LineCounts, verify_findings
 
 CACHE = Path(__file__).parent / ".cache"
 SDIST = ("Django", "5.1.4")

@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from orchestrator.benchmark import load_suite, materialize
-from orchestrator.config import SandboxSettings
-from orchestrator.localize import Check, render
-from orchestrator.preflight import localize_worktree
+from orchestrator.config.schema import SandboxSettings
+from orchestrator.engine.preflight import localize_worktree
+from orchestrator.localize.localization import Check, render
 from orchestrator.sandbox import build_sandbox
 from orchestrator.tools.shell import CommandPolicy, run_command
 

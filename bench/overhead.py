@@ -35,8 +35,8 @@ from typing import Any
 from simproc import simulator
 
 from orchestrator.api import arun
-from orchestrator.config import load_roles
-from orchestrator.demo import (
+from orchestrator.config.schema import load_roles
+from orchestrator.faces.demo import (
     DEMO_TASK,
     SIM_KEY_ENV,
     demo_roles_sets,

@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from orchestrator.config import SandboxSettings
+from orchestrator.config.schema import SandboxSettings
 from orchestrator.sandbox import build_sandbox
 from orchestrator.tools.shell import CommandPolicy, run_command
 
@@ -34,7 +34,7 @@ COMMANDS = {
 
 
 def _repo(root: Path) -> Path:
-    from orchestrator.demo import make_sample_repo
+    from orchestrator.faces.demo import make_sample_repo
 
     return make_sample_repo(root / "repo")
 

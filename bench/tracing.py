@@ -22,7 +22,7 @@ from opentelemetry.trace import NoOpTracerProvider
 from overhead import one_run, scenario_at  # bench/overhead.py: one demo run, its time split
 from simproc import simulator
 
-from orchestrator.tracing import traced_by
+from orchestrator.record.tracing import traced_by
 
 
 async def measured(base_url: str, traced: bool) -> tuple[dict[str, float], int]:

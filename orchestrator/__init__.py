@@ -2,7 +2,7 @@
 
 The public API: run / arun / resume / aresume / start (a run with an event stream),
 explore / aexplore, load_roles, and the typed results and errors they use. Names are imported
-on first use, so ``import orchestrator.config`` (and the CLI's quick commands) do not pay for
+on first use, so ``import orchestrator.config.schema`` (and the CLI's quick commands) do not pay for
 the engine (LangGraph, the OpenAI SDK) until something needs it.
 """
 
@@ -12,9 +12,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .api import RunHandle, aexplore, aresume, arun, explore, resume, run, start
-    from .config import RoleMap, load_roles
-    from .errors import (
+    from orchestrator.api import RunHandle, aexplore, aresume, arun, explore, resume, run, start
+    from orchestrator.config.schema import RoleMap, load_roles
+    from orchestrator.config.trust import UntrustedConfig
+    from orchestrator.errors import (
         BudgetExhausted,
         ConfigError,
         DatabaseUnavailable,
@@ -25,8 +26,9 @@ if TYPE_CHECKING:
         SessionFailed,
         UsageError,
     )
-    from .results import ExploreResult, RunResult
-    from .state import (
+    from orchestrator.record.telemetry import Event
+    from orchestrator.results import ExploreResult, RunResult
+    from orchestrator.state import (
         Citation,
         Claim,
         ExplorerResult,
@@ -36,21 +38,19 @@ if TYPE_CHECKING:
         RoleLoss,
         VerifyResult,
     )
-    from .telemetry import Event
-    from .trust import UntrustedConfig
 
 _WHERE = {
     **dict.fromkeys(("RunHandle", "aexplore", "aresume", "arun", "explore", "resume", "run",
                      "start"), "api"),
-    **dict.fromkeys(("RoleMap", "load_roles"), "config"),
+    **dict.fromkeys(("RoleMap", "load_roles"), "config.schema"),
     **dict.fromkeys(("BudgetExhausted", "ConfigError", "DatabaseUnavailable", "MissingCredentials",
                      "ModelError", "ModelUnavailable", "OrchestrateError", "SessionFailed",
                      "UsageError"), "errors"),
     **dict.fromkeys(("ExploreResult", "RunResult"), "results"),
     **dict.fromkeys(("Citation", "Claim", "ExplorerResult", "Findings", "Plan", "Review",
                      "RoleLoss", "VerifyResult"), "state"),
-    "Event": "telemetry",
-    "UntrustedConfig": "trust",
+    "Event": "record.telemetry",
+    "UntrustedConfig": "config.trust",
 }
 
 __all__ = [

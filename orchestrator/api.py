@@ -22,12 +22,11 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
-from .claimstats import by_model
-from .config import RoleMap, resolve_overrides, resolve_roles  # noqa: F401 (api.resolve_roles)
-from .errors import BudgetExhausted, ConfigError, UsageError
-from .graph import build_explore_graph, build_graph, timed
-from .layers import resolve_setup
-from .lifecycle import (
+from orchestrator.config.layers import resolve_setup
+from orchestrator.config.pipeline import Pipeline, pipeline_of
+from orchestrator.config.schema import RoleMap, resolve_overrides, resolve_roles  # noqa: F401 (api.resolve_roles)
+from orchestrator.engine.graph import build_explore_graph, build_graph, timed
+from orchestrator.engine.lifecycle import (
     OpenRun,
     Relay,
     build_pool,
@@ -43,19 +42,20 @@ from .lifecycle import (
     write_failure,
     write_run_file,
 )
-from .models.client import ClientPool
-from .models.routing import telemetry_listener
-from .pipeline import Pipeline, pipeline_of
-from .repo import repo_root
-from .reporules import repo_rules
-from .results import ExploreResult, RunResult
-from .runs import run_lock
-from .runtime import RunContext
-from .state import Plan, RunState
-from .store import open_checkpointer
-from .telemetry import Event, Listener, Telemetry
-from .verify import DirSource
-from .workspace import Workspace, create_record_dir, new_run_id
+from orchestrator.engine.runtime import RunContext
+from orchestrator.errors import BudgetExhausted, ConfigError, UsageError
+from orchestrator.evidence.claimstats import by_model
+from orchestrator.evidence.verify import DirSource
+from orchestrator.localize.reporules import repo_rules
+from orchestrator.models.client import ClientPool
+from orchestrator.models.routing import telemetry_listener
+from orchestrator.record.store import open_checkpointer
+from orchestrator.record.telemetry import Event, Listener, Telemetry
+from orchestrator.results import ExploreResult, RunResult
+from orchestrator.runs import run_lock
+from orchestrator.state import Plan, RunState
+from orchestrator.workspace.repo import repo_root
+from orchestrator.workspace.worktree import Workspace, create_record_dir, new_run_id
 
 Approver = Callable[[Plan], bool | Awaitable[bool]]
 DATABASE_ENV = "ORCHESTRATE_DATABASE_URL"
@@ -98,7 +98,7 @@ async def arun(
     With ``approve_plan`` the run pauses after planning: ``approver(plan)`` decides, or, with
     no approver, the result has status ``awaiting_approval`` and ``aresume`` continues it.
     ``trust_repo_config`` trusts the repository's own ``roles.toml`` for this run (see
-    ``orchestrator.trust``); ``result.exit_code`` tells a clean success (0) from one that lost
+    ``orchestrator.config.trust``); ``result.exit_code`` tells a clean success (0) from one that lost
     a role on the way (3).
     """
     if not task.strip():

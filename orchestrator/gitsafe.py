@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .timing import phase
+from orchestrator.timing import phase
 
 __all__ = ["GitError", "common_dir", "git", "git_env", "toplevel"]
 

@@ -12,10 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from .claimstats import ClaimStats
-from .events import Forked
-from .sandbox import SandboxInfo
-from .state import (
+from orchestrator.evidence.claimstats import ClaimStats
+from orchestrator.record.events import Forked
+from orchestrator.sandbox import SandboxInfo
+from orchestrator.state import (
     Claim,
     ExplorerResult,
     KnownTests,

@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import UsageError
-from .events import CallFinished, read_events
-from .gitsafe import git
-from .workspace import Workspace, list_workspaces
+from orchestrator.errors import UsageError
+from orchestrator.gitsafe import git
+from orchestrator.record.events import CallFinished, read_events
+from orchestrator.workspace.worktree import Workspace, list_workspaces
 
 if TYPE_CHECKING:
-    from .context import SessionNode
+    from orchestrator.session.context import SessionNode
 
 LOCK_NAME = "run.lock"
 
@@ -241,7 +241,7 @@ class RunDetails:
 
 def run_details(repo: Path, run_id: str) -> RunDetails:
     """What ``orchestrate show`` prints, read back from the run's report and events."""
-    from .context import session_tree
+    from orchestrator.session.context import session_tree
 
     ws = Workspace.open(repo, run_id, reattach=False)
     events = read_events(ws.run_dir / "events.jsonl")

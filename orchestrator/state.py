@@ -11,9 +11,9 @@ from typing import Annotated, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .localize import Localization
-from .prompts import text
-from .role import ROLES, Role  # noqa: F401 (re-exported: the names live apart for quick loads)
+from orchestrator.config.prompts import text
+from orchestrator.config.role import ROLES, Role  # noqa: F401 (re-exported: the names live apart for quick loads)
+from orchestrator.localize.localization import Localization
 
 
 class Frozen(BaseModel):

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import RoleMap, load_roles
-from orchestrator.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
+from orchestrator.config.schema import RoleMap, load_roles
+from orchestrator.faces.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
 from orchestrator.sim import Scenario, SimServer
 
 SIM_ENV = {"ORCHESTRATE_SIM_KEY": "simulated-key"}

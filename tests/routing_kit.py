@@ -7,13 +7,13 @@ from pathlib import Path
 
 from conftest import run_env, sim_roles
 
-from orchestrator.definitions import load_agents
+from orchestrator.config.definitions import load_agents
 from orchestrator.models.client import ClientPool
 from orchestrator.models.fallback import RetryPolicy
 from orchestrator.models.routing import RoutingEvent
-from orchestrator.session import Session
+from orchestrator.record.telemetry import Telemetry
+from orchestrator.session.loop import Session
 from orchestrator.sim import Reply, SimServer, ToolCallSpec
-from orchestrator.telemetry import Telemetry
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 

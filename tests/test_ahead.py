@@ -15,9 +15,9 @@ from conftest import run_env, sim_roles
 from test_workspace import make_repo
 
 from orchestrator import api
-from orchestrator.ahead import TreeAhead
-from orchestrator.demo import DEMO_TASK
-from orchestrator.workspace import Workspace
+from orchestrator.faces.demo import DEMO_TASK
+from orchestrator.workspace.ahead import TreeAhead
+from orchestrator.workspace.worktree import Workspace
 
 
 def _blob(repo: Path, tree: str, path: str) -> str:

@@ -12,10 +12,10 @@ import pytest
 from conftest import cli, run_env, sim_roles
 
 from orchestrator import api
-from orchestrator.cli import app
 from orchestrator.errors import DatabaseUnavailable, UsageError
-from orchestrator.registry import PostgresRegistry
-from orchestrator.store import open_checkpointer
+from orchestrator.faces.cli import app
+from orchestrator.record.registry import PostgresRegistry
+from orchestrator.record.store import open_checkpointer
 
 pytest_plugins = ["pg"]
 ROOT = Path(__file__).resolve().parent.parent

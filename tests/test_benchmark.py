@@ -31,7 +31,7 @@ from orchestrator.benchmark.compare import spread, task_times
 from orchestrator.benchmark.runner import check_acceptance
 from orchestrator.benchmark.simulator import packaged_scenario
 from orchestrator.benchmark.suite import sim_tasks
-from orchestrator.config import SandboxSettings
+from orchestrator.config.schema import SandboxSettings
 from orchestrator.errors import ConfigError
 from orchestrator.sim import FaultSpec, ModelBehavior, Reply, Scenario
 from orchestrator.sim.bench_behaviors import builder_for, find_task, hashes_odd

@@ -7,7 +7,7 @@ import json
 from conftest import cli, run_env, sim_roles, snapshot
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, scenario_path
+from orchestrator.faces.demo import DEMO_TASK, scenario_path
 
 
 def test_token_budget_stops_cleanly_and_resume_finishes(fresh_sim, sample_repo, tmp_path):

@@ -9,7 +9,7 @@ import pytest
 from conftest import cli, run_env, scenario_with, sim_roles
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, scenario_path
+from orchestrator.faces.demo import DEMO_TASK, scenario_path
 from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec
 
 QUESTIONS = ["Where is `def median` defined?", "Which test covers `median([4`?"]
@@ -62,8 +62,8 @@ def test_the_run_summary_and_quota_tables_name_the_model_and_its_drops(fabricate
 
     from rich.console import Console
 
+    from orchestrator.faces.render import print_quota, print_run_summary
     from orchestrator.models.quota_pg import build_ledger
-    from orchestrator.render import print_quota, print_run_summary
 
     result, env = fabricated_run
     console = Console(record=True, width=200)

@@ -14,7 +14,7 @@ from conftest import run_env
 ENGINE = ("langgraph", "langchain_core", "openai", "git", "tiktoken", "orchestrator.api")
 PROBE = f"""
 import sys
-from orchestrator.cli import main
+from orchestrator.faces.cli import main
 sys.argv = ["orchestrate", *sys.argv[1:]]
 try:
     main()

@@ -6,8 +6,10 @@ import os
 
 import pytest
 
-from orchestrator.config import ModelSpec, RoleSpec
-from orchestrator.context import (
+from orchestrator.config.schema import ModelSpec, RoleSpec
+from orchestrator.errors import ToolError
+from orchestrator.record.events import make_event
+from orchestrator.session.context import (
     MASK_PREFIX,
     PER_MESSAGE,
     ContextPolicy,
@@ -19,8 +21,6 @@ from orchestrator.context import (
     session_tree,
     token_counter,
 )
-from orchestrator.errors import ToolError
-from orchestrator.events import make_event
 from orchestrator.tools.artifacts import ArtifactStore, preview
 
 

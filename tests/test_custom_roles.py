@@ -12,8 +12,8 @@ from pathlib import Path
 from conftest import cli, run_env, scenario_with
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, demo_roles_sets, demo_scenario, scenario_path
-from orchestrator.events import parse_event
+from orchestrator.faces.demo import DEMO_TASK, demo_roles_sets, demo_scenario, scenario_path
+from orchestrator.record.events import parse_event
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
 
 SECURITY_REVIEWER = """\

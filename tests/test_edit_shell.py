@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config import SandboxSettings
+from orchestrator.config.schema import SandboxSettings
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.sandbox import Sandbox, build_sandbox
 from orchestrator.tools.base import Toolbox

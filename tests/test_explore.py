@@ -10,7 +10,7 @@ import time
 from conftest import cli, run_env, scenario_with, sim_roles, snapshot
 
 from orchestrator import api
-from orchestrator.demo import scenario_path
+from orchestrator.faces.demo import scenario_path
 from orchestrator.sim import (
     BEHAVIORS,
     ChatRequestView,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import failures
+from orchestrator.localize import failures
 
 CART = '''\
 class Cart:

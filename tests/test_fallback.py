@@ -211,11 +211,11 @@ async def test_two_invalid_submissions_hand_the_session_to_the_fallback(fresh_si
     from conftest import run_env, scenario_with, sim_roles
 
     from orchestrator import api
-    from orchestrator.demo import DEMO_TASK
+    from orchestrator.faces.demo import DEMO_TASK
     from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec
 
     bad = Reply(tool_calls=[ToolCallSpec(name="submit", arguments={"goal": 42})])
-    from orchestrator.demo import demo_scenario
+    from orchestrator.faces.demo import demo_scenario
 
     good_planner = demo_scenario().models["sim-planner"]  # the fallback model plans properly
     fresh_sim.set_scenario(scenario_with(**{"sim-planner": ModelBehavior(script=[bad]),

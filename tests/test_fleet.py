@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 from conftest import run_env
 
-from orchestrator.demo import (
+from orchestrator.faces.demo import (
     DEMO_TASK,
     demo_roles_sets,
     demo_scenario,
     make_sample_repo,
     scenario_path,
 )
-from orchestrator.fleet import checkout, is_url, jobs, submit
-from orchestrator.registry import open_registry
+from orchestrator.faces.fleet import checkout, is_url, jobs, submit
+from orchestrator.record.registry import open_registry
 
 pytest_plugins = ["pg"]
 pytest.importorskip("procrastinate", reason="the fleet extra is not installed")
@@ -29,7 +29,7 @@ pytest.importorskip("procrastinate", reason="the fleet extra is not installed")
 WORKER = """
 import asyncio, logging, sys
 from pathlib import Path
-from orchestrator.fleet import WorkerConfig, run_worker
+from orchestrator.faces.fleet import WorkerConfig, run_worker
 logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s %(message)s")
 asyncio.run(run_worker(WorkerConfig(database_url=sys.argv[1], cache_dir=Path(sys.argv[2]),
     heartbeat_s=0.5, stalled_after_s=2.0, poll_s=0.5)))
@@ -162,7 +162,7 @@ async def test_a_killed_worker_leaves_its_run_to_another_which_resumes_it(pg_url
 
 
 async def test_a_job_that_cannot_run_fails_visibly_and_is_not_retried(pg_url, sim, tmp_path):
-    from orchestrator.fleet import WorkerConfig, run_worker
+    from orchestrator.faces.fleet import WorkerConfig, run_worker
 
     not_a_repo = tmp_path / "plain"
     not_a_repo.mkdir()

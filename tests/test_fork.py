@@ -12,10 +12,11 @@ import pytest
 from conftest import run_env, scenario_with, sim_roles
 
 from orchestrator import api
-from orchestrator.context import MASK_PREFIX, policy_for
-from orchestrator.definitions import load_agents
+from orchestrator.config.definitions import load_agents
 from orchestrator.models.client import ClientPool
-from orchestrator.session import Session, Summarizer
+from orchestrator.record.telemetry import Telemetry
+from orchestrator.session.context import MASK_PREFIX, policy_for
+from orchestrator.session.loop import Session, Summarizer
 from orchestrator.sim import (
     ChatRequestView,
     FaultSpec,
@@ -24,7 +25,6 @@ from orchestrator.sim import (
     ToolCallSpec,
     register_behavior,
 )
-from orchestrator.telemetry import Telemetry
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 from orchestrator.tools.reading import read

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.graph import (
+from orchestrator.config.pipeline import Judge, Pipeline
+from orchestrator.engine.graph import (
     _to_approval,
     after_review,
     after_verify,
@@ -12,7 +13,6 @@ from orchestrator.graph import (
     build_graph,
     fan_out,
 )
-from orchestrator.pipeline import Judge, Pipeline
 from orchestrator.state import CheckResult, Plan, Review, RunState, VerifyResult
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

@@ -26,7 +26,7 @@ import pytest
 from conftest import run_env, scenario_with, sim_roles
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, demo_scenario
+from orchestrator.faces.demo import DEMO_TASK, demo_scenario
 from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec
 
 SECRET = "sk-test-SECRET-0123456789abcdef"

@@ -11,12 +11,12 @@ from conftest import run_env, scenario_with, sim_roles
 
 from orchestrator import api
 from orchestrator.benchmark import builtin_suite, materialize
-from orchestrator.demo import DEMO_TASK
-from orchestrator.digest import build_digest
-from orchestrator.known import counterparts, for_explorer, is_test_path, known_tests
+from orchestrator.evidence.digest import build_digest
+from orchestrator.evidence.known import counterparts, for_explorer, is_test_path, known_tests
+from orchestrator.evidence.verify import DirSource, GitCommitSource, verify_findings
+from orchestrator.faces.demo import DEMO_TASK
 from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec
 from orchestrator.state import Citation, Claim, ExplorerResult, Findings, KnownTests
-from orchestrator.verify import DirSource, GitCommitSource, verify_findings
 
 
 def _task(name: str):

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from conftest import cli, run_env
 
+from orchestrator.config.layers import env_layers, explain, resolve
 from orchestrator.errors import ConfigError, UsageError
-from orchestrator.events import event_schema, parse_event, read_events
-from orchestrator.layers import env_layers, explain, resolve
-from orchestrator.reporules import repo_rules
-from orchestrator.starter import starter_roles, write_starter
-from orchestrator.store import state_dir
-from orchestrator.workspace import Workspace
+from orchestrator.faces.starter import starter_roles, write_starter
+from orchestrator.localize.reporules import repo_rules
+from orchestrator.record.events import event_schema, parse_event, read_events
+from orchestrator.record.store import state_dir
+from orchestrator.workspace.worktree import Workspace
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -12,11 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator import localize, repomap
 from orchestrator.benchmark import load_suite, materialize
-from orchestrator.config import SandboxSettings
-from orchestrator.localize import Check
-from orchestrator.preflight import localize_worktree
+from orchestrator.config.schema import SandboxSettings
+from orchestrator.engine.preflight import localize_worktree
+from orchestrator.localize import localization as localize
+from orchestrator.localize import repomap
+from orchestrator.localize.localization import Check
 from orchestrator.sandbox import build_sandbox
 from orchestrator.tools.shell import CommandPolicy, run_command
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import cli, run_env, scenario_with
 from pg import free_port
 
-from orchestrator.demo import DEMO_TASK, demo_roles_sets, demo_scenario, scenario_path
+from orchestrator.faces.demo import DEMO_TASK, demo_roles_sets, demo_scenario, scenario_path
 from orchestrator.sim import ModelBehavior
 
 pytest.importorskip("mcp", reason="the mcp extra is not installed")

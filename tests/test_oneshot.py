@@ -12,8 +12,8 @@ from pathlib import Path
 from conftest import run_env, scenario_with
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, demo_roles_sets, scenario_path
-from orchestrator.oneshot import parse_files
+from orchestrator.engine.oneshot import parse_files
+from orchestrator.faces.demo import DEMO_TASK, demo_roles_sets, scenario_path
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
 
 TEST_FILE = "tests/test_stats.py"
@@ -192,9 +192,9 @@ async def test_a_one_shot_neither_reads_nor_writes_outside_the_worktree(sample_r
 
     from conftest import snapshot
 
-    from orchestrator.localize import Localization, Span
-    from orchestrator.oneshot import shown_files, write_files
-    from orchestrator.workspace import Workspace
+    from orchestrator.engine.oneshot import shown_files, write_files
+    from orchestrator.localize.localization import Localization, Span
+    from orchestrator.workspace.worktree import Workspace
 
     outside = tmp_path / "outside"
     outside.mkdir()

@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import cli, run_env, scenario_with, sim_roles
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, scenario_path
+from orchestrator.faces.demo import DEMO_TASK, scenario_path
 from orchestrator.models.errors import ModelRefused
 from orchestrator.sim import (
     BEHAVIORS,

@@ -21,19 +21,19 @@ import pytest
 from conftest import JsonHandler, run_env, sim_roles
 
 from orchestrator import api
-from orchestrator.journal import CallJournal, JournaledClient, RequestKeys, _key, turn_of
+from orchestrator.evidence.verify import GitCommitSource
 from orchestrator.models.base import REASONING
 from orchestrator.models.chat import ChatRequests
 from orchestrator.models.client import ClientPool, Completion
+from orchestrator.models.journal import CallJournal, JournaledClient, RequestKeys, _key, turn_of
 from orchestrator.models.quota import QuotaLedger, WriteBehindLedger
 from orchestrator.models.responses import ResponsesRequests
+from orchestrator.record.writer import Writer
 from orchestrator.sim import ModelBehavior, Reply
 from orchestrator.state import CallRecord
 from orchestrator.timing import Phases, phase
 from orchestrator.tools.shell import _SECRET_PATTERNS, scrubbed_env
-from orchestrator.verify import GitCommitSource
-from orchestrator.workspace import Workspace
-from orchestrator.writer import Writer
+from orchestrator.workspace.worktree import Workspace
 
 TOOLS = [{"type": "function", "function": {
     "name": name, "description": f"{name} things.",
@@ -426,7 +426,7 @@ def test_the_secret_filter_is_the_glob_list():
 
 
 def test_tool_declarations_are_counted_once_and_counted_again_when_anything_changes():
-    from orchestrator.context import _tools_tokens
+    from orchestrator.session.context import _tools_tokens
 
     seen: list[str] = []
 
@@ -598,7 +598,7 @@ def test_line_counts_made_ahead_match_and_a_closed_reader_starts_no_git(sample_r
     and starting them never waits for a count in progress; once the run closes its reader, a
     count still going cannot start another git process (it fails, and the next ``of`` counts
     again)."""
-    from orchestrator.sources import LineCounts
+    from orchestrator.evidence.sources import LineCounts
 
     with GitCommitSource(sample_repo, "HEAD") as src:
         expected = LineCounts().of(src)

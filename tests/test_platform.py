@@ -18,9 +18,9 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pg import free_port
 
-from orchestrator.demo import DEMO_TASK, demo_roles_sets, scenario_path
-from orchestrator.graph import build_graph
-from orchestrator.platform import (
+from orchestrator.engine.graph import build_graph
+from orchestrator.faces.demo import DEMO_TASK, demo_roles_sets, scenario_path
+from orchestrator.faces.platform import (
     PlatformConfig,
     PlatformInput,
     build_platform_graph,

@@ -13,8 +13,8 @@ import pytest
 from langgraph.graph import END, START, StateGraph
 
 from orchestrator.errors import UsageError
-from orchestrator.registry import PostgresRegistry, SqliteRegistry, new_record, open_registry
-from orchestrator.store import open_checkpointer
+from orchestrator.record.registry import PostgresRegistry, SqliteRegistry, new_record, open_registry
+from orchestrator.record.store import open_checkpointer
 
 pytest_plugins = ["pg"]
 

@@ -15,7 +15,7 @@ import pytest
 from conftest import run_env, scenario_with
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, demo_roles_sets, scenario_path
+from orchestrator.faces.demo import DEMO_TASK, demo_roles_sets, scenario_path
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
 
 BUGGY = "        return ordered[mid]\n    return ordered[mid]\n"
@@ -132,8 +132,8 @@ def test_put_back_writes_nothing_outside_the_worktree(sample_repo, tmp_path, rea
     """Paths that would leave the worktree are ignored and links and FIFOs the builder left in
     place of a test are replaced, never written through; judged by effect on the user's files,
     their .git and a sentinel outside, with either way of reading the start commit."""
-    from orchestrator.sources import GitCommitSource
-    from orchestrator.workspace import Workspace
+    from orchestrator.evidence.sources import GitCommitSource
+    from orchestrator.workspace.worktree import Workspace
 
     outside = tmp_path / "outside"
     outside.mkdir()

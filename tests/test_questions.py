@@ -1,8 +1,8 @@
 """The planner's questions are cleaned before explorers start: copies of its own prompt and
 duplicates go, with a reason each."""
 
-from orchestrator.definitions import load_agents
-from orchestrator.questions import clean
+from orchestrator.config.definitions import load_agents
+from orchestrator.evidence.questions import clean
 
 
 def test_prompt_sentences_and_duplicates_are_dropped_as_a_small_planner_wrote_them():

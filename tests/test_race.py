@@ -13,8 +13,8 @@ from pathlib import Path
 from conftest import cli, run_env, scenario_with, snapshot
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, demo_roles_sets, scenario_path
-from orchestrator.events import read_events
+from orchestrator.faces.demo import DEMO_TASK, demo_roles_sets, scenario_path
+from orchestrator.record.events import read_events
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
 
 BUGGY = "        return ordered[mid]\n    return ordered[mid]\n"
@@ -173,7 +173,7 @@ def test_a_race_killed_mid_flight_resumes_exactly(fresh_sim, sample_repo):
     import signal
     import sys
 
-    from orchestrator.demo import DEMO_TASK as task
+    from orchestrator.faces.demo import DEMO_TASK as task
 
     def turns(new: str) -> list[Reply]:
         return [_call("read", path="stats.py"), _call("replace", path="stats.py", old=BUGGY, new=new),
@@ -236,9 +236,9 @@ async def test_a_candidate_cannot_touch_the_runs_worktree_or_another_candidate(f
 def test_checkpoints_keep_every_model_the_state_holds():
     """A resumed run gets its localisation and races back (the serializer's allow-list is
     derived from RunState, so a new field's type cannot be dropped on resume)."""
-    from orchestrator.localize import Check, Localization
+    from orchestrator.localize.localization import Check, Localization
+    from orchestrator.record.store import serializer
     from orchestrator.state import Candidate, Race, RunState
-    from orchestrator.store import serializer
 
     state = RunState(task="t", localization=Localization(
         checks=(Check(command="c", exit_code=1, output="o"),), suspects=("a.py",)),
@@ -246,7 +246,7 @@ def test_checkpoints_keep_every_model_the_state_holds():
             Candidate(index=1, session="builder-1", status="passed")])])
     from pydantic import BaseModel
 
-    from orchestrator import store
+    from orchestrator.record import store
 
     serde = serializer()
     back = serde.loads_typed(serde.dumps_typed(state))

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from conftest import cli
 
-from orchestrator.config import load_roles
-from orchestrator.definitions import Registry, load_registry, parse_agent
+from orchestrator.config.definitions import Registry, load_registry, parse_agent
+from orchestrator.config.pipeline import Judge, pipeline_of
+from orchestrator.config.schema import load_roles
+from orchestrator.engine.graph import build_graph, judge_routes
 from orchestrator.errors import ConfigError
-from orchestrator.graph import build_graph, judge_routes
-from orchestrator.pipeline import Judge, pipeline_of
 from orchestrator.state import Review, RunState, VerifyResult
 
 CLAUDE_AGENT = """\

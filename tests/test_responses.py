@@ -9,10 +9,9 @@ from conftest import cli, run_env, scenario_with, sim_roles
 from routing_kit import MESSAGES, PLAN, call, pool_for
 
 from orchestrator import api
-from orchestrator.definitions import load_agents
-from orchestrator.demo import DEMO_TASK, demo_scenario, scenario_path
+from orchestrator.config.definitions import load_agents
 from orchestrator.errors import ContextOverflow
-from orchestrator.journal import CallJournal, JournaledClient
+from orchestrator.faces.demo import DEMO_TASK, demo_scenario, scenario_path
 from orchestrator.models.errors import (
     ModelMisconfigured,
     ModelRefused,
@@ -20,10 +19,11 @@ from orchestrator.models.errors import (
     RateLimited,
     Transient,
 )
-from orchestrator.session import Session
+from orchestrator.models.journal import CallJournal, JournaledClient
+from orchestrator.record.telemetry import Telemetry
+from orchestrator.session.loop import Session
 from orchestrator.sim import FaultSpec, ModelBehavior, Reply
 from orchestrator.state import Plan
-from orchestrator.telemetry import Telemetry
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 

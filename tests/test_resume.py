@@ -15,7 +15,7 @@ from conftest import cli, run_env, scenario_with, sim_roles, snapshot
 
 import orchestrator
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, scenario_path
+from orchestrator.faces.demo import DEMO_TASK, scenario_path
 from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -201,8 +201,8 @@ def test_interrupted_in_the_builders_third_call_resumes_exactly(fresh_sim, sampl
 
 def test_resume_without_restoring_would_pay_twice(fresh_sim, sample_repo):
     """The check above can fail: skip the restore and the journal misses."""
-    from orchestrator.journal import CallJournal, turn_of
     from orchestrator.models.client import Completion
+    from orchestrator.models.journal import CallJournal, turn_of
     from orchestrator.state import CallRecord
 
     done = Completion("ok", (), "stop", CallRecord(role="builder", session="builder-1",

@@ -9,7 +9,7 @@ from pathlib import Path
 from conftest import cli, run_env, scenario_with, sim_roles, snapshot
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, demo_scenario, scenario_path
+from orchestrator.faces.demo import DEMO_TASK, demo_scenario, scenario_path
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec, register_behavior
 
 

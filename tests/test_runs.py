@@ -13,7 +13,7 @@ import pytest
 from conftest import cli, run_env, scenario_with, sim_roles, snapshot
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, scenario_path
+from orchestrator.faces.demo import DEMO_TASK, scenario_path
 from orchestrator.sim import ModelBehavior
 
 

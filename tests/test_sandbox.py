@@ -15,9 +15,9 @@ import pytest
 from conftest import cli, run_env, scenario_with, snapshot
 from test_hostile import live_processes
 
-from orchestrator.config import SandboxSettings, load_roles
-from orchestrator.demo import DEMO_TASK, scenario_path
+from orchestrator.config.schema import SandboxSettings, load_roles
 from orchestrator.errors import ConfigError
+from orchestrator.faces.demo import DEMO_TASK, scenario_path
 from orchestrator.sandbox import Sandbox, build_sandbox
 from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec
 from orchestrator.tools.base import Toolbox
@@ -240,9 +240,9 @@ def test_explore_in_a_checkout_with_a_fifo_does_not_hang(fresh_sim, sample_repo:
 
 def test_our_git_calls_ignore_everything_the_builder_configured(tmp_path: Path) -> None:
     """Unsandboxed on purpose: our own calls must be safe even when the builder wrote .git."""
+    from orchestrator.evidence.verify import GitCommitSource
     from orchestrator.tools.gitread import GitHistory, git_blame, git_log
-    from orchestrator.verify import GitCommitSource
-    from orchestrator.workspace import Workspace
+    from orchestrator.workspace.worktree import Workspace
 
     repo = tmp_path / "repo"
     repo.mkdir()

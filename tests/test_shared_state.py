@@ -6,8 +6,8 @@ import psycopg
 from conftest import run_env, sim_roles
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK
-from orchestrator.registry import open_registry
+from orchestrator.faces.demo import DEMO_TASK
+from orchestrator.record.registry import open_registry
 
 pytest_plugins = ["pg"]
 

@@ -10,15 +10,21 @@ from pathlib import Path
 import pytest
 
 from orchestrator.benchmark.explore_suite import builtin_explore_path
-from orchestrator.state import Citation, Claim, Findings
-from orchestrator.support import claim_terms, parts, quote_names, shared_name, uninformative
-from orchestrator.verify import (
+from orchestrator.evidence.support import (
+    claim_terms,
+    parts,
+    quote_names,
+    shared_name,
+    uninformative,
+)
+from orchestrator.evidence.verify import (
     DirSource,
     GitCommitSource,
     LineCounts,
     judge_citation,
     verify_findings,
 )
+from orchestrator.state import Citation, Claim, Findings
 
 CLICK = builtin_explore_path() / "repo"
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
+from orchestrator.record.telemetry import Telemetry, _union
 from orchestrator.state import CallRecord
-from orchestrator.telemetry import Telemetry, _union
 
 
 def test_union_counts_overlapping_intervals_once():

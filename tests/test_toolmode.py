@@ -10,7 +10,8 @@ import pytest
 from conftest import scenario_with
 from routing_kit import PLAN, call, planner_session, pool_for
 
-from orchestrator.definitions import load_agents
+from orchestrator.config.definitions import load_agents
+from orchestrator.config.prompts import text
 from orchestrator.models.toolmode import (
     JsonToolsClient,
     evidence,
@@ -21,11 +22,10 @@ from orchestrator.models.toolmode import (
     tool_call_schema,
     tool_instruction,
 )
-from orchestrator.prompts import text
-from orchestrator.session import Session, submit_schema
+from orchestrator.record.telemetry import Telemetry
+from orchestrator.session.loop import Session, submit_schema
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
 from orchestrator.state import Findings, Plan
-from orchestrator.telemetry import Telemetry
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 

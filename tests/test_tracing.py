@@ -11,10 +11,10 @@ import pytest
 from conftest import cli, run_env, sim_roles
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, demo_roles_sets, scenario_path
 from orchestrator.errors import UsageError
-from orchestrator.telemetry import Telemetry
-from orchestrator.tracing import CAPTURE_ENV, configure_from_env, traced_by
+from orchestrator.faces.demo import DEMO_TASK, demo_roles_sets, scenario_path
+from orchestrator.record.telemetry import Telemetry
+from orchestrator.record.tracing import CAPTURE_ENV, configure_from_env, traced_by
 
 pytest.importorskip("opentelemetry.sdk", reason="the otel extra is not installed")
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402

@@ -19,16 +19,16 @@ from pathlib import Path
 import pytest
 from conftest import JsonHandler, cli, run_env
 
-from orchestrator.config import load_roles
-from orchestrator.demo import make_sample_repo
-from orchestrator.errors import ConfigError
-from orchestrator.trust import (
+from orchestrator.config.schema import load_roles
+from orchestrator.config.trust import (
     UntrustedConfig,
     load_records,
     record_trust,
     revoke_trust,
     user_config_dir,
 )
+from orchestrator.errors import ConfigError
+from orchestrator.faces.demo import make_sample_repo
 
 USER_KEY = "sk-user-secret-0123456789"
 

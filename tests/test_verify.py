@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.state import Citation, Claim, Findings
-from orchestrator.verify import (
+from orchestrator.evidence.verify import (
     DirSource,
     GitCommitSource,
     check_citation,
     normalize_ws,
     verify_findings,
 )
+from orchestrator.state import Citation, Claim, Findings
 
 APP = "".join(f"line {i} of app\n" for i in range(1, 10)) + "def   main(x,\n        y):\n"
 

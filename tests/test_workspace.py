@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.errors import UsageError
-from orchestrator.workspace import (
+from orchestrator.workspace.worktree import (
     DIRTY_COMMIT_MESSAGE,
     Workspace,
     list_workspaces,
@@ -205,7 +205,7 @@ def test_concurrent_creates_both_succeed(repo: Path) -> None:
 
 def test_concurrent_creates_in_separate_processes(repo: Path) -> None:
     code = (
-        "import sys; from orchestrator.workspace import Workspace; "
+        "import sys; from orchestrator.workspace.worktree import Workspace; "
         "Workspace.create(sys.argv[1], sys.argv[2])"
     )
     procs = [

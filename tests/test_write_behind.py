@@ -21,7 +21,7 @@ import pytest
 from conftest import run_env, scenario_with, sim_roles
 
 from orchestrator import api
-from orchestrator.demo import DEMO_TASK, scenario_path
+from orchestrator.faces.demo import DEMO_TASK, scenario_path
 from orchestrator.models.errors import ModelRefused
 from orchestrator.sim import FaultSpec, ModelBehavior, Reply, ToolCallSpec
 
@@ -152,7 +152,7 @@ def test_a_waiter_cancelled_mid_write_neither_loses_the_write_nor_stops_the_writ
     cancelled future killed the writer's thread)."""
     import asyncio
 
-    from orchestrator.writer import Writer
+    from orchestrator.record.writer import Writer
 
     applied: list[int] = []
     gate = threading.Event()

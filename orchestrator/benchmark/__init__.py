@@ -9,16 +9,40 @@ prints it; ``bench_main`` is the whole command for the CLI. ``BenchSimulator`` s
 simulated models the built-in suite and the packaged ``bench-careful``/``bench-fast`` maps use.
 """
 
-from .command import bench_main
-from .compare import MapSummary, PairComparison, Spread, compare_all, compare_pair, summarize
-from .explore_report import ExploreRecord, ExploreReport, ExploreSummary, print_explore_report
-from .explore_runner import arun_explore_bench
-from .explore_suite import ExploreSuite, Question, builtin_explore_path, load_explore_suite
-from .records import RunRecord
-from .report import BenchReport, print_report
-from .runner import arun_bench, run_bench
-from .simulator import SIM_MAPS, BenchSimulator, bench_scenario, load_role_map
-from .suite import Suite, Task, apply_fix, builtin_suite, load_suite, materialize
+from orchestrator.benchmark.command import bench_main
+from orchestrator.benchmark.compare import (
+    MapSummary,
+    PairComparison,
+    Spread,
+    compare_all,
+    compare_pair,
+    summarize,
+)
+from orchestrator.benchmark.explore_report import (
+    ExploreRecord,
+    ExploreReport,
+    ExploreSummary,
+    print_explore_report,
+)
+from orchestrator.benchmark.explore_runner import arun_explore_bench
+from orchestrator.benchmark.explore_suite import (
+    ExploreSuite,
+    Question,
+    builtin_explore_path,
+    load_explore_suite,
+)
+from orchestrator.benchmark.records import RunRecord
+from orchestrator.benchmark.report import BenchReport, print_report
+from orchestrator.benchmark.runner import arun_bench, run_bench
+from orchestrator.benchmark.simulator import SIM_MAPS, BenchSimulator, bench_scenario, load_role_map
+from orchestrator.benchmark.suite import (
+    Suite,
+    Task,
+    apply_fix,
+    builtin_suite,
+    load_suite,
+    materialize,
+)
 
 __all__ = [
     "SIM_MAPS", "BenchReport", "BenchSimulator", "ExploreRecord", "ExploreReport",

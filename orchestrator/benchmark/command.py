@@ -15,14 +15,14 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ..errors import UsageError
-from .explore_report import ExploreRecord, ExploreReport, print_explore_report
-from .explore_runner import arun_explore_bench
-from .explore_suite import is_explore_suite, load_explore_suite
-from .report import BenchReport, print_report
-from .runner import run_bench
-from .simulator import SIM_MAPS, BenchSimulator, load_role_map
-from .suite import load_suite
+from orchestrator.benchmark.explore_report import ExploreRecord, ExploreReport, print_explore_report
+from orchestrator.benchmark.explore_runner import arun_explore_bench
+from orchestrator.benchmark.explore_suite import is_explore_suite, load_explore_suite
+from orchestrator.benchmark.report import BenchReport, print_report
+from orchestrator.benchmark.runner import run_bench
+from orchestrator.benchmark.simulator import SIM_MAPS, BenchSimulator, load_role_map
+from orchestrator.benchmark.suite import load_suite
+from orchestrator.errors import UsageError
 
 DEFAULT_OUT = Path("bench-results")
 

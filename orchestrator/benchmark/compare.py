@@ -18,7 +18,7 @@ from itertools import combinations
 
 from pydantic import BaseModel, ConfigDict
 
-from .records import RunRecord
+from orchestrator.benchmark.records import RunRecord
 
 
 class Spread(BaseModel):

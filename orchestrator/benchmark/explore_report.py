@@ -20,10 +20,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.table import Table
 
-from ..claimstats import ClaimStats
-from ..state import DROP_KINDS, ClaimVerdict
-from .compare import Spread, spread
-from .report import machine
+from orchestrator.benchmark.compare import Spread, spread
+from orchestrator.benchmark.report import machine
+from orchestrator.evidence.claimstats import ClaimStats
+from orchestrator.state import DROP_KINDS, ClaimVerdict
 
 JSON_FILE, CSV_FILE = "explore.json", "explore.csv"
 ANSWERED = ("answered: a verified claim whose supporting quote lies in a line range the suite "

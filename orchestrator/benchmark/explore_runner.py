@@ -17,16 +17,21 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from ..api import aexplore
-from ..claimstats import ClaimStats, of_result
-from ..config import RoleMap
-from ..errors import UsageError
-from ..results import ExploreResult
-from ..state import RoleUsage
-from ..verify import DirSource, locate_quote
-from .explore_report import ExploreRecord, ExploreReport, build_report, write_outputs
-from .explore_suite import ExploreSuite, Question
-from .suite import copy_repo
+from orchestrator.api import aexplore
+from orchestrator.benchmark.explore_report import (
+    ExploreRecord,
+    ExploreReport,
+    build_report,
+    write_outputs,
+)
+from orchestrator.benchmark.explore_suite import ExploreSuite, Question
+from orchestrator.benchmark.suite import copy_repo
+from orchestrator.config.schema import RoleMap
+from orchestrator.errors import UsageError
+from orchestrator.evidence.claimstats import ClaimStats, of_result
+from orchestrator.evidence.verify import DirSource, locate_quote
+from orchestrator.results import ExploreResult
+from orchestrator.state import RoleUsage
 
 RoleMaps = Sequence[tuple[str, RoleMap]]
 Progress = Callable[[ExploreRecord], None]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ..errors import ConfigError
+from orchestrator.errors import ConfigError
 
 SUITE_FILE = "explore.toml"
 BUILTIN = "builtin-explore"

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from .compare import Spread, pass_rate, spread
+from orchestrator.benchmark.compare import Spread, pass_rate, spread
 
 MISSING = "no PNG: matplotlib is not installed (pip install 'orchestrate[plot]')"
 

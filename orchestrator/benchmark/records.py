@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..results import RunResult
+from orchestrator.results import RunResult
 
 Outcome = Literal["passed", "failed", "error"]
 

@@ -18,9 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.table import Table
 
-from .compare import MapSummary, PairComparison, Spread, compare_all
-from .records import RunRecord, csv_row
-from .suite import Suite
+from orchestrator.benchmark.compare import MapSummary, PairComparison, Spread, compare_all
+from orchestrator.benchmark.records import RunRecord, csv_row
+from orchestrator.benchmark.suite import Suite
 
 JSON_FILE, CSV_FILE, PNG_FILE = "bench.json", "runs.csv", "bench.png"
 
@@ -80,7 +80,7 @@ def write_csv(report: BenchReport, path: Path) -> Path:
 
 def write_outputs(report: BenchReport, out_dir: Path) -> BenchReport:
     """Write CSV, PNG (when matplotlib is installed) and JSON; the report names its files."""
-    from .plot import write_png
+    from orchestrator.benchmark.plot import write_png
 
     out_dir.mkdir(parents=True, exist_ok=True)
     files = {"csv": str(write_csv(report, out_dir / CSV_FILE))}

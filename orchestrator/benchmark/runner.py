@@ -22,17 +22,17 @@ from typing import Any
 
 from rich.console import Console
 
-from ..api import arun
-from ..config import RoleMap, SandboxSettings
-from ..errors import UsageError
-from ..events import CallFinished
-from ..sandbox import build_sandbox
-from ..telemetry import Event
-from ..tools.shell import CommandPolicy, run_command
-from .records import RunRecord, failed_run
-from .report import BenchReport, build_report, print_report, write_outputs
-from .single import is_single, run_single
-from .suite import Suite, Task, load_suite, materialize
+from orchestrator.api import arun
+from orchestrator.benchmark.records import RunRecord, failed_run
+from orchestrator.benchmark.report import BenchReport, build_report, print_report, write_outputs
+from orchestrator.benchmark.single import is_single, run_single
+from orchestrator.benchmark.suite import Suite, Task, load_suite, materialize
+from orchestrator.config.schema import RoleMap, SandboxSettings
+from orchestrator.errors import UsageError
+from orchestrator.record.events import CallFinished
+from orchestrator.record.telemetry import Event
+from orchestrator.sandbox import build_sandbox
+from orchestrator.tools.shell import CommandPolicy, run_command
 
 RoleMaps = Sequence[tuple[str, RoleMap]]
 Progress = Callable[[RunRecord], None]

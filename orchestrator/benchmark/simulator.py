@@ -11,11 +11,11 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
-from ..config import RoleMap, load_roles
-from ..errors import ConfigError
-from ..sim import Scenario, SimServer
-from ..sim.bench_behaviors import bind_tasks
-from .suite import Suite, sim_tasks
+from orchestrator.benchmark.suite import Suite, sim_tasks
+from orchestrator.config.schema import RoleMap, load_roles
+from orchestrator.errors import ConfigError
+from orchestrator.sim import Scenario, SimServer
+from orchestrator.sim.bench_behaviors import bind_tasks
 
 SIM_KEY_ENV = "ORCHESTRATE_SIM_KEY"
 SIM_MAPS = ("bench-careful", "bench-fast")
@@ -55,7 +55,7 @@ def load_role_map(name: str | os.PathLike[str], *, sets: Sequence[str] = (),
                   sim_url: str | None = None) -> tuple[str, RoleMap]:
     """``(stem, RoleMap)``: the file layered over the packaged defaults like ``--roles``, with
     ``providers.sim.base_url`` set to ``sim_url`` when given."""
-    from .single import SINGLE
+    from orchestrator.benchmark.single import SINGLE
 
     single = str(name).startswith(SINGLE)
     path = role_map_path(str(name)[len(SINGLE):] if single else name)

@@ -17,15 +17,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..models.client import ClientPool
-from ..oneshot import fenced, parse_files
-from ..tools.base import Toolbox
-from ..tools.edit import edit_tools
-from ..tools.search import rg_binary
-from .records import RunRecord, failed_run
+from orchestrator.benchmark.records import RunRecord, failed_run
+from orchestrator.engine.oneshot import fenced, parse_files
+from orchestrator.models.client import ClientPool
+from orchestrator.tools.base import Toolbox
+from orchestrator.tools.edit import edit_tools
+from orchestrator.tools.search import rg_binary
 
 if TYPE_CHECKING:
-    from .runner import RunSpec
+    from orchestrator.benchmark.runner import RunSpec
 
 SINGLE = "single:"
 MAX_PROMPT_CHARS = 40_000
@@ -73,8 +73,8 @@ async def run_single(spec: RunSpec, dest: Path, *, env: Mapping[str, str] | None
                      keep: bool = False) -> RunRecord:
     """One baseline run in a fresh copy of the task's repository; never raises for failures."""
 
-    from .runner import check_acceptance  # the runner imports this module
-    from .suite import materialize
+    from orchestrator.benchmark.runner import check_acceptance  # the runner imports this module
+    from orchestrator.benchmark.suite import materialize
 
     where: dict[str, Any] = dict(task=spec.task.name, role_map=spec.map_name, repeat=spec.repeat)
     run_env = dict(os.environ if env is None else env)

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import ConfigError
-from ..sim.bench_behaviors import SimTask
+from orchestrator.errors import ConfigError
+from orchestrator.sim.bench_behaviors import SimTask
 
 TASK_FILE = "task.toml"
 _IDENT = ["-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "commit.gpgSign=false",

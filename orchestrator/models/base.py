@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..config import Api, ModelSpec, Provider
-from ..state import CallRecord, Role
+from orchestrator.config.schema import Api, ModelSpec, Provider
+from orchestrator.state import CallRecord, Role
 
 Progress = Callable[[int], None]  # called with the output pieces streamed so far
 REASONING = "_reasoning"  # assistant-message key: {"source", "items", "tokens"}; never sent as is

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import BudgetExhausted
-from ..state import CallRecord
+from orchestrator.errors import BudgetExhausted
+from orchestrator.state import CallRecord
 
 
 @dataclass

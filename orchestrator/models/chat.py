@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import REASONING, Route, Streamed, ToolCallData, Usage, Wire
-from .encode import Encoded, body, dumps
-from .errors import Transient, where
+from orchestrator.models.base import REASONING, Route, Streamed, ToolCallData, Usage, Wire
+from orchestrator.models.encode import Encoded, body, dumps
+from orchestrator.models.errors import Transient, where
 
 
 class ChatRequests:

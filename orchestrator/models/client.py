@@ -27,12 +27,11 @@ from openai import AsyncOpenAI
 from openai._httpx2 import request_exceptions, timeout_exceptions
 from openai._models import FinalRequestOptions
 
-from .. import timing
-from ..config import RoleMap
-from ..errors import MissingCredentials
-from ..state import CallRecord, Role
-from . import chat, responses
-from .base import (
+from orchestrator import timing
+from orchestrator.config.schema import RoleMap
+from orchestrator.errors import MissingCredentials
+from orchestrator.models import chat, responses
+from orchestrator.models.base import (
     Completion,
     ModelClient,
     Progress,
@@ -42,7 +41,8 @@ from .base import (
     Wire,
     cost_usd,
 )
-from .errors import Transient, classify, is_context_overflow, where
+from orchestrator.models.errors import Transient, classify, is_context_overflow, where
+from orchestrator.state import CallRecord, Role
 
 __all__ = ["ClientPool", "Completion", "ModelClient", "OpenAIModelClient", "Progress", "Route",
            "ToolCallData", "classify", "cost_usd", "is_context_overflow"]
@@ -281,8 +281,8 @@ class ClientPool:
         listeners: Sequence[Callable[[Any], None]] = (),
         policy: Any = None,
     ) -> None:
-        from .fallback import RetryPolicy, Routing
-        from .quota import QuotaLedger
+        from orchestrator.models.fallback import RetryPolicy, Routing
+        from orchestrator.models.quota import QuotaLedger
 
         self.roles = roles
         self.env = env
@@ -348,7 +348,7 @@ class ClientPool:
     def member(self, role: Role, alias: str, step: int = 0, *,
                temperature: float | None = None) -> ModelClient:
         """One link of a chain: the model's client, speaking JSON tools if the model needs it."""
-        from .toolmode import JsonToolsClient
+        from orchestrator.models.toolmode import JsonToolsClient
 
         client = self.client(role, alias, step, temperature=temperature)
         model = client.route.model
@@ -359,7 +359,7 @@ class ClientPool:
     def for_role(self, role: Role, *, temperature: float | None = None) -> ModelClient:
         """A fresh ``FallbackClient`` over ``roles.chain(role)`` (one per session);
         ``temperature`` overrides every chain model's (a racing candidate's sampling)."""
-        from .fallback import FallbackClient
+        from orchestrator.models.fallback import FallbackClient
 
         aliases = self.roles.chain(role)
         usable = [a for i, a in enumerate(aliases) if i == 0 or self._has_key(role, a)]
@@ -369,7 +369,7 @@ class ClientPool:
 
     def _has_key(self, role: Role, alias: str) -> bool:
         """Fallbacks whose provider has no key are left out of the chain, with a warning."""
-        from .routing import RoutingEvent
+        from orchestrator.models.routing import RoutingEvent
 
         provider_name = self.roles.models[alias].provider
         env_var = self.roles.providers[provider_name].api_key_env

@@ -23,10 +23,10 @@ from typing import TYPE_CHECKING
 
 import openai
 
-from ..errors import ContextOverflow, ModelError, ModelUnavailable
+from orchestrator.errors import ContextOverflow, ModelError, ModelUnavailable
 
 if TYPE_CHECKING:
-    from .base import Route
+    from orchestrator.models.base import Route
 
 
 class ModelRefused(ModelError):

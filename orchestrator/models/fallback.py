@@ -29,14 +29,25 @@ from tenacity import (
     wait_random_exponential,
 )
 
-from ..errors import ModelError, ModelUnavailable
-from ..state import CallRecord
-from ..timing import phase
-from .budget import Budget
-from .client import Completion, ModelClient, Progress, Route
-from .errors import QuotaExhausted, RateLimited, Transient, next_utc_midnight, where
-from .quota import QuotaLedger
-from .routing import RoutingEvent, RoutingKind, RoutingListener, downgrade_warnings
+from orchestrator.errors import ModelError, ModelUnavailable
+from orchestrator.models.budget import Budget
+from orchestrator.models.client import Completion, ModelClient, Progress, Route
+from orchestrator.models.errors import (
+    QuotaExhausted,
+    RateLimited,
+    Transient,
+    next_utc_midnight,
+    where,
+)
+from orchestrator.models.quota import QuotaLedger
+from orchestrator.models.routing import (
+    RoutingEvent,
+    RoutingKind,
+    RoutingListener,
+    downgrade_warnings,
+)
+from orchestrator.state import CallRecord
+from orchestrator.timing import phase
 
 Clock = Callable[[], datetime]
 

@@ -20,8 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..sqlite import connect
-from ..writer import Writer
+from orchestrator.record.sqlite import connect
+from orchestrator.record.writer import Writer
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS usage (

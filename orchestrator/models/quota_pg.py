@@ -12,8 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
-from ..store import advisory_key, connect_postgres, database_errors
-from .quota import (
+from orchestrator.models.quota import (
     CLAIM_COUNTS,
     ClaimRow,
     QuotaLedger,
@@ -22,6 +21,7 @@ from .quota import (
     claim_values,
     default_ledger_path,
 )
+from orchestrator.record.store import advisory_key, connect_postgres, database_errors
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS orchestrate_quota_usage ("

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ..state import CallRecord
+from orchestrator.state import CallRecord
 
 if TYPE_CHECKING:
-    from ..telemetry import Telemetry
+    from orchestrator.record.telemetry import Telemetry
 
 RoutingKind = Literal["attempt_failed", "skipped", "fallback", "downgrade"]
 _DATED = re.compile(r"-(\d{4}-\d{2}-\d{2}|\d{4}|\d{8})$")

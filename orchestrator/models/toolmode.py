@@ -27,8 +27,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
-from ..prompts import text
-from .base import REASONING, Completion, ModelClient, Progress, Route, ToolCallData
+from orchestrator.config.prompts import text
+from orchestrator.models.base import (
+    REASONING,
+    Completion,
+    ModelClient,
+    Progress,
+    Route,
+    ToolCallData,
+)
 
 Structured = Literal["json_schema", "json_object", "prompt"]
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)

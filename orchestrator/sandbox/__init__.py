@@ -33,10 +33,16 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ..config import SandboxSettings
-from ..errors import SandboxUnavailable, ToolError
-from .mounts import SECRETS, SYSTEM_ROOTS, MountPlan, expand, toolchain_paths
-from .processes import CGROUP_LOCK, CGROUPS, PidsCgroup, kill_leftovers, start_time
+from orchestrator.config.schema import SandboxSettings
+from orchestrator.errors import SandboxUnavailable, ToolError
+from orchestrator.sandbox.mounts import SECRETS, SYSTEM_ROOTS, MountPlan, expand, toolchain_paths
+from orchestrator.sandbox.processes import (
+    CGROUP_LOCK,
+    CGROUPS,
+    PidsCgroup,
+    kill_leftovers,
+    start_time,
+)
 
 __all__ = [
     "Limits", "PidsCgroup", "Sandbox", "SandboxInfo", "build_sandbox", "find_bwrap",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from .scenario import ChatRequestView, Reply, ToolCallSpec, register_behavior
+from orchestrator.sim.scenario import ChatRequestView, Reply, ToolCallSpec, register_behavior
 
 _HIT = re.compile(r"^(?P<path>[^\s:][^:]*):(?P<line>\d+): (?P<text>.*)$", re.M)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")

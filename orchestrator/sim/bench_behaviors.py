@@ -14,7 +14,7 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .scenario import (
+from orchestrator.sim.scenario import (
     ChatRequestView,
     ModelBehavior,
     Reply,

@@ -15,7 +15,7 @@ import json
 import threading
 from typing import Any
 
-from .scenario import PER_MESSAGE_TOKENS, CacheSpec, count_text_tokens
+from orchestrator.sim.scenario import PER_MESSAGE_TOKENS, CacheSpec, count_text_tokens
 
 
 def segments(body: dict[str, Any]) -> list[str]:

@@ -17,9 +17,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ToolError
-from ..prompts import text
-from .base import Tool
+from orchestrator.config.prompts import text
+from orchestrator.errors import ToolError
+from orchestrator.tools.base import Tool
 
 READ_ARTIFACT = "read_artifact"
 

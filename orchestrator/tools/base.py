@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import PolicyViolation, ToolError
+from orchestrator.errors import PolicyViolation, ToolError
 
 ToolFn = Callable[[Any], str] | Callable[[Any], Awaitable[str]]
 

@@ -27,12 +27,12 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from ..config import EditFormat
-from ..errors import PolicyViolation, ToolError
-from . import fuzzy
-from .base import Tool
-from .jail import Jail, open_regular
-from .patching import SYMLINK_MODE, git_apply, patch_paths, trim, unfence
+from orchestrator.config.schema import EditFormat
+from orchestrator.errors import PolicyViolation, ToolError
+from orchestrator.tools import fuzzy
+from orchestrator.tools.base import Tool
+from orchestrator.tools.jail import Jail, open_regular
+from orchestrator.tools.patching import SYMLINK_MODE, git_apply, patch_paths, trim, unfence
 
 # which edit tools each format offers; write_file is always there, for new files
 FORMAT_TOOLS: dict[str, tuple[str, ...]] = {

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import gitread
-from .base import Tool
-from .reading import read
-from .search import list_files, search
+from orchestrator.tools import gitread
+from orchestrator.tools.base import Tool
+from orchestrator.tools.reading import read
+from orchestrator.tools.search import list_files, search
 
 
 class _Args(BaseModel):

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..errors import ToolError
-from ..gitsafe import GitError, git
-from .base import Tool
-from .jail import Jail, open_regular
+from orchestrator.errors import ToolError
+from orchestrator.gitsafe import GitError, git
+from orchestrator.tools.base import Tool
+from orchestrator.tools.jail import Jail, open_regular
 
 MAX_BLAME_LINES = 400
 _HEADER = re.compile(r"^([0-9a-f]{40,64}) \d+ (\d+)")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from ..errors import PolicyViolation, ToolError
+from orchestrator.errors import PolicyViolation, ToolError
 
 
 def is_inside(root: Path | str, path: Path | str) -> bool:

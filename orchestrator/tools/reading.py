@@ -13,9 +13,9 @@ import subprocess
 from pathlib import Path
 from typing import IO
 
-from ..errors import PolicyViolation, ToolError
-from .jail import Jail, open_regular
-from .search import READ_LINE_CUT, _decode_line, rg_binary
+from orchestrator.errors import PolicyViolation, ToolError
+from orchestrator.tools.jail import Jail, open_regular
+from orchestrator.tools.search import READ_LINE_CUT, _decode_line, rg_binary
 
 
 def read(

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from ..errors import ConfigError, ToolError
-from .jail import Jail, open_regular
+from orchestrator.errors import ConfigError, ToolError
+from orchestrator.tools.jail import Jail, open_regular
 
 LINE_CUT = 300  # search shows at most this many characters of a matching line
 READ_LINE_CUT = 2000  # read shows at most this many characters of one line

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..errors import PolicyViolation, ToolError
-from ..sandbox import Sandbox
-from .base import Tool
+from orchestrator.errors import PolicyViolation, ToolError
+from orchestrator.sandbox import Sandbox
+from orchestrator.tools.base import Tool
 
 
 def _program(name: str) -> str:

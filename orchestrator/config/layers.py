@@ -1,0 +1,229 @@
+"""Where a role map comes from: its layers, merged in precedence order, each leaf remembering
+which layer set it (``orchestrate roles --explain`` prints that).
+
+Lowest first: the defaults the pipeline's agent files give their roles, the packaged
+``roles.toml``, the user's ``$XDG_CONFIG_HOME/orchestrate/roles.toml``, the repository's
+``roles.toml`` (its keys that touch secrets or safety only once the user trusts it, see
+``trust.py``), each ``--roles FILE``, the ``--team NAME`` overlay, ``ORCHESTRATE_*``
+environment variables, ``--set`` flags. An environment variable names a key path with ``__``
+between the parts, like ``--set``: ``ORCHESTRATE_EXPLORER__PARALLEL=4`` is
+``--set explorer.parallel=4``; ``ORCHESTRATE_RUN__MAX_ATTEMPTS=5`` is ``--set run.max_attempts=5``.
+Variables without ``__`` (``ORCHESTRATE_DATABASE_URL``) are not role map keys.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from orchestrator.config import trust
+from orchestrator.config.definitions import Registry, load_registry
+from orchestrator.config.schema import (
+    DEFAULT_STEPS,
+    ENV_PREFIX,
+    SECTIONS,
+    KeyPath,
+    Layer,
+    RoleMap,
+    default_roles_text,
+    merge_layers,
+    parse_set,
+    read_layer,
+    resolve_overrides,
+    source_of,
+    validate,
+)
+from orchestrator.config.trust import leaves, user_config_dir
+from orchestrator.errors import ConfigError
+
+DEFAULT_SOURCE = "built-in default"
+__all__ = ["Resolved", "explain", "resolve", "resolve_setup", "role_layers", "user_config_dir"]
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """A validated role map with where each of its keys came from, and the run's agents."""
+
+    roles: RoleMap
+    sources: Mapping[KeyPath, str]
+    merged: Mapping[str, Any]  # the keys some layer set (the rest are built-in defaults)
+    registry: Registry
+
+    def source(self, path: KeyPath) -> str:
+        """The layer that set the key at ``path``, or ``built-in default``."""
+        if not _has(self.merged, path):
+            return DEFAULT_SOURCE
+        for n in range(len(path), 0, -1):
+            if path[:n] in self.sources:
+                return self.sources[path[:n]]
+        return DEFAULT_SOURCE
+
+
+def role_layers(*, repo: Path | None = None, files: Sequence[Path] = (),
+                base_text: str | None = None, user_dir: Path | None = None) -> list[Layer]:
+    """The role map files, lowest first: packaged, the user's, the repository's, ``--roles``."""
+    layers = [Layer("packaged roles.toml", tomllib.loads(base_text or default_roles_text()))]
+    if user_dir is not None and (user_dir / trust.USER_ROLES).is_file():
+        layers.append(read_layer(user_dir / trust.USER_ROLES))
+    layers += [read_layer(f, repo=True) for f in (trust.repo_config_files(repo) if repo else ())]
+    return layers + [read_layer(Path(f)) for f in files]
+
+
+def resolve(
+    *,
+    repo: Path | None = None,
+    files: Sequence[Path] = (),
+    sets: Sequence[str] = (),
+    team: str | None = None,
+    base_text: str | None = None,
+    user_dir: Path | None = None,
+    trust_repo: bool = False,
+    env: Mapping[str, str] | None = None,
+    registry: Registry | None = None,
+) -> Resolved:
+    """Every layer merged and validated once; see the module doc for the order.
+
+    ``trust_repo`` trusts the repository's own ``roles.toml`` for this call only."""
+    registry = registry if registry is not None else load_registry(repo, user_dir=user_dir)
+    layers = role_layers(repo=repo, files=files, base_text=base_text, user_dir=user_dir)
+    merged, sources = merge_layers(layers)
+    untrusted = {layer.name for layer in layers if layer.repo}
+    if team is not None:
+        merged, sources = _apply_team(merged, sources, team, untrusted)
+    role_names = {*registry, *merged.get("roles", {})}
+    later = [*env_layers(env or {}, role_names), *[Layer(f"--set {s}", parse_set(s)) for s in sets]]
+    merged, sources = merge_layers([Layer("merged", merged), *later], sources)
+    for name in _pipeline_roles(merged):
+        # registry[name] raises, for a file that could not be used, why it could not
+        agent = registry[name] if name in registry or name in registry.unusable else None
+        if agent is not None:
+            _beneath(merged, sources, agent.source, {"roles": {name: agent.defaults()}})
+    merged["team"] = team
+    if repo is not None and untrusted and not trust_repo:
+        first = next(i for i, layer in enumerate(layers) if layer.repo)
+        below, _ = merge_layers(layers[:first])
+        trust.check(repo, {Path(lay.name): lay.digest for lay in layers if lay.repo}, merged,
+                    below, lambda path: source_of(path, sources) in untrusted, user_dir)
+    return Resolved(validate(merged, sources), sources, merged, registry)
+
+
+def resolve_setup(
+    repo: Path | None,
+    roles: RoleMap | None,
+    role_files: Sequence[str | os.PathLike[str]] = (),
+    sets: Sequence[str] = (),
+    team: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    trust_repo_config: bool = False,
+) -> tuple[RoleMap, Registry]:
+    """The role map and the agent definitions a run in ``repo`` uses: ``roles`` when given (with
+    ``sets`` applied), else every layer. With ``env``, the user's config directory and the
+    ``ORCHESTRATE_*`` variables are layers too."""
+    user_dir = user_config_dir(env) if env is not None else None
+    if roles is not None:
+        role_map = resolve_overrides(roles, sets) if sets else roles
+        return role_map, load_registry(repo, user_dir=user_dir)
+    found = resolve(repo=repo, files=[Path(f) for f in role_files], sets=sets, team=team,
+                    user_dir=user_dir, trust_repo=trust_repo_config, env=env)
+    return found.roles, found.registry
+
+
+def _apply_team(
+    merged: dict[str, Any], sources: dict[KeyPath, str], team: str, untrusted: set[str]
+) -> tuple[dict[str, Any], dict[KeyPath, str]]:
+    """Overlay ``[teams.TEAM]``; each key keeps the name of the file that wrote it."""
+    overlay = merged.get("teams", {}).get(team)
+    if overlay is None:
+        known = ", ".join(sorted(merged.get("teams", {}))) or "none defined"
+        raise ConfigError(f"--team {team}: no [teams.{team}] in the role map (teams: {known})")
+    by_file: dict[str, dict[str, Any]] = {}
+    for path, value in leaves(overlay):
+        origin = source_of(("teams", team, *path), sources)
+        name = f"{origin} [teams.{team}]"
+        if origin in untrusted:
+            untrusted.add(name)
+        _set_path(by_file.setdefault(name, {}), path, value)
+    return merge_layers([Layer("merged", merged), *(Layer(n, d) for n, d in by_file.items())],
+                        sources)
+
+
+def _set_path(tree: dict[str, Any], path: KeyPath, value: Any) -> None:
+    for key in path[:-1]:
+        tree = tree.setdefault(key, {})
+    tree[path[-1]] = value
+
+
+def env_layers(env: Mapping[str, str], roles: Collection[str]) -> list[Layer]:
+    """``ORCHESTRATE_A__B=value`` variables as ``--set a.b=value`` layers, in name order."""
+    layers = []
+    for name in sorted(env):
+        if not name.startswith(ENV_PREFIX) or "__" not in name:
+            continue
+        parts = [p.lower() for p in name[len(ENV_PREFIX):].split("__")]
+        if len(parts) < 2 or not all(parts):
+            raise ConfigError(f"${name}: expected ORCHESTRATE_ROLE__KEY or "
+                              "ORCHESTRATE_SECTION__NAME__KEY (e.g. ORCHESTRATE_EXPLORER__PARALLEL)")
+        if parts[0] not in SECTIONS:
+            parts = ["roles", *parts]
+        if parts[0] in ("roles", "teams") and parts[1] not in roles:
+            dashed = parts[1].replace("_", "-")  # a variable name cannot hold a '-'
+            parts[1] = dashed if dashed in roles else parts[1]
+        layers.append(Layer(f"${name}", _tree(parts, _value(env[name]))))
+    return layers
+
+
+def _value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def _tree(parts: Sequence[str], value: Any) -> dict[str, Any]:
+    tree: dict[str, Any] = {parts[-1]: value}
+    for p in reversed(parts[:-1]):
+        tree = {p: tree}
+    return tree
+
+
+def _pipeline_roles(merged: Mapping[str, Any]) -> list[str]:
+    pipeline = merged.get("pipeline")
+    pipeline = pipeline if isinstance(pipeline, Mapping) else {}
+    steps = pipeline.get("steps", DEFAULT_STEPS)
+    steps = steps if isinstance(steps, list | tuple) else []
+    return [s for s in (*steps, pipeline.get("summarizer", "summarizer")) if isinstance(s, str)]
+
+
+def _beneath(merged: dict[str, Any], sources: dict[KeyPath, str], name: str,
+             data: Mapping[str, Any]) -> None:
+    """Add the keys of ``data`` that no layer set, as set by ``name`` (the lowest layer)."""
+    for path, value in leaves(data):
+        if _has(merged, path):
+            continue
+        node = merged
+        for key in path[:-1]:
+            node = node.setdefault(key, {})
+            if not isinstance(node, dict):
+                return  # a malformed map: validation names it
+        node[path[-1]] = value
+        sources[path] = name
+
+
+def _has(tree: Mapping[str, Any], path: KeyPath) -> bool:
+    node: Any = tree
+    for key in path:
+        if not isinstance(node, Mapping) or key not in node:
+            return False
+        node = node[key]
+    return True
+
+
+def explain(resolved: Resolved) -> list[tuple[str, Any, str]]:
+    """``(key, value, source)`` for every key of the resolved map (teams left out)."""
+    data = resolved.roles.model_dump(mode="json", exclude={"teams", "team"})
+    return [(".".join(path), value, resolved.source(path)) for path, value in leaves(data)]

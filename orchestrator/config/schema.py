@@ -1,0 +1,490 @@
+"""The role map: ``roles.toml`` layers merged once into frozen, strict pydantic models.
+
+The layers and their order are ``layers.py``'s: the defaults the pipeline's agent files give
+their roles, the packaged ``roles.toml``, the user's (``$XDG_CONFIG_HOME/orchestrate/``), the
+repository's, each ``--roles FILE``, the ``--team`` overlay, ``ORCHESTRATE_*`` environment
+variables, then ``--set role.key=value`` flags. Every leaf remembers which layer set it, so an
+error names the file, the key path and what is allowed, and keys that touch secrets or safety
+are refused when the repository's own file set them without the user's trust (``trust``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+
+from orchestrator.config.kinds import ROLE_NAME
+from orchestrator.config.packaged import DEFAULT_ROLES, packaged_file
+from orchestrator.config.role import Role
+from orchestrator.errors import ConfigError
+
+if TYPE_CHECKING:
+    from orchestrator.config.definitions import Registry
+
+Tier = Literal["standard", "priority", "flex", "ultrafast"]
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
+Api = Literal["responses", "chat"]
+EditFormat = Literal["any", "replace", "lines", "patch", "whole"]
+_EFFORT_ALIASES = {"light": "low", "max": "xhigh"}
+SECTIONS = (
+    "providers", "models", "roles", "teams", "run", "verify", "policy", "quota", "sandbox",
+    "pipeline",
+)
+DEFAULT_STEPS = ("planner", "explorer", "builder", "reviewer")
+ENV_PREFIX = "ORCHESTRATE_"
+
+
+def _effort_alias(v: Any) -> Any:
+    return _EFFORT_ALIASES.get(v, v) if isinstance(v, str) else v
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+def _standard_tier() -> dict[Tier, str | None]:
+    return {"standard": None}
+
+
+class Provider(_Strict):
+    """An OpenAI-compatible endpoint and how our tier names map onto its ``service_tier``."""
+
+    base_url: str | None = Field(None, description="None means the provider's public endpoint.")
+    api_key_env: str = Field(description="Environment variable that holds the API key.")
+    tiers: dict[Tier, str | None] = Field(
+        default_factory=_standard_tier,
+        description="Our tier -> the provider's service_tier value (None: send none).",
+    )
+    timeout_s: float = 600.0
+    api: Api = Field(
+        "chat", description="The wire API its models speak: the Responses API (/v1/responses; "
+        "OpenAI's codex models speak only this) or Chat Completions (/v1/chat/completions).")
+    responses_format: Literal["text.format", "response_format"] = Field(
+        "text.format", description="Responses API only: where structured output is asked for. "
+        "llama.cpp's /v1/responses ignores text.format and reads the chat-style response_format.")
+
+
+class Price(_Strict):
+    """USD per million tokens."""
+
+    input: float = 0.0
+    cached_input: float = 0.0
+    output: float = 0.0
+
+
+class ModelSpec(_Strict):
+    """A model alias: where it lives, how big its window is, what it costs, how it takes tools."""
+
+    provider: str
+    id: str
+    api: Api | None = Field(None, description="Overrides the provider's api for this model.")
+    context_window: int = Field(gt=0)
+    max_output: int = Field(gt=0)
+    price: Price = Price()
+    tools: Literal["native", "json"] = "native"
+    structured: Literal["json_schema", "json_object", "prompt"] = "json_schema"
+    tool_args: Literal["required", "all"] = Field(
+        "required", description="json tool mode: offer only required tool arguments (small "
+        "models fill optional ones with inventions) or all of them.")
+    temperature: float | None = Field(None, ge=0, le=2, description="None: the server's default.")
+    quota_tokens_per_day: int | None = None
+    efforts: tuple[Effort, ...] | None = Field(
+        None, description="The reasoning efforts the model accepts (None: any); a role whose "
+        "chain reaches this model with another effort is a configuration error.")
+    edits: EditFormat = Field(
+        "any", description="How this model edits files as a builder: replace (text), lines "
+        "(line ranges), patch (unified diff), whole (whole files) or any (all of them).")
+
+
+class RoleSpec(_Strict):
+    """How one role runs: model, tier, effort, parallelism, fallback chain, context policy."""
+
+    model: str
+    tier: Tier = "standard"
+    effort: Annotated[Effort | None, BeforeValidator(_effort_alias)] = None
+    parallel: int = Field(1, ge=1, le=32, description="Explore roles: explorers at once. Build "
+                          "roles: candidate builds that race in their own worktrees (k).")
+    temperatures: tuple[Annotated[float, Field(ge=0, le=2)], ...] = Field(
+        (), description="Build roles: racing candidate i (parallel > 1), or else build attempt "
+        "i, samples at temperatures[i % len] (1-based), so a retry is not a replay; empty: the "
+        "model's temperature.")
+    pick: Literal["first", "smallest"] = Field(
+        "first", description="Build roles racing: the first candidate whose acceptance commands "
+        "pass wins and the rest are cancelled, or wait for all and take the smallest passing "
+        "change.")
+    one_shot: bool = Field(
+        False, description="Build roles: the first attempt asks the model once, without tools, "
+        "for the whole new text of the files the preflight's failures point at (shown whole with "
+        "the failing tests); verify decides, and later attempts use the tool loop. Needs pinned "
+        "code (else the tool loop runs from the start); not with parallel > 1.")
+    one_shot_attempts: int = Field(
+        1, ge=1, le=20, description="Build roles with one_shot: how many attempts, from the "
+        "first, ask once for whole files; a later one is shown the files as the attempt before "
+        "left them, the failure verify saw and what that attempt did (sample it at a "
+        "temperature of its own, see temperatures). The attempts after these use the tool loop.")
+    fallback: tuple[str, ...] = ()
+    max_turns: int = Field(30, ge=1, le=500)
+    context_fork_at: float = Field(0.8, gt=0.1, le=0.98)
+    context_window_cap: int | None = Field(None, gt=0)
+    output_reserve: int | None = Field(None, gt=0)
+
+
+class RunSettings(_Strict):
+    max_attempts: int = Field(3, ge=1, le=20)
+    max_reviews: int = Field(1, ge=0, le=5)
+    command_timeout_s: float = Field(300.0, gt=0)
+    explorer_timeout_s: float = Field(600.0, gt=0, description="A slower explorer is recorded as failed.")
+    digest_tokens_per_explorer: int = Field(1500, ge=100)
+    digest_tokens_total: int = Field(8000, ge=100)
+    protect_tests: bool = Field(
+        True, description="Builders may not edit the failing tests the preflight found (they "
+        "define the task); a command that changes them has its changes put back before verify.")
+    explore_when_pinned: bool = Field(
+        False, description="Run the explorers even when the preflight's failures already name "
+        "the code to change (by default they are skipped then).")
+    plan_tools_when_pinned: bool = Field(
+        True, description="Give the plan role its reading tools even when the preflight's "
+        "failures already name the code to change; false: it plans from the failure it is "
+        "shown, in one call (a small planner otherwise re-reads what it was given).")
+    preflight: bool = Field(True, description="Run the acceptance commands before any model "
+                            "call and give the planner and builder their localised failures.")
+    repo_rules_tokens: int = Field(
+        2000, ge=0, description="Cap on the repository's AGENTS.md / CLAUDE.md quoted to the "
+        "planner and the builder (0: none).")
+
+
+class VerifySettings(_Strict):
+    commands: tuple[str, ...] = Field((), description="Acceptance commands; these win over the plan's.")
+
+
+class PolicySettings(_Strict):
+    """Command policy for the builder: regexes matched against each command it runs."""
+
+    allow: tuple[str, ...] = Field((), description="Patterns that are always allowed.")
+    deny: tuple[str, ...] = Field((), description="Patterns refused on top of the built-in list.")
+
+
+class SandboxSettings(_Strict):
+    """The OS sandbox around every builder and verify command (see ``orchestrator/sandbox.py``).
+
+    A repository's own ``roles.toml`` may set these only once the user trusts it (``trust``).
+    """
+
+    mode: Literal["auto", "bwrap", "none"] = Field(
+        "auto", description="auto/bwrap: bubblewrap, refusing to run commands where it cannot "
+        "start; none: no sandbox at all (a loud warning on every run).")
+    file_size_mb: int = Field(256, ge=1, description="Largest file a command may write.")
+    memory_mb: int = Field(4096, ge=64, description="Data segment limit per process.")
+    cpu_s: int = Field(600, ge=1, description="CPU seconds per process.")
+    processes: int = Field(256, ge=8, description="Processes and threads a command may run.")
+    process_cgroup: bool = Field(
+        True, description="As root (where the process rlimit does not bind), cap processes with "
+        "a pids cgroup; it costs ~10 ms per command on cgroup v1. false: no cap as root.")
+    tmp_mb: int = Field(1024, ge=16, description="Size of the private /tmp and home scratch.")
+    read_only: tuple[str, ...] = Field(
+        (), description="Extra paths the commands may read (a toolchain, a cache); ~ expands.")
+    hidden: tuple[str, ...] = Field(
+        (), description="Extra paths hidden from commands, on top of the built-in secret list.")
+
+
+def _role_name(name: str) -> str:
+    if not ROLE_NAME.match(name):
+        raise ValueError(f"{name!r} is not a role name (lower case letters, digits, '-', '_')")
+    return name
+
+
+RoleName = Annotated[str, AfterValidator(_role_name)]
+
+
+class PipelineSettings(_Strict):
+    """Which roles run, in order. Each role's kind (its agent file) decides its step."""
+
+    steps: tuple[RoleName, ...] = Field(
+        DEFAULT_STEPS, description="Role names: one plan, at most one explore, one build, then "
+        "any judges (review, check) in the order they run.")
+    summarizer: RoleName = Field("summarizer", description="The role that writes handoffs.")
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """Every role a run may call: the steps and the summarizer."""
+        return (*self.steps, self.summarizer)
+
+
+class RoleMap(_Strict):
+    """The resolved role map of one run."""
+
+    providers: dict[str, Provider]
+    models: dict[str, ModelSpec]
+    roles: dict[RoleName, RoleSpec]
+    pipeline: PipelineSettings = PipelineSettings()
+    run: RunSettings = RunSettings()
+    verify: VerifySettings = VerifySettings()
+    policy: PolicySettings = PolicySettings()
+    sandbox: SandboxSettings = SandboxSettings()
+    teams: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    team: str | None = None
+
+    def model_for(self, role: Role) -> ModelSpec:
+        return self.models[self.roles[role].model]
+
+    def chain(self, role: Role) -> list[str]:
+        """The role's model aliases in the order they are tried."""
+        spec = self.roles[role]
+        return [spec.model, *[m for m in spec.fallback if m != spec.model]]
+
+
+# --- loading -------------------------------------------------------------------------------------
+
+KeyPath = tuple[str, ...]
+
+
+class Layer(NamedTuple):
+    """One source of role map keys, in precedence order."""
+
+    name: str  # what errors call it: a file path, "--set KEY=VALUE", ...
+    data: dict[str, Any]
+    repo: bool = False  # the repository's own file: its protected keys need the user's trust
+    digest: str = ""  # sha256 of the bytes parsed, which is what trust is given to
+
+
+def default_roles_text() -> str:
+    return packaged_file(DEFAULT_ROLES).read_text(encoding="utf-8")
+
+
+def read_layer(path: Path, *, repo: bool = False) -> Layer:
+    """Parse one TOML file; a syntax error becomes a ConfigError naming the file and line."""
+    try:
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read role map ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    try:
+        return Layer(str(path), tomllib.loads(text), repo, hashlib.sha256(raw).hexdigest())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def parse_set(item: str) -> dict[str, Any]:
+    """``explorer.parallel=20`` -> ``{"roles": {"explorer": {"parallel": 20}}}``."""
+    key, sep, raw = item.partition("=")
+    parts = [p.strip() for p in key.split(".") if p.strip()]
+    if not sep or len(parts) < 2:
+        raise ConfigError(
+            f"--set {item!r}: expected ROLE.KEY=VALUE (e.g. explorer.parallel=20) "
+            "or SECTION.NAME.KEY=VALUE (e.g. models.spark.id=gpt-5.1-mini)"
+        )
+    if parts[0] not in SECTIONS:
+        parts = ["roles", *parts]
+    try:
+        value: Any = tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        value = raw
+    tree: dict[str, Any] = {parts[-1]: value}
+    for p in reversed(parts[:-1]):
+        tree = {p: tree}
+    return tree
+
+
+def load_roles(
+    *,
+    repo: Path | None = None,
+    files: Sequence[Path] = (),
+    sets: Sequence[str] = (),
+    team: str | None = None,
+    base_text: str | None = None,
+    user_dir: Path | None = None,
+    trust_repo: bool = False,
+    env: Mapping[str, str] | None = None,
+    registry: Registry | None = None,
+) -> RoleMap:
+    """Merge the layers in precedence order and validate the result once (``layers.resolve``).
+
+    ``user_dir`` is the user's config directory (its ``roles.toml``, ``agents/`` and trust
+    records); ``trust_repo`` trusts the repository's own file for this call only; ``env`` adds
+    the ``ORCHESTRATE_*`` layer; ``registry`` is the run's agent definitions (by default the
+    packaged ones, the user's and the repository's).
+    """
+    from orchestrator.config.layers import resolve
+
+    return resolve(repo=repo, files=files, sets=sets, team=team, base_text=base_text,
+                   user_dir=user_dir, trust_repo=trust_repo, env=env, registry=registry).roles
+
+
+def resolve_roles(
+    repo: Path | None,
+    roles: RoleMap | None,
+    role_files: Sequence[str | os.PathLike[str]] = (),
+    sets: Sequence[str] = (),
+    team: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    trust_repo_config: bool = False,
+) -> RoleMap:
+    """The role map of a run: the one given, or the layers merged (see ``load_roles``).
+
+    The user's config directory comes from ``env`` (``XDG_CONFIG_HOME``); without ``env`` there
+    is no user layer, no ``ORCHESTRATE_*`` layer and no recorded trust. ``trust_repo_config``
+    trusts the repository's own ``roles.toml`` for this call (see ``orchestrator.config.trust``).
+    """
+    from orchestrator.config.layers import resolve_setup
+
+    return resolve_setup(repo, roles, role_files, sets, team, env=env,
+                         trust_repo_config=trust_repo_config)[0]
+
+
+def resolve_overrides(roles: RoleMap, sets: Sequence[str]) -> RoleMap:
+    """Apply ``--set`` style overrides to an already resolved role map."""
+    data = roles.model_dump(mode="json")
+    layers = [("role map", data), *[(f"--set {s}", parse_set(s)) for s in sets]]
+    merged, sources = merge_layers(layers)
+    return validate(merged, sources)
+
+
+def merge_layers(
+    layers: Sequence[Layer | tuple[str, dict[str, Any]]],
+    sources: dict[KeyPath, str] | None = None,
+) -> tuple[dict[str, Any], dict[KeyPath, str]]:
+    """Merge layers in order (later wins, tables merge key by key); ``sources`` records which
+    layer set each key. A layer named "merged" is an earlier result and records nothing."""
+    merged: dict[str, Any] = {}
+    sources = dict(sources or {})
+    for layer in layers:
+        name, data = layer[0], layer[1]
+        _merge_into(merged, data, (), name if name != "merged" else None, sources)
+    return merged, sources
+
+
+def _merge_into(dst: dict, src: Mapping, path: tuple, name: str | None, sources: dict) -> None:
+    for key, value in src.items():
+        here = (*path, key)
+        if isinstance(value, Mapping) and isinstance(dst.get(key), dict):
+            _merge_into(dst[key], value, here, name, sources)
+        else:
+            dst[key] = _copy(value)
+            if name is not None:
+                sources[here] = name
+
+
+def _copy(value: Any) -> Any:
+    return {k: _copy(v) for k, v in value.items()} if isinstance(value, Mapping) else value
+
+
+def validate(data: dict[str, Any], sources: Mapping[tuple[str, ...], str]) -> RoleMap:
+    try:
+        # JSON mode keeps strict typing (no "8" -> 8) while accepting TOML arrays for tuples.
+        roles = RoleMap.model_validate_json(json.dumps(data))
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = tuple(str(p) for p in err["loc"])
+        raise ConfigError(_describe(err, loc, sources)) from None
+    _check_references(roles, sources)
+    return roles
+
+
+def source_of(loc: tuple[str, ...], sources: Mapping[tuple[str, ...], str]) -> str:
+    for n in range(len(loc), 0, -1):
+        if loc[:n] in sources:
+            return sources[loc[:n]]
+    prefix = [src for key, src in sources.items() if key[: len(loc)] == loc]
+    return prefix[-1] if prefix else "role map"
+
+
+def _describe(err: Mapping[str, Any], loc: tuple[str, ...], sources: Mapping) -> str:
+    key = ".".join(loc) or "(top level)"
+    src = source_of(loc, sources)
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        parent = loc[:-1]
+        allowed = _allowed_keys(parent)
+        hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
+        return f"{src}: unknown key {key}{hint}"
+    if kind == "missing":
+        return f"{src}: {key} is required"
+    got = err.get("input")
+    shown = f" (got {got!r})" if not isinstance(got, dict) else ""
+    return f"{src}: {key}: {err['msg']}{shown}"
+
+
+def _allowed_keys(parent: tuple[str, ...]) -> list[str]:
+    """Walk the schema along ``parent`` (skipping dict keys) and list the fields found there."""
+    annotation: Any = RoleMap
+    for part in parent:
+        model = _field_model(annotation)
+        if model is not None and part in model.model_fields:
+            annotation = model.model_fields[part].annotation
+        elif getattr(annotation, "__origin__", None) is dict:
+            annotation = annotation.__args__[1]
+        else:
+            return []
+    model = _field_model(annotation)
+    return sorted(model.model_fields) if model is not None else []
+
+
+def _field_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    if getattr(annotation, "__origin__", None) is dict:
+        return None
+    for arg in getattr(annotation, "__args__", ()):
+        found = _field_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _check_references(roles: RoleMap, sources: Mapping[tuple[str, ...], str]) -> None:
+    aliases = ", ".join(sorted(roles.models))
+    for name, model in roles.models.items():
+        if model.provider not in roles.providers:
+            src = source_of(("models", name, "provider"), sources)
+            known = ", ".join(sorted(roles.providers))
+            raise ConfigError(
+                f"{src}: models.{name}.provider: unknown provider {model.provider!r} (known: {known})"
+            )
+    for role in roles.pipeline.roles:
+        if role not in roles.roles:
+            src = source_of(("pipeline", "steps"), sources)
+            raise ConfigError(
+                f"{src}: pipeline role {role} has no [roles.{role}]: give it a model there "
+                f"(model = ALIAS) or in its agent file (model: ALIAS)")
+    for role, spec in roles.roles.items():
+        for i, alias in enumerate(roles.chain(role)):
+            key = ("roles", role, "model") if i == 0 else ("roles", role, "fallback")
+            if alias not in roles.models:
+                src = source_of(key, sources)
+                hint = (f"; a model: in an agent file is a default: set [roles.{role}] model in "
+                        f"the role map, or add [models.{alias}]") if src.endswith(".md") else ""
+                raise ConfigError(
+                    f"{src}: {'.'.join(key)}: unknown model alias {alias!r} (models: {aliases})"
+                    + hint)
+            provider_name = roles.models[alias].provider
+            _check_effort(roles, role, alias, sources)
+            if spec.tier not in roles.providers[provider_name].tiers:
+                src = source_of(("roles", role, "tier"), sources)
+                offered = ", ".join(roles.providers[provider_name].tiers)
+                raise ConfigError(
+                    f"{src}: roles.{role}.tier: provider {provider_name!r} (model {alias!r}) has no "
+                    f"tier {spec.tier!r} (offered: {offered}; add providers.{provider_name}.tiers.{spec.tier})"
+                )
+
+
+def _check_effort(roles: RoleMap, role: Role, alias: str,
+                  sources: Mapping[tuple[str, ...], str]) -> None:
+    """A role's effort must be one its models accept (the provider would answer 400)."""
+    effort, accepted = roles.roles[role].effort, roles.models[alias].efforts
+    if effort is None or accepted is None or effort in accepted:
+        return
+    src = source_of(("roles", role, "effort"), sources)
+    raise ConfigError(
+        f"{src}: roles.{role}.effort: model {alias!r} ({roles.models[alias].id}) does not accept "
+        f"effort {effort!r} (it takes {', '.join(accepted)}; see models.{alias}.efforts)"
+    )

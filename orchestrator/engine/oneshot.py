@@ -1,0 +1,139 @@
+"""A build attempt without a tool loop: ask once for the whole new text of the files the failure
+points at (``[roles.<build>] one_shot = true``).
+
+Small models fail at tool loops (invented tools, ``replace`` with text that is not there, a
+claim that the tests pass) yet often write a right file when they are shown it whole with the
+failure: the live suite's "one model asked once" solved more tasks than the 1.5B driving tools
+(issue 15). So the first attempt of a one-shot builder is that prompt: the task, the failing
+tests' output, the non-test files the preflight pinned (whole) and the failing tests (to read,
+not to change). The reply's fenced blocks, each under a line naming one of the shown source
+files, are written through the edit tools (inside the worktree, never through a link, never
+the protected tests); then verify decides. The plan's goal goes with the failure (the
+planner's reading of it). A failed attempt goes on with another one-shot (``one_shot_attempts``:
+shown the files as they are now, verify's failure and what the attempt before did, sampled at
+the attempt's own temperature) or with the tool loop and the failure as feedback; a judge's
+requested changes always go to the tool loop. Each call is a session of its own
+(``builder-<n>``) in the events, the journal (a resume replays it) and the bench's token
+counts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from orchestrator.config.prompts import text
+from orchestrator.errors import PolicyViolation, ToolError
+from orchestrator.localize import failures
+from orchestrator.localize.localization import Localization
+from orchestrator.tools.base import Toolbox
+from orchestrator.tools.edit import edit_tools
+from orchestrator.tools.jail import Jail, open_regular
+
+MAX_FILE_CHARS = 16_000  # a pinned file larger than this is not shown whole: no one-shot
+MAX_TOTAL_CHARS = 24_000  # all shown files together (an 8k-token window holds the rest)
+MAX_FILES = 4
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
+_PATHISH = re.compile(r"[\w./-]+\.\w+")
+
+
+def parse_files(reply: str, known: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
+    """``path -> new content`` for each fenced block whose path (on the fence line or one of
+    the two lines before it) is one of ``known``; other blocks are ignored."""
+    out: dict[str, str] = {}
+    for m in _FENCE.finditer(reply or ""):
+        before = reply[: m.start()].splitlines()[-2:] + [reply[m.start():].split("\n", 1)[0]]
+        tokens = [t.strip("`*:#'\"") for line in before for t in _PATHISH.findall(line)]
+        path = next((t.removeprefix("./") for t in reversed(tokens)
+                     if t.removeprefix("./") in known), None)
+        if path is not None:
+            out[path] = m.group(1)
+    return out
+
+
+def fenced(path: str, body: str) -> str:
+    """A file as the prompts show it: its path, then its text in a fence."""
+    return f"{path}\n```\n{body}```" if body.endswith("\n") else f"{path}\n```\n{body}\n```"
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a one-shot prompt shows: the files it may change and the tests it may not."""
+
+    sources: dict[str, str]
+    tests: dict[str, str]
+
+
+def shown_files(root: Path, loc: Localization | None) -> Shown | None:
+    """The pinned source files (whole) and the failing tests, read from the worktree; ``None``
+    when there is nothing pinned or a pinned file is too large to show whole."""
+    if loc is None or not loc.pinned:
+        return None
+    jail = Jail(root)
+    sources: dict[str, str] = {}
+    used = 0
+    for path in loc.suspects[:MAX_FILES]:
+        body = _read(jail, path)
+        if body is None or len(body) > MAX_FILE_CHARS or used + len(body) > MAX_TOTAL_CHARS:
+            continue
+        sources[path] = body
+        used += len(body)
+    if not sources:
+        return None
+    tests: dict[str, str] = {}
+    for path in loc.tests[:MAX_FILES]:
+        body = _read(jail, path)
+        if body is not None and used + len(body) <= MAX_TOTAL_CHARS:
+            tests[path] = body
+            used += len(body)
+    return Shown(sources, tests)
+
+
+def _read(jail: Jail, path: str) -> str | None:
+    try:
+        target = jail.resolve(path)
+        if ".git" in PurePosixPath(jail.relative(target)).parts:
+            return None  # the builder's own repository: never a file of the task
+        with open_regular(target, path) as fh:
+            data = fh.read(MAX_FILE_CHARS * 4 + 1)
+        return data.decode("utf-8")
+    except (OSError, ToolError, PolicyViolation, UnicodeDecodeError, ValueError):
+        return None
+
+
+def messages(*, system: str, task: str, loc: Localization, shown: Shown, commands: Sequence[str],
+             feedback: str = "", failure: str | None = None, goal: str = ""
+             ) -> list[dict[str, str]]:
+    """The one-shot prompt: system, then the task, failure, files and answer format.
+    ``failure`` is what the commands print now when that is no longer the preflight's (a later
+    attempt: verify's output); ``goal`` is the plan's, the planner's reading of the failure."""
+    failing = (failure if failure is not None else
+               "\n\n".join(failures.render(r, limit=1500) for r in loc.reports))
+    if goal.strip():
+        failing += "\n\n" + text("oneshot", "diagnosis", goal=" ".join(goal.split()))
+    body = text(
+        "oneshot", "task", task=task, failure=failing or text("pipeline", "none"),
+        commands="\n".join(text("pipeline", "command", command=c) for c in commands),
+        files="\n\n".join(fenced(p, b) for p, b in shown.sources.items()),
+        tests=("\n\n".join(fenced(p, b) for p, b in shown.tests.items())
+               or text("pipeline", "none")),
+        feedback=f"\n{feedback}\n" if feedback else "",
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": body}]
+
+
+async def write_files(root: Path, changed: Mapping[str, str], protected: frozenset[str]
+                      ) -> tuple[list[str], list[str]]:
+    """Write each changed file with the edit tools (so the jail's rules hold); the files written
+    and, for each refused one, why."""
+    tools = Toolbox.of(edit_tools(root, edit_format="whole", protected=protected))
+    written, refused = [], []
+    for path, body in changed.items():
+        outcome = await tools.call("write_file", {"path": path, "content": body})
+        if outcome.ok:
+            written.append(path)
+        else:
+            refused.append(f"{path}: {outcome.text}")
+    return written, refused

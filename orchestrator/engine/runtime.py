@@ -1,0 +1,65 @@
+"""What every node receives through LangGraph's runtime context: the run's injected parts.
+
+Nodes never build clients, workspaces or loggers themselves; the API assembles a ``RunContext``
+once per run and LangGraph hands it to each node. Nothing here is checkpointed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from orchestrator.config.definitions import Registry
+from orchestrator.config.pipeline import DEFAULT_PIPELINE, Pipeline
+from orchestrator.config.schema import RoleMap
+from orchestrator.evidence.sources import LineCounts
+from orchestrator.models.client import ModelClient
+from orchestrator.record.telemetry import Telemetry
+from orchestrator.state import Role
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from orchestrator.evidence.sources import GitCommitSource
+    from orchestrator.sandbox import Sandbox
+    from orchestrator.workspace.worktree import PreparedCommit, Workspace
+
+
+class RolePool(Protocol):
+    """Where nodes get each role's model client (a ``ClientPool``, maybe journaled)."""
+
+    def for_role(self, role: Role, *, temperature: float | None = None) -> ModelClient: ...
+
+
+@dataclass
+class RunContext:
+    """The parts of one run that nodes use."""
+
+    run_id: str
+    roles: RoleMap
+    agents: Registry
+    pool: RolePool
+    telemetry: Telemetry
+    repo: Path
+    worktree: Path
+    run_dir: Path
+    base_commit: str
+    env: Mapping[str, str]
+    workspace: Workspace | None = None  # None for `explore`, which has no worktree
+    sandbox: Sandbox | None = None  # where builder and verify commands run; None for `explore`
+    pipeline: Pipeline = DEFAULT_PIPELINE  # which roles plan, explore, build and judge
+    repo_rules: str = ""  # the repository's AGENTS.md / CLAUDE.md, quoted (reporules.py)
+    # the repository's line counts for the citation check, built once and shared by explorers
+    line_counts: LineCounts = field(default_factory=LineCounts)
+    # the run's commit, read for every explorer's citations by one `git cat-file` (run only)
+    citations: GitCommitSource | None = None
+    # the run branch's next commit, made on a thread once verify passed (``nodes.report``)
+    commit_ahead: asyncio.Task[PreparedCommit | None] | None = None
+
+    def start_files(self) -> Callable[[str], bytes | None] | None:
+        """A reader of the files at the commit the run started from, without a git process per
+        file: the run's citation reader (it reads ``base_commit``, dirty state included); None
+        outside a run (ask git)."""
+        return None if self.citations is None else self.citations.raw

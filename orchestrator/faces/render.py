@@ -1,0 +1,448 @@
+"""What people see: live progress per agent session, the run summary and the role map, via rich.
+
+Kept apart from the CLI's parsing so that the API never prints and the pictures can change
+without touching the commands.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+if TYPE_CHECKING:
+    from orchestrator.record.telemetry import Event
+    from orchestrator.results import ExploreResult, RunResult
+    from orchestrator.state import Race, RoleUsage
+
+
+@dataclass
+class _Row:
+    role: str
+    model: str = ""
+    tier: str = ""
+    effort: str = ""
+    state: str = "starting"
+    calls: int = 0
+    tokens: int = 0
+    tps: float | None = None
+    context: float = 0.0
+    started: float = 0.0
+
+
+class Progress:
+    """A live table of agent sessions (role, model, tier, tokens/s, context gauge) on stderr."""
+
+    def __init__(self, console: Console, *, enabled: bool = True) -> None:
+        self.console = console
+        self.enabled = enabled
+        self.rows: dict[str, _Row] = {}
+        self.notes: list[str] = []
+        self._live: Live | None = None
+        self._interactive = console.is_terminal
+
+    def __enter__(self) -> Progress:
+        if self.enabled and self._interactive:
+            self._live = Live(self._render(), console=self.console, refresh_per_second=8,
+                              transient=False)
+            self._live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+            self._live.__exit__(*exc)
+            self._live = None
+
+    def pause(self) -> None:
+        """Stop redrawing (while the user answers a prompt)."""
+        if self._live is not None:
+            self._live.stop()
+
+    def resume(self) -> None:
+        if self._live is not None:
+            self._live.start()
+
+    def on_event(self, event: Event) -> None:
+        if not self.enabled:
+            return
+        line = self._apply(event)
+        if self._live is not None:
+            self._live.update(self._render())
+        elif line:
+            self.console.print(line, highlight=False, markup=False)
+
+    def _apply(self, e: Event) -> str | None:
+        d = e.data
+        sid = e.session or e.role or "-"
+        if e.kind == "role_started":
+            self.rows[sid] = _Row(role=str(e.role), model=str(d.get("model")), tier=str(d.get("tier")),
+                                  effort=str(d.get("effort") or "-"), state="thinking",
+                                  started=time.monotonic())
+            return f"▶ {sid:<14} {d.get('model')} · tier {d.get('tier')} · effort {d.get('effort') or '-'}"
+        row = self.rows.get(sid)
+        if e.kind == "call_finished" and row is not None:
+            row.calls += 1
+            row.tokens += int(d.get("output_tokens") or 0)
+            row.tps = d.get("tokens_per_s") or row.tps
+            row.model = str(d.get("served_model") or row.model)
+        elif e.kind == "progress" and row is not None:
+            if "context" in d:
+                row.context = float(d["context"])
+            else:
+                row.state = "streaming"
+        elif e.kind == "tool_called" and row is not None:
+            row.state = f"tool {d.get('tool')}"
+        elif e.kind == "role_finished" and row is not None:
+            row.state = "done"
+            tps = f" · {row.tps:.0f} tok/s" if row.tps else ""
+            return f"✔ {sid:<14} {row.calls} calls · {row.tokens} tokens out{tps}"
+        elif e.kind == "explorer_finished":
+            if row is not None:
+                row.state = "failed" if d.get("error") else "done"
+            if d.get("error"):
+                return f"✘ {sid:<14} failed: {d.get('error')}"
+            extra = f", {d.get('adds_nothing')} adding nothing" if d.get("adds_nothing") else ""
+            return f"  {sid:<14} claims verified {d.get('verified')}/{d.get('submitted')}{extra}"
+        elif e.kind == "localized":
+            if d.get("passed"):
+                return "● before any change: the acceptance commands already pass"
+            where = ", ".join(d.get("suspects") or []) or "no source file"
+            return f"● before any change: {len(d.get('failing') or [])} failing; points at {where}"
+        elif e.kind == "test_result":
+            status = "pass" if d.get("passed") else "FAIL"
+            self.notes.append(f"acceptance (attempt {d.get('attempt')}): {status}")
+            return f"● acceptance attempt {d.get('attempt')}: {status}"
+        elif e.kind in ("run_started", "run_resumed") and d.get("sandbox"):
+            return f"■ sandbox: {d.get('sandbox')}"
+        elif e.kind == "warning":
+            self.notes.append(f"warning: {d.get('message')}")
+            return f"! {d.get('message')}"
+        elif e.kind == "role_lost":
+            self.notes.append(f"lost: {d.get('message')}")
+            return f"! lost: {d.get('message')}"
+        elif e.kind == "fork":
+            return f"⑂ {sid} forked: {d.get('reason')}"
+        return None
+
+    def _render(self) -> Group:
+        table = Table(title="agents", expand=False, show_edge=False, pad_edge=False)
+        for col in ("session", "model", "tier", "effort", "state", "calls", "tok out", "tok/s", "context"):
+            table.add_column(col, justify="right" if col in {"calls", "tok out", "tok/s"} else "left")
+        for sid, r in self.rows.items():
+            table.add_row(sid, r.model, r.tier, r.effort, r.state, str(r.calls), str(r.tokens),
+                          f"{r.tps:.0f}" if r.tps else "-", _gauge(r.context))
+        notes = Text("\n".join(self.notes[-4:]))
+        return Group(table, notes)
+
+
+def _gauge(fraction: float, width: int = 10) -> str:
+    filled = min(width, round(fraction * width))
+    return "█" * filled + "░" * (width - filled) + f" {fraction:4.0%}"
+
+
+def print_run_summary(console: Console, result: RunResult, *, simulated: bool = False) -> None:
+    from orchestrator.faces.claimviews import model_table
+
+    ok = result.status == "succeeded"
+    if result.status == "awaiting_approval":
+        if result.plan is not None:
+            print_plan(console, result.plan)
+        console.print(f"[bold yellow]⏸ paused[/]: {escape(result.reason)}", highlight=False)
+        return
+    label = {"succeeded": "✔ task done", "stopped": "■ run stopped"}.get(
+        result.status, "✘ task not achieved")
+    if ok and result.losses:
+        label += f" with {len(result.losses)} role session(s) lost (exit 3)"
+    console.print(f"[bold {'green' if ok else 'red'}]{label}[/]: {escape(result.reason)}",
+                  highlight=False)
+    if simulated:
+        console.print("(models simulated by the local simulator)")
+    console.print(f"run       {result.run_id}")
+    console.print(f"branch    {result.branch}" + (f" @ {result.commit[:10]}" if result.commit else " (no commit)"))
+    if result.dirty:
+        console.print("checkout  had uncommitted changes: "
+                      + ("included (first commit on the branch)" if result.included_dirty
+                         else "NOT included (use --include-dirty)"))
+    console.print(f"artefacts {result.run_dir}")
+    box = result.sandbox.summary() if result.sandbox else "none recorded"
+    console.print(f"sandbox   {box}"
+                  + (f" · {result.policy_violations} policy violation(s) refused"
+                     if result.policy_violations else ""), highlight=False, markup=False)
+    if result.diff_stat.strip():
+        console.print(result.diff_stat.rstrip(), highlight=False, markup=False)
+    if result.tests is not None:
+        for check in result.tests.checks:
+            mark = "pass" if check.exit_code == 0 else f"FAIL (exit {check.exit_code})"
+            console.print(f"test      {check.command}: {mark}", highlight=False, markup=False)
+    console.print(_per_role_table(result.per_role))
+    if result.races:
+        console.print(_race_table(result.races))
+    if result.explore_skipped:
+        console.print("explore   skipped: the failing tests already point at the code "
+                      "(run.explore_when_pinned = true explores anyway)")
+    if result.explorers:
+        console.print(_explorer_table(result))
+    if any(s.submitted for s in result.claims_by_model.values()):
+        console.print(model_table(result.claims_by_model))
+    split = result.time_split
+    if split:
+        console.print(
+            f"time      {split['wall_s']:.1f}s wall = model {split['model_s']:.1f}s + tools "
+            f"{split['tool_s']:.1f}s + orchestration {split['orchestration_s']:.2f}s · "
+            f"cost ${result.cost_usd:.4f}"
+        )
+    for w in result.warnings:
+        console.print(f"[yellow]warning[/] {escape(w)}", highlight=False)
+
+
+def _per_role_table(per_role: Mapping[str, RoleUsage | Mapping[str, Any]]) -> Table:
+    """A result's per-role usage, or a report's (``show``: plain JSON)."""
+    t = Table(title="per role", show_edge=False)
+    for col in ("role", "model", "tier", "calls", "prompt", "cached", "output", "reasoning",
+                "tok/s", "cost $"):
+        left = col in {"role", "model", "tier"}
+        t.add_column(col, justify="left" if left else "right", overflow="fold", no_wrap=not left)
+    from orchestrator.state import (
+        RoleUsage,  # here: printing a role map needs none of the engine's models
+    )
+
+    for role, raw in per_role.items():
+        row = raw if isinstance(raw, RoleUsage) else RoleUsage.model_validate(raw)
+        tps = row.tokens_per_s
+        t.add_row(role, ", ".join(row.models), ", ".join(row.tiers), str(row.calls),
+                  str(row.prompt_tokens), str(row.cached_tokens), str(row.output_tokens),
+                  str(row.reasoning_tokens), f"{tps:.0f}" if tps else "-", f"{row.cost_usd:.4f}")
+    return t
+
+
+def _race_table(races: Sequence[Race | Mapping[str, Any]]) -> Table:
+    """One row per candidate build of each race (a result's, or a report's plain JSON for
+    ``show``): how it ended, how long, how big its change."""
+    from orchestrator.state import (
+        Race,  # here: printing a role map needs none of the engine's models
+    )
+
+    t = Table(title="candidate builds (first passing wins; the rest are cancelled)",
+              show_edge=False)
+    for col in ("round", "#", "temp", "status", "time s", "files", "lines", "note"):
+        t.add_column(col, justify="left" if col in {"status", "note"} else "right")
+    for raw in races:
+        race = raw if isinstance(raw, Race) else Race.model_validate(raw)
+        for c in race.candidates:
+            kept = " ◀ kept" if c.index == (race.winner or 0) else ""
+            temp = "-" if c.temperature is None else f"{c.temperature:g}"
+            note = c.error or (", ".join(c.failing) and "failed: " + ", ".join(c.failing))
+            t.add_row(str(race.round), str(c.index), temp, c.status + kept, f"{c.duration_s:.1f}",
+                      str(c.files_changed), str(c.diff_lines), escape(note[:80]))
+    return t
+
+
+def _explorer_table(result: RunResult) -> Table:
+    t = Table(title="explorers (claims submitted / verified / adding nothing / dropped)",
+              show_edge=False)
+    for col in ("#", "question", "model", "sub", "ok", "≡", "drop", "note"):
+        t.add_column(col)
+    for r in result.explorers:
+        note = r.error or (r.drop_reasons[0] if r.drop_reasons else "")
+        t.add_row(str(r.index + 1), escape(r.question[:60]), escape(r.model or "-"),
+                  str(r.submitted), str(r.verified), str(r.adds_nothing), str(r.dropped),
+                  escape(note))
+    return t
+
+
+def print_explore(console: Console, result: ExploreResult) -> None:
+    from orchestrator.faces.claimviews import model_table
+
+    console.print(f"[bold]{escape(result.question)}[/]", highlight=False)
+    for r in result.explorers:
+        console.print(f"\n[bold]Q{r.index + 1}[/] {escape(r.question)}", highlight=False)
+        if r.error:
+            console.print(f"  [red]explorer failed:[/] {escape(r.error)}", highlight=False)
+            continue
+        console.print(f"  {escape(r.answer.strip()) or '(no answer)'}", highlight=False)
+        for claim in r.claims:
+            refs = ", ".join(f"{c.path}:{c.start_line}-{c.end_line}" for c in claim.citations)
+            console.print(f"  • {escape(claim.text)} [dim]\\[{escape(refs)}][/]", highlight=False)
+            quote = claim.citations[0].quote.strip().splitlines()
+            for line in quote[:4]:
+                console.print(f"      [dim]│ {escape(line)}[/]", highlight=False)
+        console.print(f"  [dim]claims: {r.submitted} submitted, {r.verified} verified, "
+                      f"{r.dropped} dropped{' · ' + r.model if r.model else ''}[/]",
+                      highlight=False)
+        for reason in r.drop_reasons[:3]:
+            console.print(f"  [dim]{escape(reason)}[/]", highlight=False)
+    if any(s.submitted for s in result.claims_by_model.values()):
+        console.print(model_table(result.claims_by_model))
+    verified = sum(r.verified for r in result.explorers)
+    console.print(f"\n{len(result.explorers)} explorers · {verified} verified claims · "
+                  f"{len(result.failures)} failed · {result.time_split.get('wall_s', 0):.1f}s · "
+                  f"${result.cost_usd:.4f} · record {escape(result.run_dir)}", highlight=False)
+    for w in result.warnings:
+        console.print(f"[yellow]warning[/] {escape(w)}", highlight=False)
+
+
+def print_runs(console: Console, runs: list, claims: dict | None = None) -> None:
+    """The runs, then (when any explorer made claims) each explorer model's record over them."""
+    from orchestrator.faces.claimviews import model_table, run_claims_cell
+
+    t = Table(title="runs", show_edge=False)
+    for col in ("run", "state", "age", "branch", "worktree", "cost $", "claims ok", "task"):
+        t.add_column(col)
+    for r in runs:
+        t.add_row(r.run_id, r.state, r.age, r.branch or "(explore)", "yes" if r.has_worktree else "-",
+                  f"{r.cost_usd:.4f}", escape(run_claims_cell(r.claims)), escape(r.task[:60]))
+    console.print(t)
+    if claims:
+        console.print(model_table(claims, title=f"explorer claims per model over these {len(runs)} run(s)"))
+
+
+def print_plan(console: Console, plan) -> None:
+    console.print(f"[bold]plan[/]: {escape(plan.goal)}", highlight=False)
+    for i, step in enumerate(plan.steps, 1):
+        console.print(f"  {i}. {escape(step)}", highlight=False)
+    for q in plan.questions:
+        console.print(f"  ? {escape(q)}", highlight=False)
+    for c in plan.acceptance:
+        console.print(f"  $ {escape(c)}", highlight=False)
+
+
+def print_details(console: Console, details) -> None:
+    from orchestrator.faces.claimviews import model_table, verdict_lines
+
+    report = details.report
+    console.print(f"run {details.run_id}: [bold]{details.state}[/]"
+                  + (f" — {escape(report.get('reason', ''))}" if report else ""), highlight=False)
+    if report:
+        console.print(f"task: {escape(report.get('task', ''))}", highlight=False)
+        console.print(f"branch {report.get('branch') or '(explore: none)'} · "
+                      f"cost ${report.get('cost_usd', 0):.4f} · {len(details.calls)} calls",
+                      highlight=False)
+        box = report.get("sandbox")
+        if box:
+            from orchestrator.sandbox import SandboxInfo
+
+            info = SandboxInfo.model_validate(box)
+            console.print(f"sandbox {info.summary()}", highlight=False, markup=False)
+            if info.limits:
+                lim = info.limits
+                console.print(f"  limits: file {lim.file_size_mb} MiB · memory {lim.memory_mb} MiB"
+                              f" · cpu {lim.cpu_s} s · processes {lim.processes} "
+                              f"({info.process_cap})", highlight=False, markup=False)
+            if info.hidden:
+                console.print(f"  hidden: {', '.join(info.hidden)}", highlight=False,
+                              markup=False)
+        if report.get("per_role"):
+            console.print(_per_role_table(report["per_role"]))
+        if report.get("races"):
+            console.print(_race_table(report["races"]))
+        if report.get("explore_skipped"):
+            console.print("explore skipped: the failing tests already pointed at the code")
+        if report.get("explorers"):
+            console.print("claims (✔ verified · ≡ adds nothing · ✘ dropped):")
+            for line in verdict_lines(report["explorers"]):
+                console.print(escape(line), highlight=False)
+        if report.get("claims_by_model"):
+            console.print(model_table(report["claims_by_model"]))
+    t = Table(title="sessions", show_edge=False)
+    for col in ("session", "role", "model", "purpose", "peak context", "status", "forks"):
+        t.add_column(col)
+    for n in details.sessions:
+        forks = "; ".join(f"→ {f.child}: {f.reason} ({f.tokens_before}→{f.tokens_after} tok)"
+                          for f in n.forks)
+        indent = "  " * n.session.count(".")
+        t.add_row(indent + n.session, str(n.role or "-"), str(n.model or "-"), n.purpose,
+                  _gauge(n.peak_context), n.status, escape(forks) or "-")
+    console.print(t)
+    c = Table(title="calls", show_edge=False)
+    for col in ("session", "requested", "served", "api", "tier", "prompt", "out", "reason",
+                "ttft s", "s", "$"):
+        c.add_column(col)
+    for call in details.calls:
+        tier = f"{call.requested_tier or '-'}→{call.served_tier or '?'}"
+        c.add_row(str(call.session), call.requested_model, call.served_model or "?",
+                  call.api or "-", tier, str(call.prompt_tokens), str(call.output_tokens),
+                  str(call.reasoning_tokens),
+                  f"{call.ttft_s:.2f}" if call.ttft_s is not None else "-",
+                  f"{call.duration_s:.2f}", f"{call.cost_usd:.4f}")
+    console.print(c)
+
+
+def print_quota(console: Console, rows: list, claims: list | None = None) -> None:
+    """Today's use per model; then, from ``claims`` (ledger ``ClaimRow``s), explorer truthfulness."""
+    _print_usage(console, rows)
+    if claims:
+        from orchestrator.evidence.claimstats import ClaimStats
+        from orchestrator.faces.claimviews import model_table
+
+        stats = {r.model: ClaimStats(explorers=r.explorers, **r.counts) for r in claims}
+        console.print(model_table(stats, title=f"explorer claims per model since {claims[0].since} "
+                                               "(UTC; all runs of this user)"))
+
+
+def _print_usage(console: Console, rows: list) -> None:
+    t = Table(title="quota today (UTC)", show_edge=False)
+    for col in ("model", "calls", "tokens", "cap", "usd", "exhausted until"):
+        t.add_column(col)
+    for r in rows:
+        until = r.exhausted_until.isoformat(timespec="minutes") if r.exhausted_until else "-"
+        t.add_row(r.model, str(r.calls), f"{r.tokens:,}", f"{r.cap_tokens:,}" if r.cap_tokens else "-",
+                  f"{r.usd:.4f}", until + (f" ({escape(r.reason)})" if r.reason else ""))
+    console.print(t if rows else "no model use recorded today")
+
+
+def print_jobs(console: Console, jobs: list) -> None:
+    t = Table(title="fleet jobs", show_edge=False)
+    for col in ("job", "status", "attempts", "worker", "stalled", "repo", "task"):
+        t.add_column(col)
+    for j in jobs:
+        t.add_row(str(j.job_id), j.status, str(j.attempts), str(j.worker_id or "-"),
+                  "STALLED" if j.stalled else "", escape(j.repo), escape(j.task[:50]))
+    console.print(t if jobs else "the queue is empty")
+
+
+def print_trust_request(console: Console, exc: Any) -> None:
+    """What an untrusted repository config would change, before asking to trust it."""
+    state = "changed since you trusted it" if exc.changed else "is not trusted yet"
+    console.print(f"[bold yellow]{escape(str(exc.file))}[/] {state}; it sets:", highlight=False)
+    for key, value in exc.keys:
+        console.print(f"  {escape(key)} = {escape(repr(value))}", highlight=False)
+    console.print("These keys decide where your API keys are sent and what commands may run.")
+
+
+def print_trust(console: Console, data: dict) -> None:
+    """The result of ``orchestrate trust``: what is trusted now, or the list of trusted repos."""
+    if "trusted" in data:
+        for rec in data["trusted"]:
+            files = ", ".join(f"{n} ({h[:12]})" for n, h in rec["files"].items()) or "no files"
+            console.print(f"{escape(rec['repo'])}: {escape(files)} · since {rec['trusted_at']}",
+                          highlight=False)
+        if not data["trusted"]:
+            console.print("no trusted repositories")
+        return
+    if "revoked" in data:
+        console.print(("no longer trusted: " if data["revoked"] else "was not trusted: ")
+                      + escape(data["repo"]), highlight=False)
+        return
+    if not data["files"]:
+        console.print(f"{escape(data['repo'])} has no roles.toml: nothing needs trust",
+                      highlight=False)
+    for f in data["files"]:
+        console.print(f"trusted {escape(f['path'])} (sha256 {f['sha256'][:12]})", highlight=False)
+        for item in f["protected"]:
+            console.print(f"  {escape(item['key'])} = {escape(repr(item['value']))}",
+                          highlight=False)
+        if not f["protected"]:
+            console.print("  (it sets no key that needs trust today)")
+    for path in data["agent_overrides"]:
+        console.print(f"agent prompt {escape(path)} (used with or without trust)",
+                      highlight=False)
+    console.print(f"recorded in {escape(data['store'])}; a change to the file needs trust again",
+                  highlight=False)

@@ -1,0 +1,337 @@
+"""What happens in a run, as typed events: one frozen model per kind, a discriminated union.
+
+The same models are what listeners receive, what ``events.jsonl`` holds (one JSON object per
+line, ``kind`` first), what ``orchestrate run --json --events`` streams and the platform's
+``custom`` chunks carry, and what ``runs``, ``show`` and the session tree read back.
+``event_schema()`` is the JSON Schema for bot authors (``orchestrate schema events``). Logs of
+older runs (``"event": KIND`` lines) read back through ``parse_event`` too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any, Literal, cast
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+from orchestrator.state import CallRecord
+
+_BASE = frozenset({"kind", "run_id", "t", "at", "role", "session"})
+
+
+class EventBase(BaseModel):
+    """What every event has: its run, when, and the role and session it concerns."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: str
+    run_id: str
+    t: float = Field(0.0, description="Seconds since the run (this process of it) started.")
+    at: str | None = Field(None, description="UTC time, ISO 8601, as written to events.jsonl.")
+    role: str | None = Field(None, description="The role (planner, a check role, verify, human).")
+    session: str | None = Field(None, description="The agent session, e.g. explorer-2 or "
+                                "builder-1.1 (a fork).")
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The kind's own fields that were given (for code written against the old dicts)."""
+        return self.model_dump(exclude=set(_BASE), exclude_unset=True)
+
+
+class RunStarted(EventBase):
+    """A run began (``mode`` explore: a question, no worktree)."""
+
+    kind: Literal["run_started"] = "run_started"
+    repo: str
+    mode: Literal["run", "explore"] = "run"
+    branch: str | None = None
+    base_commit: str | None = None
+    dirty: bool = False
+    included_dirty: bool = False
+    sandbox: str | None = Field(None, description="Where builder and verify commands run.")
+
+
+class RunResumed(RunStarted):
+    """A stopped run continued (``orchestrate resume``, a plan approval, the platform)."""
+
+    kind: Literal["run_resumed"] = "run_resumed"  # type: ignore[assignment]
+
+
+class WorktreeRestored(EventBase):
+    """The worktree was put back to what the last checkpoint recorded."""
+
+    kind: Literal["worktree_restored"] = "worktree_restored"
+    tree: str
+
+
+class RoleStarted(EventBase):
+    """An agent session started (a fork and a handoff writer are sessions too)."""
+
+    kind: Literal["role_started"] = "role_started"
+    model: str
+    provider: str
+    tier: str | None = None
+    effort: str | None = None
+    parent: str | None = None
+    purpose: Literal["task", "fork", "handoff", "one_shot"] = "task"
+    window: int
+
+
+class RoleFinished(EventBase):
+    """An agent session submitted its result."""
+
+    kind: Literal["role_finished"] = "role_finished"
+    turns: int
+    tool_calls: int
+    peak_context: float
+    lineage_peak_context: float
+    forks: int
+    masked: int
+    paged: int
+    root: str
+
+
+class _Call(CallRecord, EventBase):
+    role: str | None = None  # type: ignore[assignment]
+    session: str | None = None  # type: ignore[assignment]
+
+
+class CallFinished(_Call):
+    """One model call: requested and served model and tier, tokens, timing, cost."""
+
+    kind: Literal["call_finished"] = "call_finished"
+
+
+class CallFailed(_Call):
+    """A model call that failed (the fallback chain may have gone on)."""
+
+    kind: Literal["call_failed"] = "call_failed"
+
+
+class CallReplayed(EventBase):
+    """A call answered from the run's journal on resume: not paid again."""
+
+    kind: Literal["call_replayed"] = "call_replayed"
+
+
+class ToolCalled(EventBase):
+    kind: Literal["tool_called"] = "tool_called"
+    tool: str
+    ok: bool
+    chars: int
+    duration_s: float
+
+
+class ExplorerFinished(EventBase):
+    """One explorer's claims after the mechanical citation check."""
+
+    kind: Literal["explorer_finished"] = "explorer_finished"
+    question: str
+    model: str = Field("", description="The model that served its last call.")
+    submitted: int
+    verified: int
+    adds_nothing: int = Field(0, description="Verified, but only citing tests already known.")
+    dropped: int
+    error: str | None = None
+    drops: list[str] = Field(default_factory=list, description="Each dropped claim's kind.")
+
+
+class Forked(EventBase):
+    """A session ran out of room and a child session continues from a handoff."""
+
+    kind: Literal["fork"] = "fork"
+    child: str
+    reason: str
+    tokens_before: int
+    tokens_after: int
+    window: int
+    peak_context: float
+    transcript: str
+    summarizer: str | None = None
+    tool_calls: int
+
+
+class TestResult(EventBase):
+    """The acceptance commands ran after a build."""
+
+    __test__ = False  # not a pytest class
+    kind: Literal["test_result"] = "test_result"
+    passed: bool
+    attempt: int
+    commands: list[str]
+    exit_codes: list[int]
+
+
+class Localized(EventBase):
+    """The acceptance commands ran before any model call; what their failures point at."""
+
+    kind: Literal["localized"] = "localized"
+    passed: bool
+    pinned: bool = Field(description="The failure already names the code to change.")
+    commands: list[str]
+    exit_codes: list[int]
+    suspects: list[str] = Field(default_factory=list, description="Files the failures point at.")
+    tests: list[str] = Field(default_factory=list)
+    failing: list[str] = Field(default_factory=list)
+
+
+class ExploreSkipped(EventBase):
+    """No explorer ran: the preflight's failures already name the code to change
+    (``run.explore_when_pinned = true`` runs them anyway)."""
+
+    kind: Literal["explore_skipped"] = "explore_skipped"
+    reason: str
+    suspects: list[str] = Field(default_factory=list)
+    questions: list[str] = Field(default_factory=list, description="The plan's questions, "
+                                 "not asked.")
+
+
+class CandidateFinished(EventBase):
+    """One candidate build of a race ended: its acceptance commands passed or failed, its
+    session failed, or another candidate won first and it was cancelled."""
+
+    kind: Literal["candidate_finished"] = "candidate_finished"
+    index: int
+    status: Literal["passed", "failed", "cancelled", "error"]
+    temperature: float | None = None
+    duration_s: float
+    files_changed: int = 0
+    diff_lines: int = 0
+    error: str | None = None
+
+
+class RaceFinished(EventBase):
+    """A race of candidate builds ended; ``kept`` is the candidate whose files became the
+    build (``winner`` is None when none passed)."""
+
+    kind: Literal["race_finished"] = "race_finished"
+    round: int
+    pick: Literal["first", "smallest"]
+    winner: int | None = None
+    kept: int
+    candidates: int
+    duration_s: float
+
+
+class Verdict(EventBase):
+    """A judge's verdict: the reviewer's, a check role's, or a human's on the plan."""
+
+    kind: Literal["review"] = "review"
+    verdict: Literal["approve", "request_changes", "reject"]
+    comments: list[str] = Field(default_factory=list)
+
+
+class Warned(EventBase):
+    """Something the user should know: a downgrade, a fallback, a policy refusal, ..."""
+
+    kind: Literal["warning"] = "warning"
+    message: str
+    category: str | None = Field(None, description="policy_violation, downgrade, fallback, "
+                                 "skipped, ...")
+
+
+class RoleLost(EventBase):
+    """A role session an error stopped while the run went on without it (exit status 3)."""
+
+    kind: Literal["role_lost"] = "role_lost"
+    code: str
+    message: str
+
+
+class RunFinished(EventBase):
+    kind: Literal["run_finished"] = "run_finished"
+    status: str
+    reason: str
+
+
+class Progress(EventBase):
+    """A live tick while a model streams (``pieces``) or after a call (``context``); never
+    written to the log."""
+
+    kind: Literal["progress"] = "progress"
+    pieces: int | None = None
+    elapsed: float | None = None
+    context: float | None = None
+    estimate: int | None = None
+    prompt_tokens: int | None = None
+
+
+EVENT_TYPES: tuple[type[EventBase], ...] = (
+    RunStarted, RunResumed, WorktreeRestored, RoleStarted, RoleFinished, CallFinished,
+    CallFailed, CallReplayed, ToolCalled, ExplorerFinished, Forked, TestResult, Localized,
+    ExploreSkipped, CandidateFinished, RaceFinished, Verdict, Warned, RoleLost, RunFinished,
+    Progress,
+)
+BY_KIND: dict[str, type[EventBase]] = {
+    str(cls.model_fields["kind"].default): cls for cls in EVENT_TYPES}
+EventKind = Literal[
+    "run_started", "run_resumed", "worktree_restored", "role_started", "role_finished",
+    "call_finished", "call_failed", "call_replayed", "tool_called", "explorer_finished", "fork",
+    "test_result", "localized", "explore_skipped", "candidate_finished", "race_finished",
+    "review", "warning", "role_lost", "run_finished", "progress",
+]
+Event = Annotated[
+    RunStarted | RunResumed | WorktreeRestored | RoleStarted | RoleFinished | CallFinished
+    | CallFailed | CallReplayed | ToolCalled | ExplorerFinished | Forked | TestResult | Localized
+    | ExploreSkipped | CandidateFinished | RaceFinished | Verdict | Warned | RoleLost
+    | RunFinished | Progress,
+    Field(discriminator="kind"),
+]
+_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+# fields whose names changed when events became typed: (kind, old name) -> new name
+_RENAMED = {("run_started", "kind"): "mode", ("warning", "kind"): "category"}
+
+
+def make_event(kind: str, **fields: Any) -> Event:
+    """The event of ``kind`` with ``fields`` (a wrong field is a bug: it raises)."""
+    return cast(Event, BY_KIND[kind](**fields))
+
+
+def event_schema() -> dict[str, Any]:
+    """The JSON Schema of one event (any kind), for bot authors."""
+    return _ADAPTER.json_schema(mode="serialization")
+
+
+def parse_event(entry: dict[str, Any]) -> Event | None:
+    """One ``events.jsonl`` object as its event; older logs' lines too; None for a kind this
+    version does not know or a line it cannot read."""
+    if "kind" not in entry or entry.get("kind") not in BY_KIND:
+        if entry.get("event") not in BY_KIND:
+            return None
+        entry = _legacy(entry)
+    try:
+        return _ADAPTER.validate_python(entry)
+    except ValidationError:
+        return None
+
+
+def _legacy(entry: dict[str, Any]) -> dict[str, Any]:
+    """A structlog line of an older run (``event``, ``timestamp``, data flat) in today's shape."""
+    kind = str(entry["event"])
+    known = BY_KIND[kind].model_fields
+    out: dict[str, Any] = {"kind": kind, "at": entry.get("timestamp")}
+    for key, value in entry.items():
+        key = _RENAMED.get((kind, key), key)
+        if key in known and key not in ("kind", "at"):
+            out[key] = value
+    return out
+
+
+def read_events(path: Path) -> list[Event]:
+    """Every event a run's ``events.jsonl`` holds, in order (a line cut short is skipped)."""
+    if not path.exists():
+        return []
+    return list(_parse_lines(path.read_text(encoding="utf-8").splitlines()))
+
+
+def _parse_lines(lines: Iterable[str]) -> Iterable[Event]:
+    for line in lines:
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        event = parse_event(entry) if isinstance(entry, dict) else None
+        if event is not None:
+            yield event
