@@ -25,7 +25,6 @@ from orchestrator.benchmark.explore_report import (
     write_outputs,
 )
 from orchestrator.benchmark.explore_suite import ExploreSuite, Question
-from orchestrator.benchmark.suite import copy_repo
 from orchestrator.config.schema import RoleMap
 from orchestrator.errors import UsageError
 from orchestrator.evidence.claimstats import ClaimStats, of_result
@@ -115,7 +114,7 @@ async def arun_explore_bench(
         return rec
 
     try:
-        repo = await asyncio.to_thread(copy_repo, suite.repo, workdir / suite.name)
+        repo = await asyncio.to_thread(suite.materialize, workdir / suite.name)
         records = await asyncio.gather(*(one(q, name, roles, rep) for rep in range(repeat)
                                          for q in suite.questions for name, roles in role_maps))
     finally:

@@ -16,13 +16,17 @@ exists in the repository, so a suite cannot silently drift from its code.
 
 from __future__ import annotations
 
+import functools
 import os
 import tomllib
 from importlib import resources
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from orchestrator.benchmark.logs import GENERATORS
+from orchestrator.benchmark.suite import copy_repo
 from orchestrator.errors import ConfigError
 
 SUITE_FILE = "explore.toml"
@@ -61,6 +65,23 @@ class Question(BaseModel):
     answers: tuple[AnswerRange, ...] = Field(min_length=1)
 
 
+class Generated(BaseModel):
+    """A file of the repository made when the suite is copied (``benchmark/logs.py``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str = Field(pattern=r"^[\w][\w./-]*$")
+    kind: Literal["service-log"]
+
+    def text(self) -> str:
+        return _generated_text(self.kind)
+
+
+@functools.cache
+def _generated_text(kind: str) -> str:
+    return GENERATORS[kind]()
+
+
 class ExploreSuite(BaseModel):
     """A repository and the questions to ask explorers about it."""
 
@@ -71,7 +92,13 @@ class ExploreSuite(BaseModel):
     repo: Path
     source: str = ""
     license: str = ""
+    generated: tuple[Generated, ...] = ()
     questions: tuple[Question, ...]
+
+    def materialize(self, dest: Path) -> Path:
+        """A fresh git repository at ``dest``: the suite's files and its generated ones."""
+        extra = {g.path: g.text() for g in self.generated}
+        return copy_repo(self.repo, dest, extra=extra)
 
     def select(self, ids: list[str] | None) -> ExploreSuite:
         """The suite restricted to the questions ``ids`` (in suite order)."""
@@ -122,13 +149,17 @@ def _check(suite: ExploreSuite, file: Path) -> None:
     ids = [q.id for q in suite.questions]
     if len(set(ids)) != len(ids):
         raise ConfigError(f"{file}: question ids must be distinct (got {ids})")
+    made = {g.path: g for g in suite.generated}
     for q in suite.questions:
         for a in q.answers:
             target = suite.repo / a.path
-            if not target.is_file():
+            if a.path in made:
+                total = made[a.path].text().count("\n")
+            elif not target.is_file():
                 raise ConfigError(f"{file}: question {q.id}: no file {a.path} in {suite.repo}")
-            with target.open("rb") as fh:
-                total = sum(1 for _ in fh)
+            else:
+                with target.open("rb") as fh:
+                    total = sum(1 for _ in fh)
             if a.lines[1] > total:
                 raise ConfigError(f"{file}: question {q.id}: {a} is past the end of "
                                   f"{a.path} ({total} lines)")

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import tomllib
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 
@@ -131,9 +132,14 @@ def materialize(task: Task, dest: Path) -> Path:
     return copy_repo(task.repo, dest)
 
 
-def copy_repo(source: Path, dest: Path) -> Path:
-    """A fresh git repository at ``dest`` holding a copy of ``source``'s files, one commit."""
+def copy_repo(source: Path, dest: Path, *, extra: Mapping[str, str] | None = None) -> Path:
+    """A fresh git repository at ``dest`` holding a copy of ``source``'s files (and ``extra``
+    ones: path -> text), one commit."""
     shutil.copytree(source, dest, ignore=_SKIP)
+    for rel, text in (extra or {}).items():
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "task"]):
         subprocess.run(["git", *_IDENT, *args], cwd=dest, check=True, capture_output=True)
     return dest

@@ -120,14 +120,16 @@ def search(
     max_bytes: int = 20_000,
     max_filesize: str = "256M",
     timeout: float = 30,
+    per_file: int | None = None,
 ) -> SearchResult:
-    """Search file contents under ``root`` (optionally within ``path``) with ripgrep."""
+    """Search file contents under ``root`` (optionally within ``path``) with ripgrep; at most
+    ``per_file`` matches of one file when given, so that one file cannot take them all."""
     if not pattern:
         raise ToolError("pattern is empty; give the text or regex to search for")
     jail = Jail(root)
     target = _target(jail, path)
     cmd = [rg_binary(), "--json", "--no-config", "--max-filesize", max_filesize]
-    cmd += ["--max-count", str(max_matches + 1)]
+    cmd += ["--max-count", str(per_file or max_matches + 1)]
     cmd += ["--fixed-strings"] if fixed_strings else []
     cmd += ["--ignore-case"] if ignore_case else []
     cmd += ["--context", str(context)] if context > 0 else []

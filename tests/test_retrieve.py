@@ -1,0 +1,122 @@
+"""Retrieval before generation: a question turned into ranked windows, on real repositories.
+
+The explore suites' repositories are real code nobody here wrote (click, requests) and a
+generated 5 MB service log; each question's answer ranges were written before retrieval existed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from orchestrator.benchmark.explore_suite import ExploreSuite, load_explore_suite
+from orchestrator.localize.retrieve import Retriever, Term, render, terms
+
+SUITES = Path(__file__).resolve().parent.parent / "orchestrator" / "benchmark" / "suites"
+
+
+def _patterns(question: str) -> dict[str, str]:
+    return {t.pattern: t.kind for t in terms(question)}
+
+
+def test_terms_keep_names_flags_quotes_paths_and_informative_words():
+    found = _patterns("When clamping is enabled on `IntRange`, what does a number above the "
+                      "maximum become?")
+    assert found["IntRange"] == "name" and found["clamp"] == "word" and found["max"] == "word"
+    assert "the" not in found and "what" not in found and "does" not in found
+    found = _patterns("How does the option parser split `--name=value` into the option name?")
+    assert found["--name=value"] == "quoted" and found["="] == "separator"
+    assert found["opt"] == "word" and found["parser"] == "word"
+    found = _patterns("Does `requests.head` follow redirects? See logs/app.log and run --dry-run")
+    assert found["head"] == "name" and found["requests"] == "name"
+    assert found["logs/app.log"] == "path" and found["--dry-run"] == "flag"
+    assert found["redirect"] == "word"
+    found = _patterns("What does `Response.ok` return for a Session with snake_case_name?")
+    assert found["Response"] == "name" and found["ok"] == "name"
+    assert found["Session"] == "name" and found["snake_case_name"] == "name"
+    assert _patterns("How many times does it retry?")["retr"] == "word"  # retry, retries
+    assert _patterns("the billing log")["bill"] == "word"  # not "bil"
+
+
+def test_a_word_matches_at_a_word_start_or_a_camel_hump_a_name_only_whole():
+    param = Term("param", "word", 1.0)
+    assert param.found_in("class BoolParamType:") and param.found_in(":param x:")
+    assert param.found_in("_param_decls") and not param.found_in("unparametrised")
+    ok = Term("ok", "name", 3.0)
+    assert ok.found_in("def ok(self):") and not ok.found_in("token = 1")
+    eq = Term("=", "separator", 1.5)
+    assert eq.found_in('arg.split("=", 1)') and not eq.found_in("x = 1")
+
+
+def _hits(suite: ExploreSuite, repo: Path, limit: int = 4) -> dict[str, int | None]:
+    retriever = Retriever(repo)
+    ranks: dict[str, int | None] = {}
+    for q in suite.questions:
+        windows = retriever.windows(q.question, limit=limit)
+        ranks[q.id] = next((i for i, w in enumerate(windows, 1)
+                            if any(a.overlaps(w.path, n, n) for a in q.answers
+                                   for n in w.numbers)), None)
+    return ranks
+
+
+def test_click_questions_find_their_answer_in_the_first_windows():
+    suite = load_explore_suite("builtin-explore")
+    ranks = _hits(suite, suite.repo)
+    assert all(r is not None and r <= 4 for r in ranks.values()), ranks
+    assert sum(r == 1 for r in ranks.values()) >= 5, ranks
+
+
+def test_requests_questions_find_most_answers_in_the_first_windows():
+    suite = load_explore_suite(SUITES / "requests-explore")
+    ranks = _hits(suite, suite.repo)
+    assert sum(r is not None for r in ranks.values()) >= 10, ranks
+    assert sum(r == 1 for r in ranks.values()) >= 7, ranks
+
+
+def test_a_log_question_shows_the_first_symptom_and_the_rare_warning_before_it(tmp_path):
+    suite = load_explore_suite(SUITES / "log-explore")
+    repo = suite.materialize(tmp_path / "repo")
+    assert (repo / "logs" / "billing.log").stat().st_size > 5_000_000
+    windows = Retriever(repo).windows(suite.questions[0].question)
+    shown = render(windows)
+    cause = suite.questions[0].answers[0].lines[0]
+    first = suite.questions[1].answers[0].lines[0]
+    assert f"{cause}| " in shown and "db.pool_szie" in shown
+    assert f"{first}| " in shown and "timeout acquiring connection" in shown
+    assert windows[0].path == "logs/billing.log"
+    assert "[tls] certificate" in shown  # the other one-off warnings come too: the model picks
+    assert "miss rate" not in shown  # a warning repeated all day is not rare
+
+
+def test_windows_are_real_lines_with_their_numbers_and_fit_the_budget():
+    suite = load_explore_suite("builtin-explore")
+    retriever = Retriever(suite.repo)
+    for q in suite.questions:
+        windows = retriever.windows(q.question, budget_chars=1500)
+        assert len(render(windows)) <= 1500 + 2 * len(windows)
+        for w in windows:
+            text = (suite.repo / w.path).read_text(encoding="utf-8").split("\n")
+            assert w.id.startswith("W") and w.start <= w.end
+            assert all(text[n - 1].rstrip("\r")[:300] == line[:300] for n, line in w.lines)
+
+
+@pytest.mark.parametrize("question", ["", "?", "what is it", "`` '' \"\"", "a" * 5000,
+                                      "../../etc/passwd and /etc/shadow", "x\0y"])
+def test_questions_with_nothing_to_search_give_no_windows_and_no_error(question, tmp_path):
+    (tmp_path / "a.py").write_text("def f():\n    return 1\n", encoding="utf-8")
+    windows = Retriever(tmp_path).windows(question)
+    assert all(w.path == "a.py" for w in windows)
+
+
+def test_long_lines_are_cut_and_links_out_are_not_followed(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.py").write_text("def needle_secret():\n    pass\n", encoding="utf-8")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "wide.py").write_text("x = '" + "a" * 100_000 + " needle_value'\n", encoding="utf-8")
+    (repo / "link.py").symlink_to(outside / "secret.py")
+    windows = Retriever(repo).windows("Where is `needle_value` and `needle_secret`?")
+    assert [w.path for w in windows] == ["wide.py"]
+    assert all(len(line) < 400 for w in windows for _, line in w.lines)
