@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from orchestrator.models import repair
 from orchestrator.models.base import REASONING, Route, Streamed, ToolCallData, Usage, Wire
 from orchestrator.models.encode import Encoded, body, dumps
 from orchestrator.models.errors import Transient, stream_error, where
@@ -231,7 +232,8 @@ class ResponsesFold:
         if self.finish is None:
             raise Transient(f"{where(self.route)}: the stream ended without response.completed "
                             f"after {self.pieces} pieces")
-        calls = tuple(ToolCallData(c["call_id"] or f"call_{i}", c["name"], c["arguments"])
+        calls = tuple(ToolCallData(c["call_id"] or f"call_{i}", c["name"],
+                                   repair.arguments(c["arguments"]))
                       for i, c in enumerate(self.calls.values()))
         return Streamed("".join(self.content) or None, calls, self.finish, _usage(self.usage),
                         self.served_model, self.served_tier, tuple(self.reasoning))

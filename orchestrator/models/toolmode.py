@@ -28,6 +28,7 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from orchestrator.config.prompts import text
+from orchestrator.models import repair
 from orchestrator.models.base import (
     REASONING,
     Completion,
@@ -305,10 +306,8 @@ def offered(tools: Sequence[Mapping[str, Any]], messages: Sequence[Mapping[str, 
 def _loads(text: Any) -> Any:
     if not isinstance(text, str):
         return text
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return text
+    value = repair.loads(text)
+    return text if value is None else value
 
 
 def parse_tool_calls(content: str | None) -> list[ToolCallData]:
