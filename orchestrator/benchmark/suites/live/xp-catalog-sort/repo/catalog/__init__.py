@@ -1,0 +1,1 @@
+"""Community library catalogue search."""

@@ -1,0 +1,5 @@
+import sys
+
+from catalog.cli import main
+
+main(sys.argv[1:])

@@ -1,0 +1,3 @@
+"""Invoices for orders shipped within Canada."""
+
+__version__ = "0.4.1"

@@ -1,0 +1,5 @@
+import sys
+
+from invoicer.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Access-log reports for the API gateway."""

@@ -1,0 +1,5 @@
+import sys
+
+from logstat.cli import main
+
+main(sys.argv[1:])

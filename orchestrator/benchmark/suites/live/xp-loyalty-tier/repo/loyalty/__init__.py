@@ -1,0 +1,1 @@
+"""Bakery loyalty program: points, tiers, statements."""

@@ -1,0 +1,5 @@
+import sys
+
+from loyalty.cli import main
+
+main(sys.argv[1:])

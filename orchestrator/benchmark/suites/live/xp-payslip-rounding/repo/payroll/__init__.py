@@ -1,0 +1,1 @@
+"""Weekly payroll: timesheets in, payslips out."""
