@@ -35,6 +35,7 @@ MAX_TERMS = 10
 MATCHES = 300  # per search: past this a term is common; it still counts, weakly
 PER_FILE = 30  # matches per file and search, so one file cannot take them all
 SHOWN_LINES = 16  # a window shows at most this many lines
+CONSTANT_LINES = 60  # lines a constant's table may run over and still be one candidate
 SMALL_DEFINITION = 30  # lines: a class this short is one candidate with its methods
 PLAIN_AROUND = 3  # lines each side of a hit in a file without a symbol map
 PARSE_LIMIT = 400_000  # bytes: larger files are windowed without parsing
@@ -50,6 +51,7 @@ _DEF_WORDS = r"(?:def|class|function|func|fn|struct|interface|enum|trait|type)"
 _QUOTED = re.compile(r"`([^`\n]{2,80})`|\"([^\"\n]{2,80})\"|'([^'\n]{3,80})'")
 _FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+_CODE = re.compile(r"[A-Z]{2,5}")  # QC, HTTP, EOF: an all-caps code names a thing
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
 _PATH = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.\w+|(?<![\w/.-])[\w-]+\.(?:py|js|ts|jsx|tsx|go|"
                    r"rs|java|rb|c|h|cc|cpp|sh|md|rst|txt|json|ya?ml|toml|ini|cfg|log|csv|sql)\b")
@@ -171,7 +173,7 @@ def terms(question: str, limit: int = MAX_TERMS) -> list[Term]:
     first = True
     for token in _NAME.findall(rest):
         for part in token.split("."):
-            if _is_identifier(part):
+            if _is_identifier(part) or _CODE.fullmatch(part):
                 add(Term(part, "name", 3.0))
             elif part[:1].isupper() and not first and part.lower() not in STOP and len(part) > 2:
                 add(Term(part, "name", 2.0))  # "a Session": a class the question names
@@ -320,9 +322,9 @@ class Retriever:
         units: dict[tuple[int, int, str], list[int]] = {}
         plain: list[int] = []
         for line in hit_lines:
-            constant = _CONSTANT.match(lines[line - 1]) if line <= len(lines) else None
-            if constant and not repomap.enclosing(syms, line):
-                units[(line, line, f"constant {constant.group(1)}")] = [line]
+            table = _constant_at(lines, line) if not repomap.enclosing(syms, line) else None
+            if table is not None:
+                units.setdefault(table, []).append(line)
                 continue
             unit = _unit(line, syms, len(lines))
             if unit[2]:
@@ -450,6 +452,32 @@ def _unit(line: int, syms: Sequence[repomap.Symbol], total: int) -> tuple[int, i
              else min(around, key=lambda s: s.end_line - s.line))
     owner = f"{inner.parent}." if inner.parent else ""
     return inner.line, inner.end_line, f"{inner.kind} {owner}{inner.name}"
+
+
+def _constant_at(lines: list[str], line: int) -> tuple[int, int, str] | None:
+    """The module constant whose definition holds ``line``: its first line, or any line of the
+    table or list it opens (``RATES = {`` ... ``}``), as the candidate ``constant NAME``."""
+    for start in range(line, max(0, line - CONSTANT_LINES), -1):
+        m = _CONSTANT.match(lines[start - 1])
+        if m is None:
+            if start < line and not lines[start - 1][:1].isspace() \
+                    and lines[start - 1].strip() and lines[start - 1][:1] not in ")]}":
+                return None  # another top-level statement in between
+            continue
+        end = _literal_end(lines, start)
+        return (start, end, f"constant {m.group(1)}") if end >= line else None
+    return None
+
+
+def _literal_end(lines: list[str], start: int) -> int:
+    """The last line of the literal a constant's definition opens (its own line if none)."""
+    depth = 0
+    for n in range(start, min(len(lines), start + CONSTANT_LINES) + 1):
+        text = re.sub(r"([\"'])(?:\\.|(?!\1).)*\1|#.*$", "", lines[n - 1])  # strings, comments
+        depth += sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+        if depth <= 0:
+            return n
+    return start
 
 
 def _boosted(w: Window, factor: float) -> Window:
