@@ -35,6 +35,7 @@ MAX_TERMS = 10
 MATCHES = 300  # per search: past this a term is common; it still counts, weakly
 PER_FILE = 30  # matches per file and search, so one file cannot take them all
 SHOWN_LINES = 16  # a window shows at most this many lines
+LOOSE_LINES = 0.6  # weight of hits outside every definition of a parsed file
 CONSTANT_LINES = 60  # lines a constant's table may run over and still be one candidate
 SMALL_DEFINITION = 30  # lines: a class this short is one candidate with its methods
 PLAIN_AROUND = 3  # lines each side of a hit in a file without a symbol map
@@ -331,9 +332,24 @@ class Retriever:
                 units.setdefault(unit, []).append(line)
             else:
                 plain.append(line)
+        taken = {n for start, end, _ in units for n in range(start, end + 1)}
         for cluster in _clusters(plain):
             start = max(1, cluster[0] - PLAIN_AROUND)
-            units[(start, min(len(lines), cluster[-1] + PLAIN_AROUND), "")] = cluster
+            end = min(len(lines), cluster[-1] + PLAIN_AROUND)
+            while start < cluster[0] and start in taken:  # the lines around stop where a
+                start += 1  # definition or a constant's table begins: that one is its own
+            while end > cluster[-1] and end in taken:
+                end -= 1
+            for n in range(cluster[0], start - 1, -1):
+                if n in taken:
+                    start = n + 1
+                    break
+            for n in range(cluster[-1], end + 1):
+                if n in taken:
+                    end = n - 1
+                    break
+            if start <= end:
+                units[(start, end, "")] = cluster
         factor = _file_factor(path)
         out = []
         for (start, end, symbol), hits in units.items():
@@ -342,6 +358,8 @@ class Retriever:
             held = [t for t in weights if t.found_in(text)]
             score = sum(weights[t] for t in held) * (1 + len(held) / len(weights))
             score = (score + _definition_bonus(symbol, weights)) * factor
+            if not symbol and syms:  # lines outside any definition of a code file: a
+                score *= LOOSE_LINES  # docstring or imports say less than the code itself
             out.append(Window(path, shown[0][0], shown[-1][0], shown, score, symbol,
                               tuple(sorted(t.pattern for t in held))))
         return out
@@ -435,7 +453,8 @@ def _weights(found: dict[Term, list[Match]]) -> dict[Term, float]:
     for term, hits in found.items():
         if not hits:
             continue
-        files = len({m.path for m in hits})
+        # how rare a term is, counted in the code: tests and docs repeat the code's names
+        files = len({m.path for m in hits if _file_factor(m.path) == 1.0}) or 1
         common = len(hits) >= MATCHES
         out[term] = term.weight / math.log2(2 + files) * (0.5 if common else 1.0)
     return out
