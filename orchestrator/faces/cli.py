@@ -419,7 +419,7 @@ def schema(
 def _maybe_repo() -> Path | None:
     try:
         return repo_root(None)
-    except OrchestrateError:
+    except UsageError:  # not in a repository; a git that fails is still an error
         return None
 
 
