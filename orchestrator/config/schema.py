@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from orchestrator.config.kinds import ROLE_NAME
+from orchestrator.config.kinds import ROLE_NAME, Role
 from orchestrator.config.packaged import DEFAULT_ROLES, packaged_file
-from orchestrator.config.role import Role
 from orchestrator.errors import ConfigError
 
 if TYPE_CHECKING:
