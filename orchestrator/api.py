@@ -22,9 +22,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
-from orchestrator.config.layers import resolve_setup
+from orchestrator.config.layers import (  # noqa: F401 (api.resolve_roles)
+    resolve_overrides,
+    resolve_roles,
+    resolve_setup,
+)
 from orchestrator.config.pipeline import Pipeline, pipeline_of
-from orchestrator.config.schema import RoleMap, resolve_overrides, resolve_roles  # noqa: F401 (api.resolve_roles)
+from orchestrator.config.schema import RoleMap
 from orchestrator.engine.graph import build_explore_graph, build_graph, timed
 from orchestrator.engine.lifecycle import (
     OpenRun,

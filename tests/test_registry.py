@@ -11,8 +11,8 @@ import pytest
 from conftest import cli
 
 from orchestrator.config.definitions import Registry, load_registry, parse_agent
+from orchestrator.config.layers import load_roles
 from orchestrator.config.pipeline import Judge, pipeline_of
-from orchestrator.config.schema import load_roles
 from orchestrator.engine.graph import build_graph, judge_routes
 from orchestrator.errors import ConfigError
 from orchestrator.state import Review, RunState, VerifyResult, submit_model

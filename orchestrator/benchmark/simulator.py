@@ -12,7 +12,8 @@ from importlib import resources
 from pathlib import Path
 
 from orchestrator.benchmark.suite import Suite, sim_tasks
-from orchestrator.config.schema import RoleMap, load_roles
+from orchestrator.config.layers import load_roles
+from orchestrator.config.schema import RoleMap
 from orchestrator.errors import ConfigError
 from orchestrator.sim import Scenario, SimServer
 from orchestrator.sim.bench_behaviors import bind_tasks

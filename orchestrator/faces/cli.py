@@ -367,7 +367,7 @@ def init(
         if ask:
             chosen = _ask_starter()
         path = starter.write_starter(top, starter.starter_roles(**chosen), force=force)
-        from orchestrator.config.schema import read_layer
+        from orchestrator.config.layers import read_layer
 
         protected = protected_settings(read_layer(path).data)
         if protected:  # you wrote these values just now: the file is trusted as written
@@ -433,7 +433,7 @@ def trust(
     """Trust the repository's own roles.toml (provider URLs and key variables, policy allows,
     sandbox), as it is now; a change to the file needs trust again."""
     from orchestrator.config import trust as trusting
-    from orchestrator.config.schema import read_layer
+    from orchestrator.config.layers import read_layer
 
     user_dir = trusting.user_config_dir(os.environ)
     store = str(user_dir / trusting.TRUST_FILE)
