@@ -51,7 +51,7 @@ from orchestrator.errors import BudgetExhausted, ConfigError, UsageError
 from orchestrator.evidence.claimstats import by_model
 from orchestrator.evidence.verify import DirSource
 from orchestrator.localize.reporules import repo_rules
-from orchestrator.models.client import ClientPool
+from orchestrator.models.pool import ClientPool
 from orchestrator.models.routing import telemetry_listener
 from orchestrator.record.store import open_checkpointer
 from orchestrator.record.telemetry import Event, Listener, Telemetry

@@ -10,7 +10,7 @@ from conftest import cli
 
 from orchestrator.config.layers import load_roles, parse_set
 from orchestrator.errors import ConfigError
-from orchestrator.models.client import ClientPool
+from orchestrator.models.pool import ClientPool
 
 
 def _write(path: Path, text: str) -> Path:

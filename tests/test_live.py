@@ -22,7 +22,7 @@ from orchestrator import api
 from orchestrator.config.definitions import load_agents
 from orchestrator.config.layers import load_roles
 from orchestrator.faces.demo import scenario_path
-from orchestrator.models.client import ClientPool
+from orchestrator.models.pool import ClientPool
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.session.loop import Session
 from orchestrator.state import Plan

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.benchmark.records import RunRecord, failed_run
 from orchestrator.engine.oneshot import fenced, parse_files
-from orchestrator.models.client import ClientPool
+from orchestrator.models.pool import ClientPool
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.edit import edit_tools
 from orchestrator.tools.search import rg_binary

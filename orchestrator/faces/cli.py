@@ -524,8 +524,8 @@ def quota(
     """Today's token and USD use per model, caps, exhaustion, and explorer models' claim drop rates."""
     from datetime import UTC, datetime, timedelta
 
-    from orchestrator.models.client import ClientPool
     from orchestrator.models.fallback import quota_key
+    from orchestrator.models.pool import ClientPool
     from orchestrator.models.quota_pg import build_ledger
 
     def go():

@@ -29,8 +29,7 @@ from pydantic import BaseModel, ValidationError
 from orchestrator.config.definitions import AgentDef
 from orchestrator.config.prompts import text
 from orchestrator.errors import BudgetExhausted, ContextOverflow, OrchestrateError, SessionFailed
-from orchestrator.models.base import REASONING
-from orchestrator.models.client import Completion, ModelClient, ToolCallData
+from orchestrator.models.base import REASONING, Completion, ModelClient, ToolCallData
 from orchestrator.models.errors import ModelRefused
 from orchestrator.models.fallback import demote
 from orchestrator.models.toolmode import parse_tool_calls
