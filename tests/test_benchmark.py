@@ -28,8 +28,8 @@ from orchestrator.benchmark import (
     run_bench,
 )
 from orchestrator.benchmark.compare import spread, task_times
-from orchestrator.benchmark.runner import check_acceptance
 from orchestrator.benchmark.simulator import packaged_scenario
+from orchestrator.benchmark.spec import check_acceptance
 from orchestrator.benchmark.suite import sim_tasks
 from orchestrator.config.schema import SandboxSettings
 from orchestrator.errors import ConfigError

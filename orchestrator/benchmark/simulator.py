@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
+from orchestrator.benchmark.single import SINGLE
 from orchestrator.benchmark.suite import Suite, sim_tasks
 from orchestrator.config.layers import load_roles
 from orchestrator.config.schema import RoleMap
@@ -56,8 +57,6 @@ def load_role_map(name: str | os.PathLike[str], *, sets: Sequence[str] = (),
                   sim_url: str | None = None) -> tuple[str, RoleMap]:
     """``(stem, RoleMap)``: the file layered over the packaged defaults like ``--roles``, with
     ``providers.sim.base_url`` set to ``sim_url`` when given."""
-    from orchestrator.benchmark.single import SINGLE
-
     single = str(name).startswith(SINGLE)
     path = role_map_path(str(name)[len(SINGLE):] if single else name)
     extra = [f'providers.sim.base_url="{sim_url}"'] if sim_url else []
