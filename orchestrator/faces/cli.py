@@ -676,10 +676,12 @@ def sim(
     host: Annotated[str, typer.Option(help="Loopback address to bind.")] = "127.0.0.1",
 ) -> None:
     """Serve the simulated OpenAI-compatible models (for trying role maps by hand)."""
+    from orchestrator.benchmark.behaviors import register_behaviors
     from orchestrator.faces.demo import demo_scenario
-    from orchestrator.sim import Scenario, bench_behaviors, serve_forever  # noqa: F401 (bench behaviours)
+    from orchestrator.sim import Scenario, serve_forever
 
     def go() -> None:
+        register_behaviors()  # a scenario may name the bench's (bench-sim.toml does)
         chosen = Scenario.load(scenario) if scenario else demo_scenario()
         try:
             serve_forever(chosen, host=host, port=port)
