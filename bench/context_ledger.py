@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 from orchestrator.config.definitions import load_agents
-from orchestrator.config.schema import load_roles
+from orchestrator.config.layers import load_roles
 from orchestrator.faces.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
-from orchestrator.models.client import ClientPool
+from orchestrator.models.pool import ClientPool
 from orchestrator.record.telemetry import Event, Telemetry
 from orchestrator.session.context import Ledger, token_counter
 from orchestrator.session.loop import Session

@@ -32,7 +32,7 @@ from pathlib import Path
 from simproc import simulator
 
 from orchestrator import api
-from orchestrator.config.schema import load_roles
+from orchestrator.config.layers import load_roles
 from orchestrator.evidence.verify import DirSource, GitCommitSource, LineCounts, verify_findings
 from orchestrator.faces.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
 from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec

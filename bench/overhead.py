@@ -35,7 +35,7 @@ from typing import Any
 from simproc import simulator
 
 from orchestrator.api import arun
-from orchestrator.config.schema import load_roles
+from orchestrator.config.layers import load_roles
 from orchestrator.faces.demo import (
     DEMO_TASK,
     SIM_KEY_ENV,

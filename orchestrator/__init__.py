@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from orchestrator.api import RunHandle, aexplore, aresume, arun, explore, resume, run, start
-    from orchestrator.config.schema import RoleMap, load_roles
+    from orchestrator.config.layers import load_roles
+    from orchestrator.config.schema import RoleMap
     from orchestrator.config.trust import UntrustedConfig
     from orchestrator.errors import (
         BudgetExhausted,
@@ -42,7 +43,8 @@ if TYPE_CHECKING:
 _WHERE = {
     **dict.fromkeys(("RunHandle", "aexplore", "aresume", "arun", "explore", "resume", "run",
                      "start"), "api"),
-    **dict.fromkeys(("RoleMap", "load_roles"), "config.schema"),
+    "RoleMap": "config.schema",
+    "load_roles": "config.layers",
     **dict.fromkeys(("BudgetExhausted", "ConfigError", "DatabaseUnavailable", "MissingCredentials",
                      "ModelError", "ModelUnavailable", "OrchestrateError", "SessionFailed",
                      "UsageError"), "errors"),

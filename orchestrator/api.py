@@ -22,9 +22,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 
-from orchestrator.config.layers import resolve_setup
+from orchestrator.config.layers import (  # noqa: F401 (api.resolve_roles)
+    resolve_overrides,
+    resolve_roles,
+    resolve_setup,
+)
 from orchestrator.config.pipeline import Pipeline, pipeline_of
-from orchestrator.config.schema import RoleMap, resolve_overrides, resolve_roles  # noqa: F401 (api.resolve_roles)
+from orchestrator.config.schema import RoleMap
 from orchestrator.engine.graph import build_explore_graph, build_graph, timed
 from orchestrator.engine.lifecycle import (
     OpenRun,
@@ -47,7 +51,7 @@ from orchestrator.errors import BudgetExhausted, ConfigError, UsageError
 from orchestrator.evidence.claimstats import by_model
 from orchestrator.evidence.verify import DirSource
 from orchestrator.localize.reporules import repo_rules
-from orchestrator.models.client import ClientPool
+from orchestrator.models.pool import ClientPool
 from orchestrator.models.routing import telemetry_listener
 from orchestrator.record.store import open_checkpointer
 from orchestrator.record.telemetry import Event, Listener, Telemetry

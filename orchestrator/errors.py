@@ -73,6 +73,13 @@ class SessionFailed(OrchestrateError):
     code = "session_failed"
 
 
+class GitError(OrchestrateError, RuntimeError):
+    """A git command failed unexpectedly, or git is missing; carries git's own message (still a
+    ``RuntimeError``, as it was before it joined this hierarchy)."""
+
+    code = "git"
+
+
 class ToolError(Exception):
     """A tool refused or failed; the message goes back to the model as the tool result."""
 

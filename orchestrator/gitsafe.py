@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from orchestrator.errors import GitError
 from orchestrator.timing import phase
 
 __all__ = ["GitError", "common_dir", "git", "git_env", "toplevel"]
@@ -50,10 +51,6 @@ _HARDENED: tuple[str, ...] = (
 _OUR_IDENTITY = (f"user.name={IDENTITY[0]}", f"user.email={IDENTITY[1]}")
 # What a git child may inherit from our environment; everything else is dropped.
 _ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "TZ", "XDG_CONFIG_HOME", "SYSTEMROOT")
-
-
-class GitError(RuntimeError):
-    """A git command failed unexpectedly; carries git's own message."""
 
 
 def git_env(extra: Mapping[str, str] | None = None, *, identity: bool = True) -> dict[str, str]:

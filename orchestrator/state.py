@@ -11,8 +11,9 @@ from typing import Annotated, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.config.definitions import AgentDef
+from orchestrator.config.kinds import ROLES, Role  # noqa: F401 (re-exported: kinds.py is light to load)
 from orchestrator.config.prompts import text
-from orchestrator.config.role import ROLES, Role  # noqa: F401 (re-exported: the names live apart for quick loads)
 from orchestrator.localize.localization import Localization
 
 
@@ -322,3 +323,8 @@ SUBMIT_MODELS: dict[str, type[Frozen]] = {
     "Review": Review,
     "Handoff": Handoff,
 }
+
+
+def submit_model(agent: AgentDef) -> type[Frozen]:
+    """The model of what ``agent``'s sessions submit (its ``submit_name``)."""
+    return SUBMIT_MODELS[agent.submit_name]

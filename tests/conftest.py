@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.config.schema import RoleMap, load_roles
+from orchestrator.config.layers import load_roles
+from orchestrator.config.schema import RoleMap
 from orchestrator.faces.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
 from orchestrator.sim import Scenario, SimServer
 

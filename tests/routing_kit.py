@@ -8,8 +8,8 @@ from pathlib import Path
 from conftest import run_env, sim_roles
 
 from orchestrator.config.definitions import load_agents
-from orchestrator.models.client import ClientPool
 from orchestrator.models.fallback import RetryPolicy
+from orchestrator.models.pool import ClientPool
 from orchestrator.models.routing import RoutingEvent
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.session.loop import Session

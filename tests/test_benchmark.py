@@ -27,14 +27,14 @@ from orchestrator.benchmark import (
     print_report,
     run_bench,
 )
+from orchestrator.benchmark.behaviors import builder_for, find_task, hashes_odd, register_behaviors
 from orchestrator.benchmark.compare import spread, task_times
-from orchestrator.benchmark.runner import check_acceptance
 from orchestrator.benchmark.simulator import packaged_scenario
+from orchestrator.benchmark.spec import check_acceptance
 from orchestrator.benchmark.suite import sim_tasks
 from orchestrator.config.schema import SandboxSettings
 from orchestrator.errors import ConfigError
 from orchestrator.sim import FaultSpec, ModelBehavior, Reply, Scenario
-from orchestrator.sim.bench_behaviors import builder_for, find_task, hashes_odd
 
 # Two tasks whose names hash odd (the fast builder fails them) and two that hash even.
 SUBSET = ["js-range", "py-clamp", "py-slugify", "sh-count-lines"]
@@ -42,6 +42,7 @@ SUBSET = ["js-range", "py-clamp", "py-slugify", "sh-count-lines"]
 
 def quick(factor: float = 3.0) -> Scenario:
     """The bench scenario with every model ``factor`` times faster (same ratios)."""
+    register_behaviors()  # the scenario names them
     return faster(Scenario.load(packaged_scenario("bench-sim.toml")), factor)
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from conftest import cli
 
-from orchestrator.config.schema import load_roles, parse_set
+from orchestrator.config.layers import load_roles, parse_set
 from orchestrator.errors import ConfigError
-from orchestrator.models.client import ClientPool
+from orchestrator.models.pool import ClientPool
 
 
 def _write(path: Path, text: str) -> Path:

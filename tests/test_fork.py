@@ -13,7 +13,7 @@ from conftest import run_env, scenario_with, sim_roles
 
 from orchestrator import api
 from orchestrator.config.definitions import load_agents
-from orchestrator.models.client import ClientPool
+from orchestrator.models.pool import ClientPool
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.session.context import MASK_PREFIX, policy_for
 from orchestrator.session.loop import Session, Summarizer

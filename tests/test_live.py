@@ -20,9 +20,9 @@ from conftest import run_env
 
 from orchestrator import api
 from orchestrator.config.definitions import load_agents
-from orchestrator.config.schema import load_roles
+from orchestrator.config.layers import load_roles
 from orchestrator.faces.demo import scenario_path
-from orchestrator.models.client import ClientPool
+from orchestrator.models.pool import ClientPool
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.session.loop import Session
 from orchestrator.state import Plan
@@ -204,7 +204,7 @@ def test_live_bench_routed_vs_solo_vs_single_prompt(live_url, tmp_path):
 async def test_live_explore_bench_scores_a_real_explorer(live_url, tmp_path):
     """One question of the built-in explore suite: the record adds up, whatever the model said."""
     from orchestrator.benchmark import arun_explore_bench, load_explore_suite
-    from orchestrator.config.schema import resolve_overrides
+    from orchestrator.config.layers import resolve_overrides
 
     suite = load_explore_suite("builtin-explore").select(["bad-parameter"])
     roles = resolve_overrides(live_roles(live_url), ["run.explorer_timeout_s=1800"])

@@ -8,7 +8,7 @@ from conftest import scenario_with
 from routing_kit import MESSAGES, pool_for
 
 from orchestrator.errors import ContextOverflow, ModelError
-from orchestrator.models.client import Completion, ModelClient
+from orchestrator.models.base import Completion, ModelClient
 from orchestrator.models.errors import ModelRefused, QuotaExhausted, RateLimited, Transient
 from orchestrator.models.fallback import FallbackClient
 from orchestrator.models.routing import same_model, same_tier

@@ -22,10 +22,10 @@ from conftest import JsonHandler, run_env, sim_roles
 
 from orchestrator import api
 from orchestrator.evidence.verify import GitCommitSource
-from orchestrator.models.base import REASONING
+from orchestrator.models.base import REASONING, Completion
 from orchestrator.models.chat import ChatRequests
-from orchestrator.models.client import ClientPool, Completion
 from orchestrator.models.journal import CallJournal, JournaledClient, RequestKeys, _key, turn_of
+from orchestrator.models.pool import ClientPool
 from orchestrator.models.quota import QuotaLedger, WriteBehindLedger
 from orchestrator.models.responses import ResponsesRequests
 from orchestrator.record.writer import Writer

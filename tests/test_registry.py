@@ -11,11 +11,11 @@ import pytest
 from conftest import cli
 
 from orchestrator.config.definitions import Registry, load_registry, parse_agent
+from orchestrator.config.layers import load_roles
 from orchestrator.config.pipeline import Judge, pipeline_of
-from orchestrator.config.schema import load_roles
 from orchestrator.engine.graph import build_graph, judge_routes
 from orchestrator.errors import ConfigError
-from orchestrator.state import Review, RunState, VerifyResult
+from orchestrator.state import Review, RunState, VerifyResult, submit_model
 
 CLAUDE_AGENT = """\
 ---
@@ -39,7 +39,7 @@ def _agent(repo: Path, folder: str, name: str, text: str) -> Path:
 
 def test_a_claude_code_agent_reads_as_it_is():
     agent = parse_agent(CLAUDE_AGENT, ".claude/agents/security-auditor.md", format="claude")
-    assert (agent.role, agent.kind, agent.submit.__name__) == ("security-auditor", "check", "Review")
+    assert (agent.role, agent.kind, submit_model(agent).__name__) == ("security-auditor", "check", "Review")
     assert agent.tools == ("read", "search", "list", "run")  # names, not characters
     assert agent.model == "sonnet" and agent.max_turns == 7
     assert agent.system == "You are a security auditor."

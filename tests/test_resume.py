@@ -201,7 +201,7 @@ def test_interrupted_in_the_builders_third_call_resumes_exactly(fresh_sim, sampl
 
 def test_resume_without_restoring_would_pay_twice(fresh_sim, sample_repo):
     """The check above can fail: skip the restore and the journal misses."""
-    from orchestrator.models.client import Completion
+    from orchestrator.models.base import Completion
     from orchestrator.models.journal import CallJournal, turn_of
     from orchestrator.state import CallRecord
 

@@ -15,7 +15,8 @@ import pytest
 from conftest import cli, run_env, scenario_with, snapshot
 from test_hostile import live_processes
 
-from orchestrator.config.schema import SandboxSettings, load_roles
+from orchestrator.config.layers import load_roles
+from orchestrator.config.schema import SandboxSettings
 from orchestrator.errors import ConfigError
 from orchestrator.faces.demo import DEMO_TASK, scenario_path
 from orchestrator.sandbox import Sandbox, build_sandbox

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from conftest import JsonHandler, cli, run_env
 
-from orchestrator.config.schema import load_roles
+from orchestrator.config.layers import load_roles
 from orchestrator.config.trust import (
     UntrustedConfig,
     load_records,

@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,26 +24,15 @@ from orchestrator.api import arun
 from orchestrator.benchmark.records import RunRecord, failed_run
 from orchestrator.benchmark.report import BenchReport, build_report, print_report, write_outputs
 from orchestrator.benchmark.single import is_single, run_single
-from orchestrator.benchmark.suite import Suite, Task, load_suite, materialize
-from orchestrator.config.schema import RoleMap, SandboxSettings
+from orchestrator.benchmark.spec import RunSpec, check_acceptance
+from orchestrator.benchmark.suite import Suite, load_suite, materialize
+from orchestrator.config.schema import RoleMap
 from orchestrator.errors import UsageError
 from orchestrator.record.events import CallFinished
 from orchestrator.record.telemetry import Event
-from orchestrator.sandbox import build_sandbox
-from orchestrator.tools.shell import CommandPolicy, run_command
 
 RoleMaps = Sequence[tuple[str, RoleMap]]
 Progress = Callable[[RunRecord], None]
-
-
-@dataclass(frozen=True)
-class RunSpec:
-    """One run to do: which task, under which role map, which repeat (0-based)."""
-
-    task: Task
-    map_name: str
-    roles: RoleMap
-    repeat: int
 
 
 def plan_runs(suite: Suite, role_maps: RoleMaps, repeat: int) -> list[RunSpec]:
@@ -144,26 +131,6 @@ def _slug(name: str) -> str:
 def acceptance_set(commands: Sequence[str]) -> str:
     """The ``--set`` that makes the task's commands the run's acceptance commands."""
     return "verify.commands=[" + ", ".join(json.dumps(c) for c in commands) + "]"
-
-
-async def check_acceptance(task: Task, worktree: Path, env: Mapping[str, str] | None,
-                           timeout: float, *, sandbox: SandboxSettings,
-                           objects: Path) -> bool:
-    """Run the task's acceptance commands in ``worktree`` (sandboxed: the builder wrote the
-    code they run); True when all exit 0."""
-    if not worktree.is_dir():
-        return False
-    run_env = os.environ if env is None else env
-    box = build_sandbox(sandbox, worktree=worktree, read_only=[objects], env=run_env)
-    try:
-        for command in task.acceptance:
-            result = await run_command(command, cwd=worktree, sandbox=box, timeout=timeout,
-                                       env=run_env, policy=CommandPolicy(deny=[]))
-            if result.timed_out or result.exit_code != 0:
-                return False
-        return True
-    finally:
-        box.close()
 
 
 def run_bench(

@@ -11,11 +11,13 @@ from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 
+from orchestrator.benchmark.behaviors import bind_tasks, register_behaviors
+from orchestrator.benchmark.single import SINGLE
 from orchestrator.benchmark.suite import Suite, sim_tasks
-from orchestrator.config.schema import RoleMap, load_roles
+from orchestrator.config.layers import load_roles
+from orchestrator.config.schema import RoleMap
 from orchestrator.errors import ConfigError
 from orchestrator.sim import Scenario, SimServer
-from orchestrator.sim.bench_behaviors import bind_tasks
 
 SIM_KEY_ENV = "ORCHESTRATE_SIM_KEY"
 SIM_MAPS = ("bench-careful", "bench-fast")
@@ -31,7 +33,10 @@ def bench_scenario(suite: Suite | None, base: Scenario | None = None) -> Scenari
     """The bench scenario (or ``base``) answering for ``suite``'s tasks (none for an explore
     suite, whose simulated explorers need no reference fixes)."""
     tasks = sim_tasks(suite) if suite is not None else ()
-    return bind_tasks(base or Scenario.load(packaged_scenario(SCENARIO)), tasks)
+    if base is None:
+        register_behaviors()  # the scenario names them
+        base = Scenario.load(packaged_scenario(SCENARIO))
+    return bind_tasks(base, tasks)
 
 
 def role_map_path(name: str | os.PathLike[str]) -> Path:
@@ -55,8 +60,6 @@ def load_role_map(name: str | os.PathLike[str], *, sets: Sequence[str] = (),
                   sim_url: str | None = None) -> tuple[str, RoleMap]:
     """``(stem, RoleMap)``: the file layered over the packaged defaults like ``--roles``, with
     ``providers.sim.base_url`` set to ``sim_url`` when given."""
-    from orchestrator.benchmark.single import SINGLE
-
     single = str(name).startswith(SINGLE)
     path = role_map_path(str(name)[len(SINGLE):] if single else name)
     extra = [f'providers.sim.base_url="{sim_url}"'] if sim_url else []

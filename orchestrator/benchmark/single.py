@@ -15,17 +15,16 @@ import subprocess
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from orchestrator.benchmark.records import RunRecord, failed_run
+from orchestrator.benchmark.spec import RunSpec, check_acceptance
+from orchestrator.benchmark.suite import materialize
 from orchestrator.engine.oneshot import fenced, parse_files
-from orchestrator.models.client import ClientPool
+from orchestrator.models.pool import ClientPool
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.edit import edit_tools
 from orchestrator.tools.search import rg_binary
-
-if TYPE_CHECKING:
-    from orchestrator.benchmark.runner import RunSpec
 
 SINGLE = "single:"
 MAX_PROMPT_CHARS = 40_000
@@ -72,10 +71,6 @@ def render_prompt(instruction: str, commands: tuple[str, ...], files: Mapping[st
 async def run_single(spec: RunSpec, dest: Path, *, env: Mapping[str, str] | None = None,
                      keep: bool = False) -> RunRecord:
     """One baseline run in a fresh copy of the task's repository; never raises for failures."""
-
-    from orchestrator.benchmark.runner import check_acceptance  # the runner imports this module
-    from orchestrator.benchmark.suite import materialize
-
     where: dict[str, Any] = dict(task=spec.task.name, role_map=spec.map_name, repeat=spec.repeat)
     run_env = dict(os.environ if env is None else env)
     t0 = time.monotonic()

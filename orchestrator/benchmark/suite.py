@@ -12,13 +12,13 @@ import shutil
 import subprocess
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.errors import ConfigError
-from orchestrator.sim.bench_behaviors import SimTask
 
 TASK_FILE = "task.toml"
 _IDENT = ["-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "commit.gpgSign=false",
@@ -115,6 +115,19 @@ def load_task(task_dir: Path) -> Task:
     if not task.repo.is_dir():
         raise ConfigError(f"{file}: repo {task.repo} is not a directory")
     return task
+
+
+@dataclass(frozen=True)
+class SimTask:
+    """What the simulator knows about one task: how to recognise it and its reference fix."""
+
+    name: str
+    instruction: str
+    path: str
+    old: str
+    new: str
+    symbol: str
+    acceptance: tuple[str, ...] = ()
 
 
 def sim_tasks(suite: Suite) -> tuple[SimTask, ...]:

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel
-
 from orchestrator.config.kinds import (
     KINDS,
     RESERVED_NAMES,
@@ -61,7 +59,7 @@ class AgentDef:
     kind: Kind
     description: str
     tools: tuple[str, ...]
-    submit_name: str  # the schema it submits, by name (``state.SUBMIT_MODELS``)
+    submit_name: str  # the schema it submits, by name (its model: ``state.submit_model``)
     system: str
     task_template: str
     source: str
@@ -75,13 +73,6 @@ class AgentDef:
     @property
     def name(self) -> str:
         return self.role
-
-    @property
-    def submit(self) -> type[BaseModel]:
-        """The pydantic model of what its sessions submit."""
-        from orchestrator.state import SUBMIT_MODELS  # here: listing roles builds no engine models
-
-        return SUBMIT_MODELS[self.submit_name]
 
     def render_task(self, template: str = "task", **values: Any) -> str:
         """Fill the named template (``task``, one of ``templates`` or its kind's); a missing

@@ -5,6 +5,9 @@
 acceptance commands and may send it back (a ``check`` is any number of extra judges: a security
 reviewer, a test writer), ``summarize`` writes the handoffs of forked sessions. Adding a role of
 an existing kind needs no code: an agent file and a few lines of the role map.
+
+A role is any name an agent file defines (``definitions.py``); its kind, not its name, decides
+what it does. ``ROLES`` are the packaged ones.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ EDIT_TOOLS = ("write_file", "replace", "replace_lines", "apply_patch")
 RUN_TOOL = "run"
 TOOLS: tuple[str, ...] = (*READ_TOOLS, *EDIT_TOOLS, RUN_TOOL)
 
+Role = str  # a role's name: a key of [roles], an agent file's name
+ROLES: tuple[Role, ...] = ("planner", "explorer", "builder", "reviewer", "summarizer")
 ROLE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
 # the built-in roles, whose files need not say their kind
 BUILTIN_KINDS: dict[str, Kind] = {

@@ -9,31 +9,29 @@ environment variables, ``--set`` flags. An environment variable names a key path
 between the parts, like ``--set``: ``ORCHESTRATE_EXPLORER__PARALLEL=4`` is
 ``--set explorer.parallel=4``; ``ORCHESTRATE_RUN__MAX_ATTEMPTS=5`` is ``--set run.max_attempts=5``.
 Variables without ``__`` (``ORCHESTRATE_DATABASE_URL``) are not role map keys.
+
+``load_roles`` and ``resolve`` take the same keywords, ``Where``: where the layers come from.
+The merged map is validated once, by ``schema.validate``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tomllib
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple, TypedDict, Unpack
 
 from orchestrator.config import trust
 from orchestrator.config.definitions import Registry, load_registry
+from orchestrator.config.packaged import DEFAULT_ROLES, packaged_file
 from orchestrator.config.schema import (
     DEFAULT_STEPS,
-    ENV_PREFIX,
     SECTIONS,
     KeyPath,
-    Layer,
     RoleMap,
-    default_roles_text,
-    merge_layers,
-    parse_set,
-    read_layer,
-    resolve_overrides,
     source_of,
     validate,
 )
@@ -41,7 +39,42 @@ from orchestrator.config.trust import leaves, user_config_dir
 from orchestrator.errors import ConfigError
 
 DEFAULT_SOURCE = "built-in default"
-__all__ = ["Resolved", "explain", "resolve", "resolve_setup", "role_layers", "user_config_dir"]
+ENV_PREFIX = "ORCHESTRATE_"
+__all__ = ["Layer", "Resolved", "Where", "explain", "load_roles", "read_layer", "resolve",
+           "resolve_overrides", "resolve_roles", "resolve_setup", "role_layers",
+           "user_config_dir"]
+
+
+class Where(TypedDict, total=False):
+    """Where a role map's layers come from: the keywords of ``load_roles`` and ``resolve``.
+
+    ``repo``: the repository (its ``roles.toml`` files and agent files); ``files``: the
+    ``--roles`` files, in order; ``sets``: ``--set`` items; ``team``: the ``[teams.NAME]``
+    overlay; ``base_text``: replaces the packaged ``roles.toml``; ``user_dir``: the user's config
+    directory (its ``roles.toml``, ``agents/`` and trust records; none without it);
+    ``trust_repo``: trust the repository's own file for this call only; ``env``: adds the
+    ``ORCHESTRATE_*`` layer; ``registry``: the run's agent definitions (by default the packaged
+    ones, the user's and the repository's).
+    """
+
+    repo: Path | None
+    files: Sequence[Path]
+    sets: Sequence[str]
+    team: str | None
+    base_text: str | None
+    user_dir: Path | None
+    trust_repo: bool
+    env: Mapping[str, str] | None
+    registry: Registry | None
+
+
+class Layer(NamedTuple):
+    """One source of role map keys, in precedence order."""
+
+    name: str  # what errors call it: a file path, "--set KEY=VALUE", ...
+    data: dict[str, Any]
+    repo: bool = False  # the repository's own file: its protected keys need the user's trust
+    digest: str = ""  # sha256 of the bytes parsed, which is what trust is given to
 
 
 @dataclass(frozen=True)
@@ -63,6 +96,11 @@ class Resolved:
         return DEFAULT_SOURCE
 
 
+def load_roles(**where: Unpack[Where]) -> RoleMap:
+    """Merge the layers in precedence order and validate the result once (see ``Where``)."""
+    return resolve(**where).roles
+
+
 def role_layers(*, repo: Path | None = None, files: Sequence[Path] = (),
                 base_text: str | None = None, user_dir: Path | None = None) -> list[Layer]:
     """The role map files, lowest first: packaged, the user's, the repository's, ``--roles``."""
@@ -73,29 +111,20 @@ def role_layers(*, repo: Path | None = None, files: Sequence[Path] = (),
     return layers + [read_layer(Path(f)) for f in files]
 
 
-def resolve(
-    *,
-    repo: Path | None = None,
-    files: Sequence[Path] = (),
-    sets: Sequence[str] = (),
-    team: str | None = None,
-    base_text: str | None = None,
-    user_dir: Path | None = None,
-    trust_repo: bool = False,
-    env: Mapping[str, str] | None = None,
-    registry: Registry | None = None,
-) -> Resolved:
-    """Every layer merged and validated once; see the module doc for the order.
-
-    ``trust_repo`` trusts the repository's own ``roles.toml`` for this call only."""
+def resolve(**where: Unpack[Where]) -> Resolved:
+    """Every layer merged and validated once; see the module doc for the order."""
+    repo, user_dir, team = where.get("repo"), where.get("user_dir"), where.get("team")
+    registry = where.get("registry")
     registry = registry if registry is not None else load_registry(repo, user_dir=user_dir)
-    layers = role_layers(repo=repo, files=files, base_text=base_text, user_dir=user_dir)
+    layers = role_layers(repo=repo, files=where.get("files", ()), base_text=where.get("base_text"),
+                         user_dir=user_dir)
     merged, sources = merge_layers(layers)
     untrusted = {layer.name for layer in layers if layer.repo}
     if team is not None:
         merged, sources = _apply_team(merged, sources, team, untrusted)
     role_names = {*registry, *merged.get("roles", {})}
-    later = [*env_layers(env or {}, role_names), *[Layer(f"--set {s}", parse_set(s)) for s in sets]]
+    later = [*env_layers(where.get("env") or {}, role_names),
+             *[Layer(f"--set {s}", parse_set(s)) for s in where.get("sets", ())]]
     merged, sources = merge_layers([Layer("merged", merged), *later], sources)
     for name in _pipeline_roles(merged):
         # registry[name] raises, for a file that could not be used, why it could not
@@ -103,7 +132,7 @@ def resolve(
         if agent is not None:
             _beneath(merged, sources, agent.source, {"roles": {name: agent.defaults()}})
     merged["team"] = team
-    if repo is not None and untrusted and not trust_repo:
+    if repo is not None and untrusted and not where.get("trust_repo", False):
         first = next(i for i, layer in enumerate(layers) if layer.repo)
         below, _ = merge_layers(layers[:first])
         trust.check(repo, {Path(lay.name): lay.digest for lay in layers if lay.repo}, merged,
@@ -131,6 +160,95 @@ def resolve_setup(
     found = resolve(repo=repo, files=[Path(f) for f in role_files], sets=sets, team=team,
                     user_dir=user_dir, trust_repo=trust_repo_config, env=env)
     return found.roles, found.registry
+
+
+def resolve_roles(
+    repo: Path | None,
+    roles: RoleMap | None,
+    role_files: Sequence[str | os.PathLike[str]] = (),
+    sets: Sequence[str] = (),
+    team: str | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    trust_repo_config: bool = False,
+) -> RoleMap:
+    """The role map of ``resolve_setup``: the one given, or the layers merged.
+
+    The user's config directory comes from ``env`` (``XDG_CONFIG_HOME``); without ``env`` there
+    is no user layer, no ``ORCHESTRATE_*`` layer and no recorded trust. ``trust_repo_config``
+    trusts the repository's own ``roles.toml`` for this call (see ``orchestrator.config.trust``).
+    """
+    return resolve_setup(repo, roles, role_files, sets, team, env=env,
+                         trust_repo_config=trust_repo_config)[0]
+
+
+def resolve_overrides(roles: RoleMap, sets: Sequence[str]) -> RoleMap:
+    """Apply ``--set`` style overrides to an already resolved role map."""
+    data = roles.model_dump(mode="json")
+    layers = [Layer("role map", data), *[Layer(f"--set {s}", parse_set(s)) for s in sets]]
+    merged, sources = merge_layers(layers)
+    return validate(merged, sources)
+
+
+def default_roles_text() -> str:
+    return packaged_file(DEFAULT_ROLES).read_text(encoding="utf-8")
+
+
+def read_layer(path: Path, *, repo: bool = False) -> Layer:
+    """Parse one TOML file; a syntax error becomes a ConfigError naming the file and line."""
+    try:
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read role map ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text") from None
+    try:
+        return Layer(str(path), tomllib.loads(text), repo, hashlib.sha256(raw).hexdigest())
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+
+
+def parse_set(item: str) -> dict[str, Any]:
+    """``explorer.parallel=20`` -> ``{"roles": {"explorer": {"parallel": 20}}}``."""
+    key, sep, raw = item.partition("=")
+    parts = [p.strip() for p in key.split(".") if p.strip()]
+    if not sep or len(parts) < 2:
+        raise ConfigError(
+            f"--set {item!r}: expected ROLE.KEY=VALUE (e.g. explorer.parallel=20) "
+            "or SECTION.NAME.KEY=VALUE (e.g. models.spark.id=gpt-5.1-mini)"
+        )
+    if parts[0] not in SECTIONS:
+        parts = ["roles", *parts]
+    return _tree(parts, _value(raw))
+
+
+def merge_layers(
+    layers: Sequence[Layer], sources: dict[KeyPath, str] | None = None
+) -> tuple[dict[str, Any], dict[KeyPath, str]]:
+    """Merge layers in order (later wins, tables merge key by key); ``sources`` records which
+    layer set each key. A layer named "merged" is an earlier result and records nothing."""
+    merged: dict[str, Any] = {}
+    sources = dict(sources or {})
+    for layer in layers:
+        _merge_into(merged, layer.data, (), layer.name if layer.name != "merged" else None,
+                    sources)
+    return merged, sources
+
+
+def _merge_into(dst: dict, src: Mapping, path: tuple, name: str | None, sources: dict) -> None:
+    for key, value in src.items():
+        here = (*path, key)
+        if isinstance(value, Mapping) and isinstance(dst.get(key), dict):
+            _merge_into(dst[key], value, here, name, sources)
+        else:
+            dst[key] = _copy(value)
+            if name is not None:
+                sources[here] = name
+
+
+def _copy(value: Any) -> Any:
+    return {k: _copy(v) for k, v in value.items()} if isinstance(value, Mapping) else value
 
 
 def _apply_team(

@@ -1,32 +1,21 @@
-"""The role map: ``roles.toml`` layers merged once into frozen, strict pydantic models.
+"""The role map's schema: frozen, strict pydantic models, and the checks a merged map passes.
 
-The layers and their order are ``layers.py``'s: the defaults the pipeline's agent files give
-their roles, the packaged ``roles.toml``, the user's (``$XDG_CONFIG_HOME/orchestrate/``), the
-repository's, each ``--roles FILE``, the ``--team`` overlay, ``ORCHESTRATE_*`` environment
-variables, then ``--set role.key=value`` flags. Every leaf remembers which layer set it, so an
-error names the file, the key path and what is allowed, and keys that touch secrets or safety
-are refused when the repository's own file set them without the user's trust (``trust``).
+``validate`` turns the merged layers (``layers.py`` reads and merges them) into a ``RoleMap``
+once. Every leaf of the merged map remembers which layer set it, so an error names the file,
+the key path and what is allowed; the cross-references (a role's models, a model's provider,
+tiers, efforts) are checked here too.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import tomllib
-from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NamedTuple
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
-from orchestrator.config.kinds import ROLE_NAME
-from orchestrator.config.packaged import DEFAULT_ROLES, packaged_file
-from orchestrator.config.role import Role
+from orchestrator.config.kinds import ROLE_NAME, Role
 from orchestrator.errors import ConfigError
-
-if TYPE_CHECKING:
-    from orchestrator.config.definitions import Registry
 
 Tier = Literal["standard", "priority", "flex", "ultrafast"]
 Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
@@ -38,7 +27,6 @@ SECTIONS = (
     "pipeline",
 )
 DEFAULT_STEPS = ("planner", "explorer", "builder", "reviewer")
-ENV_PREFIX = "ORCHESTRATE_"
 
 
 def _effort_alias(v: Any) -> Any:
@@ -240,145 +228,11 @@ class RoleMap(_Strict):
         return [spec.model, *[m for m in spec.fallback if m != spec.model]]
 
 
-# --- loading -------------------------------------------------------------------------------------
-
 KeyPath = tuple[str, ...]
 
 
-class Layer(NamedTuple):
-    """One source of role map keys, in precedence order."""
-
-    name: str  # what errors call it: a file path, "--set KEY=VALUE", ...
-    data: dict[str, Any]
-    repo: bool = False  # the repository's own file: its protected keys need the user's trust
-    digest: str = ""  # sha256 of the bytes parsed, which is what trust is given to
-
-
-def default_roles_text() -> str:
-    return packaged_file(DEFAULT_ROLES).read_text(encoding="utf-8")
-
-
-def read_layer(path: Path, *, repo: bool = False) -> Layer:
-    """Parse one TOML file; a syntax error becomes a ConfigError naming the file and line."""
-    try:
-        raw = path.read_bytes()
-        text = raw.decode("utf-8")
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read role map ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text") from None
-    try:
-        return Layer(str(path), tomllib.loads(text), repo, hashlib.sha256(raw).hexdigest())
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-
-
-def parse_set(item: str) -> dict[str, Any]:
-    """``explorer.parallel=20`` -> ``{"roles": {"explorer": {"parallel": 20}}}``."""
-    key, sep, raw = item.partition("=")
-    parts = [p.strip() for p in key.split(".") if p.strip()]
-    if not sep or len(parts) < 2:
-        raise ConfigError(
-            f"--set {item!r}: expected ROLE.KEY=VALUE (e.g. explorer.parallel=20) "
-            "or SECTION.NAME.KEY=VALUE (e.g. models.spark.id=gpt-5.1-mini)"
-        )
-    if parts[0] not in SECTIONS:
-        parts = ["roles", *parts]
-    try:
-        value: Any = tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        value = raw
-    tree: dict[str, Any] = {parts[-1]: value}
-    for p in reversed(parts[:-1]):
-        tree = {p: tree}
-    return tree
-
-
-def load_roles(
-    *,
-    repo: Path | None = None,
-    files: Sequence[Path] = (),
-    sets: Sequence[str] = (),
-    team: str | None = None,
-    base_text: str | None = None,
-    user_dir: Path | None = None,
-    trust_repo: bool = False,
-    env: Mapping[str, str] | None = None,
-    registry: Registry | None = None,
-) -> RoleMap:
-    """Merge the layers in precedence order and validate the result once (``layers.resolve``).
-
-    ``user_dir`` is the user's config directory (its ``roles.toml``, ``agents/`` and trust
-    records); ``trust_repo`` trusts the repository's own file for this call only; ``env`` adds
-    the ``ORCHESTRATE_*`` layer; ``registry`` is the run's agent definitions (by default the
-    packaged ones, the user's and the repository's).
-    """
-    from orchestrator.config.layers import resolve
-
-    return resolve(repo=repo, files=files, sets=sets, team=team, base_text=base_text,
-                   user_dir=user_dir, trust_repo=trust_repo, env=env, registry=registry).roles
-
-
-def resolve_roles(
-    repo: Path | None,
-    roles: RoleMap | None,
-    role_files: Sequence[str | os.PathLike[str]] = (),
-    sets: Sequence[str] = (),
-    team: str | None = None,
-    *,
-    env: Mapping[str, str] | None = None,
-    trust_repo_config: bool = False,
-) -> RoleMap:
-    """The role map of a run: the one given, or the layers merged (see ``load_roles``).
-
-    The user's config directory comes from ``env`` (``XDG_CONFIG_HOME``); without ``env`` there
-    is no user layer, no ``ORCHESTRATE_*`` layer and no recorded trust. ``trust_repo_config``
-    trusts the repository's own ``roles.toml`` for this call (see ``orchestrator.config.trust``).
-    """
-    from orchestrator.config.layers import resolve_setup
-
-    return resolve_setup(repo, roles, role_files, sets, team, env=env,
-                         trust_repo_config=trust_repo_config)[0]
-
-
-def resolve_overrides(roles: RoleMap, sets: Sequence[str]) -> RoleMap:
-    """Apply ``--set`` style overrides to an already resolved role map."""
-    data = roles.model_dump(mode="json")
-    layers = [("role map", data), *[(f"--set {s}", parse_set(s)) for s in sets]]
-    merged, sources = merge_layers(layers)
-    return validate(merged, sources)
-
-
-def merge_layers(
-    layers: Sequence[Layer | tuple[str, dict[str, Any]]],
-    sources: dict[KeyPath, str] | None = None,
-) -> tuple[dict[str, Any], dict[KeyPath, str]]:
-    """Merge layers in order (later wins, tables merge key by key); ``sources`` records which
-    layer set each key. A layer named "merged" is an earlier result and records nothing."""
-    merged: dict[str, Any] = {}
-    sources = dict(sources or {})
-    for layer in layers:
-        name, data = layer[0], layer[1]
-        _merge_into(merged, data, (), name if name != "merged" else None, sources)
-    return merged, sources
-
-
-def _merge_into(dst: dict, src: Mapping, path: tuple, name: str | None, sources: dict) -> None:
-    for key, value in src.items():
-        here = (*path, key)
-        if isinstance(value, Mapping) and isinstance(dst.get(key), dict):
-            _merge_into(dst[key], value, here, name, sources)
-        else:
-            dst[key] = _copy(value)
-            if name is not None:
-                sources[here] = name
-
-
-def _copy(value: Any) -> Any:
-    return {k: _copy(v) for k, v in value.items()} if isinstance(value, Mapping) else value
-
-
-def validate(data: dict[str, Any], sources: Mapping[tuple[str, ...], str]) -> RoleMap:
+def validate(data: dict[str, Any], sources: Mapping[KeyPath, str]) -> RoleMap:
+    """The merged map as a ``RoleMap``; a ``ConfigError`` naming the layer that set a bad key."""
     try:
         # JSON mode keeps strict typing (no "8" -> 8) while accepting TOML arrays for tuples.
         roles = RoleMap.model_validate_json(json.dumps(data))

@@ -29,8 +29,8 @@ from orchestrator.evidence.claimstats import UNKNOWN_MODEL, by_model, of_result
 from orchestrator.evidence.verify import GitCommitSource
 from orchestrator.localize.reporules import repo_rules
 from orchestrator.models.budget import Budget
-from orchestrator.models.client import ClientPool
 from orchestrator.models.journal import CallJournal, JournaledPool
+from orchestrator.models.pool import ClientPool
 from orchestrator.models.quota import QuotaLedger, WriteBehindLedger
 from orchestrator.models.quota_pg import build_ledger
 from orchestrator.models.routing import telemetry_listener
@@ -71,7 +71,7 @@ def build_pool(
 ) -> ClientPool:
     """Clients for every role, sharing the quota ledger (the user's, or the fleet's) and a budget."""
     if quota_path:
-        ledger: Any = WriteBehindLedger(QuotaLedger(Path(quota_path)))
+        ledger = WriteBehindLedger(QuotaLedger(Path(quota_path)))
     else:
         ledger = WriteBehindLedger(build_ledger(database_url, env))
     limited = max_usd is not None or max_tokens is not None  # 0 is a limit too

@@ -15,7 +15,7 @@ from orchestrator.config.definitions import Registry
 from orchestrator.config.pipeline import DEFAULT_PIPELINE, Pipeline
 from orchestrator.config.schema import RoleMap
 from orchestrator.evidence.sources import LineCounts
-from orchestrator.models.client import ModelClient
+from orchestrator.models.base import ModelClient
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.state import Role
 

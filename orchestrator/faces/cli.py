@@ -367,7 +367,7 @@ def init(
         if ask:
             chosen = _ask_starter()
         path = starter.write_starter(top, starter.starter_roles(**chosen), force=force)
-        from orchestrator.config.schema import read_layer
+        from orchestrator.config.layers import read_layer
 
         protected = protected_settings(read_layer(path).data)
         if protected:  # you wrote these values just now: the file is trusted as written
@@ -419,7 +419,7 @@ def schema(
 def _maybe_repo() -> Path | None:
     try:
         return repo_root(None)
-    except OrchestrateError:
+    except UsageError:  # not in a repository; a git that fails is still an error
         return None
 
 
@@ -433,7 +433,7 @@ def trust(
     """Trust the repository's own roles.toml (provider URLs and key variables, policy allows,
     sandbox), as it is now; a change to the file needs trust again."""
     from orchestrator.config import trust as trusting
-    from orchestrator.config.schema import read_layer
+    from orchestrator.config.layers import read_layer
 
     user_dir = trusting.user_config_dir(os.environ)
     store = str(user_dir / trusting.TRUST_FILE)
@@ -524,8 +524,8 @@ def quota(
     """Today's token and USD use per model, caps, exhaustion, and explorer models' claim drop rates."""
     from datetime import UTC, datetime, timedelta
 
-    from orchestrator.models.client import ClientPool
     from orchestrator.models.fallback import quota_key
+    from orchestrator.models.pool import ClientPool
     from orchestrator.models.quota_pg import build_ledger
 
     def go():
@@ -676,10 +676,12 @@ def sim(
     host: Annotated[str, typer.Option(help="Loopback address to bind.")] = "127.0.0.1",
 ) -> None:
     """Serve the simulated OpenAI-compatible models (for trying role maps by hand)."""
+    from orchestrator.benchmark.behaviors import register_behaviors
     from orchestrator.faces.demo import demo_scenario
-    from orchestrator.sim import Scenario, bench_behaviors, serve_forever  # noqa: F401 (bench behaviours)
+    from orchestrator.sim import Scenario, serve_forever
 
     def go() -> None:
+        register_behaviors()  # a scenario may name the bench's (bench-sim.toml does)
         chosen = Scenario.load(scenario) if scenario else demo_scenario()
         try:
             serve_forever(chosen, host=host, port=port)

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from orchestrator.api import RunResult, arun
-from orchestrator.config.schema import load_roles
+from orchestrator.config.layers import load_roles
 from orchestrator.record.telemetry import Listener
 from orchestrator.sim import Scenario, SimServer
 from orchestrator.sim import behaviors as _behaviors  # noqa: F401  (registers the computed replies)

@@ -14,7 +14,8 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from orchestrator.config.schema import DEFAULT_STEPS, load_roles
+from orchestrator.config.layers import load_roles
+from orchestrator.config.schema import DEFAULT_STEPS
 from orchestrator.errors import UsageError
 
 ROLE_FILE = "roles.toml"

@@ -1,4 +1,4 @@
-"""Model access: one ``AsyncOpenAI`` per provider, one ``ModelClient`` per role and model.
+"""One model's client: an ``OpenAIModelClient`` per route, over a provider's ``AsyncOpenAI``.
 
 A client streams every call (usage included) over the wire API its route names (Chat
 Completions or the Responses API: ``chat.py``, ``responses.py``), passes the role's
@@ -6,7 +6,7 @@ Completions or the Responses API: ``chat.py``, ``responses.py``), passes the rol
 requested and served model and tier, tokens (cached and reasoning included), time to first
 token, tokens/s and cost. SDK retries are off (``max_retries=0``): one client attempt is one
 HTTP request, and what to do about an error is decided from its class (``errors.py``) by the
-role's ``FallbackClient`` (``fallback.py``).
+role's ``FallbackClient`` (``fallback.py``). ``pool.py`` builds the clients and their chains.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 import ssl
 import time
 import weakref
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -28,24 +28,13 @@ from openai._httpx2 import request_exceptions, timeout_exceptions
 from openai._models import FinalRequestOptions
 
 from orchestrator import timing
-from orchestrator.config.schema import RoleMap
-from orchestrator.errors import MissingCredentials
+from orchestrator.config.schema import Provider
 from orchestrator.models import chat, responses
-from orchestrator.models.base import (
-    Completion,
-    ModelClient,
-    Progress,
-    Route,
-    Streamed,
-    ToolCallData,
-    Wire,
-    cost_usd,
-)
-from orchestrator.models.errors import Transient, classify, is_context_overflow, where
-from orchestrator.state import CallRecord, Role
+from orchestrator.models.base import Completion, Progress, Route, Streamed, Wire, cost_usd
+from orchestrator.models.errors import Transient, classify, where
+from orchestrator.state import CallRecord
 
-__all__ = ["ClientPool", "Completion", "ModelClient", "OpenAIModelClient", "Progress", "Route",
-           "ToolCallData", "classify", "cost_usd", "is_context_overflow"]
+__all__ = ["OpenAIModelClient", "provider_sdk"]
 
 WIRES: dict[str, Wire] = {"chat": chat.WIRE, "responses": responses.WIRE}
 Event = Mapping[str, Any]  # a streamed event's JSON
@@ -57,6 +46,13 @@ def _tls(cafile: str | None, capath: str | None) -> ssl.SSLContext:
     """The TLS settings every provider client shares: loading the CA store takes tens of ms,
     once per process instead of once per client (per run)."""
     return httpx2.create_ssl_context()
+
+
+def provider_sdk(provider: Provider, key: str) -> AsyncOpenAI:
+    """A provider's SDK client: its endpoint, key and timeout, no SDK retries (one client attempt
+    is one HTTP request), the shared transport (``_http_client``)."""
+    return AsyncOpenAI(api_key=key, base_url=provider.base_url, max_retries=0,
+                       timeout=provider.timeout_s, http_client=_http_client())
 
 
 def _http_client() -> httpx2.AsyncClient:
@@ -261,129 +257,3 @@ class OpenAIModelClient:
             tokens_per_s=(u.output / gen_time) if u.output and gen_time > 0 else None,
             cost_usd=cost_usd(r.model, u.prompt, u.cached, u.output),
         )
-
-
-class ClientPool:
-    """Builds one SDK client per provider and one fallback chain per role session on demand.
-
-    ``ledger`` (a ``QuotaLedger``; in memory when None), ``budget`` (a run ``Budget``),
-    ``listeners`` (called with every ``RoutingEvent``) and ``policy`` (a ``RetryPolicy``) are
-    shared by every chain the pool builds.
-    """
-
-    def __init__(
-        self,
-        roles: RoleMap,
-        env: Mapping[str, str],
-        *,
-        ledger: Any = None,
-        budget: Any = None,
-        listeners: Sequence[Callable[[Any], None]] = (),
-        policy: Any = None,
-    ) -> None:
-        from orchestrator.models.fallback import RetryPolicy, Routing
-        from orchestrator.models.quota import QuotaLedger
-
-        self.roles = roles
-        self.env = env
-        self.routing = Routing(
-            ledger=ledger if ledger is not None else QuotaLedger(),
-            budget=budget,
-            listeners=tuple(listeners),
-            policy=policy if policy is not None else RetryPolicy(),
-        )
-        self._sdks: dict[str, AsyncOpenAI] = {}
-        self._unkeyed: set[tuple[str, str]] = set()
-
-    def route(self, role: Role, alias: str, step: int = 0, *,
-              temperature: float | None = None) -> Route:
-        spec = self.roles.roles[role]
-        model = self.roles.models[alias]
-        if temperature is not None:  # a racing candidate's own sampling (agentstep's race)
-            model = model.model_copy(update={"temperature": temperature})
-        provider = self.roles.providers[model.provider]
-        return Route(
-            role=role,
-            alias=alias,
-            model=model,
-            provider_name=model.provider,
-            provider=provider,
-            tier=spec.tier,
-            service_tier=provider.tiers.get(spec.tier),
-            effort=spec.effort,
-            step=step,
-        )
-
-    def check_credentials(self, roles: Sequence[Role]) -> None:
-        """Fail early, before any work, when a needed provider has no key."""
-        for role in roles:
-            provider_name = self.roles.model_for(role).provider
-            env_var = self.roles.providers[provider_name].api_key_env
-            if not self.env.get(env_var):
-                raise MissingCredentials(
-                    f"role {role} uses provider {provider_name!r}, whose API key is not set: "
-                    f"export {env_var}=... (or try `orchestrate demo`, which needs no key)"
-                )
-
-    def sdk(self, provider_name: str) -> AsyncOpenAI:
-        if provider_name not in self._sdks:
-            provider = self.roles.providers[provider_name]
-            key = self.env.get(provider.api_key_env)
-            if not key:
-                raise MissingCredentials(
-                    f"provider {provider_name!r}: export {provider.api_key_env}=... "
-                    "(or try `orchestrate demo`, which needs no key)"
-                )
-            self._sdks[provider_name] = AsyncOpenAI(
-                api_key=key, base_url=provider.base_url, max_retries=0, timeout=provider.timeout_s,
-                http_client=_http_client(),
-            )
-        return self._sdks[provider_name]
-
-    def client(self, role: Role, alias: str, step: int = 0, *,
-               temperature: float | None = None) -> OpenAIModelClient:
-        route = self.route(role, alias, step, temperature=temperature)
-        return OpenAIModelClient(self.sdk(route.provider_name), route)
-
-    def member(self, role: Role, alias: str, step: int = 0, *,
-               temperature: float | None = None) -> ModelClient:
-        """One link of a chain: the model's client, speaking JSON tools if the model needs it."""
-        from orchestrator.models.toolmode import JsonToolsClient
-
-        client = self.client(role, alias, step, temperature=temperature)
-        model = client.route.model
-        if model.tools != "json":
-            return client
-        return JsonToolsClient(client, model.structured, optional=model.tool_args == "all")
-
-    def for_role(self, role: Role, *, temperature: float | None = None) -> ModelClient:
-        """A fresh ``FallbackClient`` over ``roles.chain(role)`` (one per session);
-        ``temperature`` overrides every chain model's (a racing candidate's sampling)."""
-        from orchestrator.models.fallback import FallbackClient
-
-        aliases = self.roles.chain(role)
-        usable = [a for i, a in enumerate(aliases) if i == 0 or self._has_key(role, a)]
-        chain = [self.member(role, alias, aliases.index(alias), temperature=temperature)
-                 for alias in usable]
-        return FallbackClient(*chain, routing=self.routing)
-
-    def _has_key(self, role: Role, alias: str) -> bool:
-        """Fallbacks whose provider has no key are left out of the chain, with a warning."""
-        from orchestrator.models.routing import RoutingEvent
-
-        provider_name = self.roles.models[alias].provider
-        env_var = self.roles.providers[provider_name].api_key_env
-        if self.env.get(env_var):
-            return True
-        if (role, alias) not in self._unkeyed:
-            self._unkeyed.add((role, alias))
-            event = RoutingEvent("skipped", role, f"role {role}: fallback {alias} left out of "
-                                 f"the chain: provider {provider_name!r} has no key (${env_var})")
-            for listener in self.routing.listeners:
-                listener(event)
-        return False
-
-    async def aclose(self) -> None:
-        for sdk in self._sdks.values():
-            await sdk.close()
-        self._sdks.clear()

@@ -30,8 +30,8 @@ from tenacity import (
 )
 
 from orchestrator.errors import ModelError, ModelUnavailable
+from orchestrator.models.base import Completion, ModelClient, Progress, Route
 from orchestrator.models.budget import Budget
-from orchestrator.models.client import Completion, ModelClient, Progress, Route
 from orchestrator.models.errors import (
     QuotaExhausted,
     RateLimited,
@@ -39,7 +39,7 @@ from orchestrator.models.errors import (
     next_utc_midnight,
     where,
 )
-from orchestrator.models.quota import QuotaLedger
+from orchestrator.models.quota import Ledger, QuotaLedger
 from orchestrator.models.routing import (
     RoutingEvent,
     RoutingKind,
@@ -74,7 +74,7 @@ class RetryPolicy:
 class Routing:
     """What every chain of a pool shares: ledger, run budget, listeners, retry policy, clock."""
 
-    ledger: QuotaLedger = field(default_factory=QuotaLedger)
+    ledger: Ledger = field(default_factory=QuotaLedger)
     budget: Budget | None = None
     listeners: tuple[RoutingListener, ...] = ()
     policy: RetryPolicy = RetryPolicy()

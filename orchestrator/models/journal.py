@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator.models.client import Completion, ModelClient, Progress, Route, ToolCallData
+from orchestrator.models.base import Completion, ModelClient, Progress, Route, ToolCallData
 from orchestrator.models.fallback import demote
 from orchestrator.record.sqlite import connect
 from orchestrator.state import CallRecord, Role

@@ -7,6 +7,8 @@ settling the real count after it, so two processes never overspend a cap togethe
 also keeps each explorer's claim counts (verified, dropped and why) per model, one row per run
 and session, so ``orchestrate quota`` can show which models' citations hold up over time. A run
 uses the ledger through ``WriteBehindLedger``, which keeps its writes off the event loop.
+``Ledger`` is what routing and a run rely on, whichever ledger it is; ``LedgerStore`` is a
+ledger's storage (SQLite here, Postgres in ``quota_pg.py``) as ``WriteBehindLedger`` uses it.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from orchestrator.record.sqlite import connect
 from orchestrator.record.writer import Writer
@@ -76,6 +78,61 @@ class ClaimRow:
     runs: int
     explorers: int
     counts: dict[str, int]
+
+
+class Ledger(Protocol):
+    """Tokens and USD per model key (``provider/model-id``) per UTC day, exhaustion marks and
+    explorer claim counts. Safe to call from several threads."""
+
+    def exhausted_until(self, model: str, now: datetime) -> datetime | None:
+        """The reset time if ``model`` is marked exhausted and not yet reset."""
+        ...
+
+    def mark_exhausted(self, model: str, until: datetime, reason: str) -> None:
+        """Skip ``model`` until ``until``, every process that shares the ledger."""
+        ...
+
+    def used_today(self, model: str, now: datetime) -> int:
+        """Tokens ``model`` used (or has reserved) on ``now``'s UTC day."""
+        ...
+
+    def reserve(self, model: str, tokens: int, cap: int | None, now: datetime) -> bool:
+        """Take ``tokens`` from today's cap atomically; False if they do not fit."""
+        ...
+
+    def settle(self, model: str, reserved: int, tokens: int, usd: float, now: datetime) -> None:
+        """Replace a reservation by what the call really used (0 tokens for a failed call)."""
+        ...
+
+    def record_claims(self, run_id: str, session: str, model: str, counts: Mapping[str, int],
+                      now: datetime) -> None:
+        """One explorer's claim counts; the same run and session again replaces them."""
+        ...
+
+    def claim_rows(self, since: datetime) -> list[ClaimRow]:
+        """Per model: explorer claims recorded on or after ``since``'s UTC day."""
+        ...
+
+    def rows(self, now: datetime | None = None, caps: Mapping[str, int | None] | None = None
+             ) -> list[QuotaRow]:
+        """Today's usage and current exhaustion per model, for ``orchestrate quota``."""
+        ...
+
+    def close(self) -> None:
+        """Write out what is pending and release the storage."""
+        ...
+
+
+class LedgerStore(Ledger, Protocol):
+    """A ledger's own storage: what ``WriteBehindLedger`` reads and writes in batches."""
+
+    def exhausted_map(self) -> dict[str, datetime]:
+        """Every model marked exhausted, with the time its mark runs out."""
+        ...
+
+    def settle_many(self, settled: Sequence[Settled]) -> None:
+        """``settle`` for many calls in one transaction."""
+        ...
 
 
 def _day(now: datetime) -> str:
@@ -238,7 +295,7 @@ class WriteBehindLedger:
     is still on its way to the ledger. ``close`` writes everything out.
     """
 
-    def __init__(self, inner: Any, *, refresh_s: float = 2.0) -> None:
+    def __init__(self, inner: LedgerStore, *, refresh_s: float = 2.0) -> None:
         self.inner = inner
         self.path: Path | None = getattr(inner, "path", None)
         self._refresh_s = refresh_s

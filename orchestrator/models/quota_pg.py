@@ -1,4 +1,4 @@
-"""The quota ledger in PostgreSQL: the same interface as ``quota.QuotaLedger``, shared by a fleet.
+"""The quota ledger in PostgreSQL: a ``quota.LedgerStore`` like ``quota.QuotaLedger``, shared by a fleet.
 
 Every machine that routes calls draws on one daily cap per model. A reservation is a single
 guarded upsert (it takes the tokens only if they still fit under the cap, and says whether it
@@ -15,6 +15,7 @@ from typing import Any
 from orchestrator.models.quota import (
     CLAIM_COUNTS,
     ClaimRow,
+    LedgerStore,
     QuotaLedger,
     QuotaRow,
     Settled,
@@ -163,8 +164,7 @@ class PostgresQuotaLedger:
             self._db.close()
 
 
-def build_ledger(database_url: str | None, env: Mapping[str, str]
-                 ) -> QuotaLedger | PostgresQuotaLedger:
+def build_ledger(database_url: str | None, env: Mapping[str, str]) -> LedgerStore:
     """The shared ledger for a database URL, else the user's SQLite ledger file."""
     if database_url:
         return PostgresQuotaLedger(database_url)

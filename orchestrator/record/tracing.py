@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import UsageError
 
-if TYPE_CHECKING:
-    from orchestrator.record.telemetry import Event
+if TYPE_CHECKING:  # the CLI imports this module as it starts: no event models built for it
+    from orchestrator.record.events import Event
     from orchestrator.state import CallRecord
 
 CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"

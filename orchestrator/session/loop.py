@@ -29,8 +29,7 @@ from pydantic import BaseModel, ValidationError
 from orchestrator.config.definitions import AgentDef
 from orchestrator.config.prompts import text
 from orchestrator.errors import BudgetExhausted, ContextOverflow, OrchestrateError, SessionFailed
-from orchestrator.models.base import REASONING
-from orchestrator.models.client import Completion, ModelClient, ToolCallData
+from orchestrator.models.base import REASONING, Completion, ModelClient, ToolCallData
 from orchestrator.models.errors import ModelRefused
 from orchestrator.models.fallback import demote
 from orchestrator.models.toolmode import parse_tool_calls
@@ -46,7 +45,7 @@ from orchestrator.session.context import (
     render_transcript,
     token_counter,
 )
-from orchestrator.state import Handoff, RoleLoss
+from orchestrator.state import Handoff, RoleLoss, submit_model
 from orchestrator.tools.artifacts import READ_ARTIFACT, ArtifactStore, paged_message, preview
 from orchestrator.tools.base import Toolbox, parameters
 
@@ -146,7 +145,7 @@ class Session:
             counter = await asyncio.to_thread(token_counter)
         self.counter: TokenCounter = counter
         self.ledger = Ledger(self.counter.count)
-        self.tools = [*self.toolbox.schemas(), submit_schema(self.agent.submit)]
+        self.tools = [*self.toolbox.schemas(), submit_schema(submit_model(self.agent))]
         self.ledger.set_tools(self.tools)
         self._begin(task)
         self._announce(self.parent, self.purpose)
@@ -351,7 +350,7 @@ class Session:
         if s is None:
             return self._plain_handoff(task), None
         fixed = (s.agent.system + s.agent.render_task(task=task, transcript="")
-                 + json.dumps(submit_schema(s.agent.submit)))
+                 + json.dumps(submit_schema(submit_model(s.agent))))
         room = s.policy.limit - self.ledger.tokens(fixed)
         budget = int(max(200, room) / max(self.ledger.ratio, 0.1) * 0.85)
         text = render_transcript(self.messages, budget=budget, count=self.counter.count, skip=task)
@@ -435,7 +434,7 @@ class Session:
     def _submit(self, arguments: str) -> tuple[str, BaseModel | None]:
         try:
             raw = json.loads(arguments or "{}")
-            return text("session", "submitted"), self.agent.submit.model_validate(raw)
+            return text("session", "submitted"), submit_model(self.agent).model_validate(raw)
         except json.JSONDecodeError as exc:
             return text("session", "submit_not_json", error=exc), None
         except ValidationError as exc:

@@ -15,8 +15,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.errors import ToolError
-from orchestrator.gitsafe import GitError, git
+from orchestrator.errors import GitError, ToolError
+from orchestrator.gitsafe import git
 from orchestrator.tools.base import Tool
 from orchestrator.tools.jail import Jail, open_regular
 

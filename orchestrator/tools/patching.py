@@ -12,8 +12,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from orchestrator.errors import ToolError
-from orchestrator.gitsafe import GitError, git
+from orchestrator.errors import GitError, ToolError
+from orchestrator.gitsafe import git
 
 _FENCE = re.compile(r"^```[\w-]*\n(.*?)\n?```\s*$", re.S)
 _HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")

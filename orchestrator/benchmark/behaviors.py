@@ -4,7 +4,10 @@ the task's reference fix (the ``[sim]`` table of its ``task.toml``, which no mod
 carries) and applies it with the builder's own tools, so the acceptance commands decide the
 outcome as they would for a real model. ``bench-builder-hasty`` is the fast, careless builder:
 it skips running the tests and, on tasks whose name hashes odd, submits without fixing anything.
-Registered behaviours act on the built-in suite; ``bind_tasks`` points a scenario at another.
+
+The simulator knows nothing of the bench: ``register_behaviors`` hands it the ``bench-*``
+behaviours (acting on the built-in suite) before a scenario that names them is loaded, and
+``bind_tasks`` points a loaded scenario at another suite.
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from orchestrator.benchmark.suite import SimTask, builtin_suite, sim_tasks
 from orchestrator.sim.scenario import (
     ChatRequestView,
     ModelBehavior,
@@ -25,19 +28,6 @@ from orchestrator.sim.scenario import (
 )
 
 BENCH_PREFIX = "bench-"
-
-
-@dataclass(frozen=True)
-class SimTask:
-    """What the simulator knows about one task: how to recognise it and its reference fix."""
-
-    name: str
-    instruction: str
-    path: str
-    old: str
-    new: str
-    symbol: str
-    acceptance: tuple[str, ...] = ()
 
 
 def hashes_odd(name: str) -> bool:
@@ -125,8 +115,6 @@ def _approve(req: ChatRequestView) -> Reply:
 @functools.cache
 def builtin_tasks() -> tuple[SimTask, ...]:
     """The built-in suite's tasks, read on first use (not at import)."""
-    from orchestrator.benchmark.suite import builtin_suite, sim_tasks
-
     return sim_tasks(builtin_suite())
 
 
@@ -141,8 +129,11 @@ def _lazy(factory: Callable[[Sequence[SimTask]], ReplyFn]) -> ReplyFn:
     return lambda req: factory(builtin_tasks())(req)
 
 
-for _name, _factory in FACTORIES.items():
-    register_behavior(_name)(_lazy(_factory))
+def register_behaviors() -> None:
+    """Make every ``bench-*`` behaviour available to scenarios by name, answering for the
+    built-in suite (its tasks are read on the first request); calling it again changes nothing."""
+    for name, factory in FACTORIES.items():
+        register_behavior(name)(_lazy(factory))
 
 
 def bind_tasks(scenario: Scenario, tasks: Sequence[SimTask]) -> Scenario:
