@@ -33,3 +33,15 @@ def test_in_explore_mode_the_users_question_is_allowed_once():
     prompt = [planner.system, planner.render_task("explore", question=question)]
     kept, reasons = clean([question] * 4, prompt=prompt, allowed=[question])
     assert kept == [question] and len(reasons) == 3
+
+
+def test_questions_that_name_nothing_to_search_for_are_dropped_with_the_reason():
+    kept, reasons = clean(["What does the function do?", "How does it work?",
+                           "Where is `median` defined?", "Which tax rate is used for QC?",
+                           "What does --dry-run skip?", "What is in logs/app.log?"])
+    assert kept == ["Where is `median` defined?", "Which tax rate is used for QC?",
+                    "What does --dry-run skip?", "What is in logs/app.log?"]
+    assert len(reasons) == 2 and all("names nothing to search for" in r for r in reasons)
+    # in explore mode the user's own question is never dropped for it
+    kept, _ = clean(["How does it work?"], allowed=["How does it work?"])
+    assert kept == ["How does it work?"]

@@ -1,10 +1,12 @@
 """The planner's questions for explorers, cleaned before any explorer is paid for.
 
 Small planners copy their own prompt into the questions ("Two to six is usually right.", the
-template's placeholder question) and repeat themselves; each such question would start an
-explorer that answers nothing new. Pure functions: ``clean`` drops empty questions, sentences
-lifted from the planner's prompt, and duplicates (ignoring case, spacing, punctuation and
-spelling), and says why for each one dropped.
+template's placeholder question), repeat themselves, or ask what names nothing ("What does the
+function do?"); each such question would start an explorer that answers nothing new. Pure
+functions: ``clean`` drops empty questions, sentences lifted from the planner's prompt,
+questions with nothing to search for (no name, flag, quoted text, path or informative word:
+what retrieval looks for), and duplicates (ignoring case, spacing, punctuation and spelling),
+and says why for each one dropped.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Sequence
+
+from orchestrator.localize.retrieve import terms
 
 SPELLING = 0.85  # two long words this alike are one word spelt two ways (initialised/-ized)
 _NON_WORD = re.compile(r"[^\w]+")
@@ -41,6 +45,9 @@ def clean(questions: Sequence[str], *, prompt: Sequence[str] = (), allowed: Sequ
             reasons.append(f"{q!r}: too short to be a question")
         elif key not in ok and key in source:
             reasons.append(f"{q!r}: copied from the planner's own prompt")
+        elif key not in ok and not terms(q):
+            reasons.append(f"{q!r}: names nothing to search for (a function, flag, message "
+                           "or file)")
         elif any(_same(key, s) for s in seen):
             reasons.append(f"{q!r}: the same as an earlier question")
         else:
