@@ -25,6 +25,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from orchestrator.errors import OrchestrateError
 from orchestrator.localize import repomap
@@ -40,7 +41,7 @@ CONSTANT_LINES = 60  # lines a constant's table may run over and still be one ca
 SMALL_DEFINITION = 30  # lines: a class this short is one candidate with its methods
 PLAIN_AROUND = 3  # lines each side of a hit in a file without a symbol map
 PARSE_LIMIT = 400_000  # bytes: larger files are windowed without parsing
-READ_LIMIT = 16 * 1024 * 1024  # bytes of one file read for its windows
+READ_LINE = 4096  # characters kept of a line of a large file
 MAX_PER_FILE = 3
 RELATIVE_FLOOR = 0.4  # a window scoring under this share of the best is not worth its tokens
 LOG_RARE = 2  # a warning whose shape occurs at most this often in a log is shown
@@ -257,7 +258,6 @@ class Retriever:
     timeout: float = 10.0
     _hits: dict[tuple[str, str], list[Match]] = field(default_factory=dict, repr=False)
     _symbols: dict[str, list[repomap.Symbol]] = field(default_factory=dict, repr=False)
-    _texts: dict[str, list[str] | None] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def windows(self, question: str, *, budget_chars: int = 3000, limit: int = 4
@@ -314,8 +314,8 @@ class Retriever:
 
     def _file_windows(self, path: str, hit_lines: list[int], weights: dict[Term, float]
                       ) -> list[Window]:
-        lines = self._lines(path)
-        if not lines:
+        lines = self._lines(path, hit_lines)
+        if lines is None or not len(lines):
             return []
         if path.endswith(_LOGS):
             return self._log_windows(path, lines, hit_lines, weights)
@@ -364,7 +364,7 @@ class Retriever:
                               tuple(sorted(t.pattern for t in held))))
         return out
 
-    def _log_windows(self, path: str, lines: list[str], hit_lines: list[int],
+    def _log_windows(self, path: str, lines: Lines, hit_lines: list[int],
                      weights: dict[Term, float]) -> list[Window]:
         """The first line of the log that holds the question's strongest terms, and the rare
         warnings and errors logged before it."""
@@ -406,32 +406,71 @@ class Retriever:
                       tuple((m.line, _cut(m.text)) for m in kept), sum(weights.values()) * 2,
                       note=f"rare warnings and errors logged before line {before}")
 
-    def _lines(self, path: str) -> list[str] | None:
-        with self._lock:
-            if path in self._texts:
-                return self._texts[path]
-        lines: list[str] | None = None
+    def _lines(self, path: str, wanted: Sequence[int]) -> Lines | None:
+        """The file's lines: all of a file small enough to parse, else only the lines around
+        ``wanted`` (each cut), read in chunks, so a huge file costs kilobytes."""
         try:
             with open_regular(Jail(self.root).resolve(path), path) as fh:
-                data = fh.read(READ_LIMIT)
-            if b"\0" not in data[:8192]:
-                lines = data.decode("utf-8", "replace").split("\n")
+                if b"\0" in fh.read(8192):
+                    return None
+                fh.seek(0)
+                if fh.seek(0, 2) <= PARSE_LIMIT:
+                    fh.seek(0)
+                    return fh.read().decode("utf-8", "replace").split("\n")
+                fh.seek(0)
+                near = {k for n in wanted for k in range(n - CONSTANT_LINES, n + PLAIN_AROUND + 1)}
+                return _Sparse.read(fh, near)
         except (OrchestrateError, OSError):
-            lines = None
-        with self._lock:
-            self._texts[path] = lines
-        return lines
+            return None
 
-    def _symbols_of(self, path: str, lines: list[str]) -> list[repomap.Symbol]:
+    def _symbols_of(self, path: str, lines: Lines) -> list[repomap.Symbol]:
+        if not isinstance(lines, list):
+            return []  # too large to parse
         with self._lock:
             if path in self._symbols:
                 return self._symbols[path]
         text = "\n".join(lines)
-        found = (repomap.symbols(path, text)
-                 if len(text) <= PARSE_LIMIT and repomap.supported(path) else [])
+        found = repomap.symbols(path, text) if repomap.supported(path) else []
         with self._lock:
             self._symbols[path] = found
         return found
+
+
+class _Sparse:
+    """Some lines of a large file, by number (others read as empty), and how many it has."""
+
+    def __init__(self, kept: dict[int, str], total: int) -> None:
+        self.kept, self.total = kept, total
+
+    def __len__(self) -> int:
+        return self.total
+
+    def __getitem__(self, index: int) -> str:
+        return self.kept.get(index + 1, "")
+
+    @classmethod
+    def read(cls, fh: BinaryIO, wanted: set[int]) -> _Sparse:
+        kept: dict[int, str] = {}
+        n, current, keep = 1, bytearray(), 1 in wanted
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            start = 0
+            while True:
+                end = chunk.find(b"\n", start)
+                piece = chunk[start:] if end < 0 else chunk[start:end]
+                if keep and len(current) < READ_LINE:
+                    current += piece[: READ_LINE - len(current)]
+                if end < 0:
+                    break
+                if keep:
+                    kept[n] = current.decode("utf-8", "replace")
+                n, current, start = n + 1, bytearray(), end + 1
+                keep = n in wanted
+        if current or keep:
+            kept[n] = current.decode("utf-8", "replace")
+        return cls(kept, n if current else n - 1)
+
+
+Lines = list[str] | _Sparse
 
 
 def _definitions_regex(wanted: Sequence[Term]) -> str:
@@ -473,7 +512,7 @@ def _unit(line: int, syms: Sequence[repomap.Symbol], total: int) -> tuple[int, i
     return inner.line, inner.end_line, f"{inner.kind} {owner}{inner.name}"
 
 
-def _constant_at(lines: list[str], line: int) -> tuple[int, int, str] | None:
+def _constant_at(lines: Lines, line: int) -> tuple[int, int, str] | None:
     """The module constant whose definition holds ``line``: its first line, or any line of the
     table or list it opens (``RATES = {`` ... ``}``), as the candidate ``constant NAME``."""
     for start in range(line, max(0, line - CONSTANT_LINES), -1):
@@ -488,7 +527,7 @@ def _constant_at(lines: list[str], line: int) -> tuple[int, int, str] | None:
     return None
 
 
-def _literal_end(lines: list[str], start: int) -> int:
+def _literal_end(lines: Lines, start: int) -> int:
     """The last line of the literal a constant's definition opens (its own line if none)."""
     depth = 0
     for n in range(start, min(len(lines), start + CONSTANT_LINES) + 1):
@@ -514,7 +553,7 @@ def _clusters(lines: list[int]) -> list[list[int]]:
     return out
 
 
-def _shown(lines: list[str], start: int, end: int, hits: Sequence[int],
+def _shown(lines: Lines, start: int, end: int, hits: Sequence[int],
            weights: dict[Term, float]) -> tuple[tuple[int, str], ...]:
     """The lines of a candidate to show: all of a short one; else its first line and the
     lines around its hits, those holding the most terms first, within ``SHOWN_LINES``."""

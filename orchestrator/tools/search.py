@@ -8,9 +8,8 @@ model names goes through ``Jail``. ``tools/explorer.py`` wraps the functions as 
 
 from __future__ import annotations
 
-import base64
-import json
 import os
+import re
 import shutil
 import subprocess
 import sysconfig
@@ -26,6 +25,12 @@ from orchestrator.errors import ConfigError, ToolError
 from orchestrator.tools.jail import Jail, open_regular
 
 LINE_CUT = 300  # search shows at most this many characters of a matching line
+# ripgrep prints at most this much of a line (a preview), so a 30 MB one-line file costs
+# kilobytes per match, not its size, however many explorers search it at once
+MAX_COLUMNS = 4096
+_MATCH_LINE = re.compile(rb"(\d+)([:-])(?:(\d+):)?(\d+)[:-](.*?)\r?\n?$", re.S)
+_PREVIEW_NOTE = re.compile(rb" \[\.\.\. (?:\d+ more match(?:es)?|omitted end of long line)\]$")
+_STATS = re.compile(rb"^(\d+) files searched")
 READ_LINE_CUT = 2000  # read shows at most this many characters of one line
 LARGE_FILE = 1_000_000  # bytes: search results say where in such a file each match is
 NARROW_HINT = "narrow the query: add a glob (e.g. '*.py'), a path, or a more specific pattern"
@@ -128,13 +133,16 @@ def search(
         raise ToolError("pattern is empty; give the text or regex to search for")
     jail = Jail(root)
     target = _target(jail, path)
-    cmd = [rg_binary(), "--json", "--no-config", "--max-filesize", max_filesize]
+    cmd = [rg_binary(), "--no-config", "--null", "--line-number", "--column", "--byte-offset",
+           "--no-heading", "--with-filename", "--color", "never", "--stats",
+           "--max-columns", str(MAX_COLUMNS), "--max-columns-preview",
+           "--max-filesize", max_filesize]
     cmd += ["--max-count", str(per_file or max_matches + 1)]
     cmd += ["--fixed-strings"] if fixed_strings else []
     cmd += ["--ignore-case"] if ignore_case else []
     cmd += ["--context", str(context)] if context > 0 else []
     with _glob_scope(glob, target) as (glob_args, keep):
-        collector = _Collector(keep, max_matches, max_bytes, context)
+        collector = _Collector(keep, max_matches, max_bytes, context, jail.root)
         cmd += [*glob_args, "-e", pattern, "--", target]
         rc, stderr, timed_out = _stream(cmd, jail.root, collector, timeout)
     errors = _error_lines(stderr)
@@ -160,52 +168,75 @@ def _size(path: Path) -> int:
 
 
 class _Collector:
-    """Turns ripgrep ``--json`` lines into ``Match``es; ``feed`` returns False when full."""
+    """Turns ripgrep's output lines (``path NUL line:column:offset:text``, context lines with
+    ``-``) into ``Match``es; ``feed`` returns False when full."""
 
-    def __init__(self, keep: Callable[[str], bool], max_matches: int, max_bytes: int, ctx: int):
+    def __init__(self, keep: Callable[[str], bool], max_matches: int, max_bytes: int, ctx: int,
+                 root: Path):
         self.keep, self.max_matches, self.max_bytes, self.ctx = keep, max_matches, max_bytes, ctx
+        self.root = root
         self.matches: list[Match] = []
         self.count = self.used = self.searched = 0
         self.truncated = self.summary_seen = False
         self.files: set[str] = set()
 
     def feed(self, raw: bytes) -> bool:
-        event = json.loads(raw)
-        kind, data = event.get("type"), event.get("data", {})
-        if kind == "summary":  # only a finished rg prints it; a failed one (bad regex) does not
-            self.summary_seen = True
-            self.searched = data.get("stats", {}).get("searches", 0)
+        if b"\0" not in raw:  # "--" between context groups, or --stats at the end
+            stats = _STATS.match(raw)
+            if stats:
+                self.summary_seen = True
+                self.searched = int(stats.group(1))
             return True
-        if kind not in ("match", "context"):
-            return True
-        path = _repo_path(_raw(data["path"]).decode("utf-8", "replace"))
+        name, _, rest = raw.partition(b"\0")
+        hit = _MATCH_LINE.match(rest)
+        if hit is None:
+            return True  # a binary-file note or anything else that is no line of a file
+        path = _repo_path(name.decode("utf-8", "replace"))
         if not self.keep(path):
             return True
-        if kind == "context":
-            return self._add_context(path, data)
+        context = hit.group(2) == b"-"
+        if context:
+            return self._add_context(path, hit)
         if self.count >= self.max_matches or self.used >= self.max_bytes:
             self.truncated = True
             return False
-        self._add(path, data, context=False)
+        self._add(path, hit, context=False)
         self.count += 1
         self.files.add(path)
         return True
 
-    def _add_context(self, path: str, data: dict) -> bool:
+    def _around(self, path: str, offset: int) -> str:
+        try:
+            with open_regular(self.root / path, path) as fh:
+                fh.seek(offset)
+                piece = fh.read(LINE_CUT).split(b"\n", 1)[0]
+        except (ToolError, OSError):
+            return "… (a line too long to show)"
+        return f"…{piece.decode('utf-8', 'replace')}… (line cut: over {MAX_COLUMNS:,} characters)"
+
+    def _add_context(self, path: str, hit: re.Match[bytes]) -> bool:
         if self.count >= self.max_matches:
             last = self.matches[-1]  # once full, keep only the trailing context of the last hit
-            if last.path != path or data["line_number"] > last.line + self.ctx:
+            if last.path != path or int(hit.group(1)) > last.line + self.ctx:
                 return True
-        self._add(path, data, context=True)
+        self._add(path, hit, context=True)
         return True
 
-    def _add(self, path: str, data: dict, *, context: bool) -> None:
-        raw = _raw(data["lines"])
-        text, column = _decode_line(raw), 0
-        if len(text) > LINE_CUT and data.get("submatches"):  # to cut the line around the hit
-            column = len(raw[: data["submatches"][0]["start"]].decode("utf-8", "ignore"))
-        self.matches.append(Match(path, data["line_number"], text, column, context,
-                                  data.get("absolute_offset", 0)))
+    def _add(self, path: str, hit: re.Match[bytes], *, context: bool) -> None:
+        line = hit.group(5)
+        note = _PREVIEW_NOTE.search(line)
+        raw = line[:note.start()] if note else line  # ripgrep printed a preview of a long line
+        text = _decode_line(raw)
+        column = 0 if context or not hit.group(3) else len(
+            raw[: int(hit.group(3)) - 1].decode("utf-8", "ignore"))
+        if note is not None and int(hit.group(3) or 0) > len(raw):
+            # the match lies past the preview: read just the bytes around it from the file
+            start = int(hit.group(4)) + int(hit.group(3)) - 1 - LINE_CUT // 3
+            text, column = self._around(path, max(int(hit.group(4)), start)), LINE_CUT // 3
+        elif note is not None:
+            text += " … (line cut)"
+        self.matches.append(Match(path, int(hit.group(1)), text, column, context,
+                                  int(hit.group(4))))
         self.used += len(path) + min(len(text), LINE_CUT) + 12
 
 
@@ -235,13 +266,6 @@ def _stream(cmd: list[str], cwd: Path, collector: _Collector, timeout: float):
             rc = proc.wait()
         err.seek(0)
         return rc, err.read().decode("utf-8", "replace"), fired.is_set()
-
-
-def _raw(obj: dict) -> bytes:
-    """ripgrep sends valid UTF-8 as ``text`` and anything else base64-encoded as ``bytes``."""
-    if "text" in obj:
-        return obj["text"].encode("utf-8", "surrogatepass")
-    return base64.b64decode(obj.get("bytes", ""))
 
 
 def _repo_path(path: str) -> str:
