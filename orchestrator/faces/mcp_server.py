@@ -198,10 +198,11 @@ class ServerSettings:
     def repo_for(self, repo: str | None) -> Path:
         return api.repo_root(repo or self.repo)
 
-    def kwargs(self) -> dict[str, Any]:
+    def options(self, repo: str | None, listener: Listener) -> api.RunOptions:
+        """What a run or an explore of this call is given (its own arguments come on top)."""
         env = dict(os.environ if self.env is None else self.env)
-        return {"role_files": list(self.role_files), "sets": list(self.sets), "team": self.team,
-                "env": env}
+        return api.RunOptions(repo=self.repo_for(repo), role_files=self.role_files,
+                              sets=self.sets, team=self.team, env=env, listeners=(listener,))
 
 
 async def _with_progress(ctx: Context, start: Callable[[Listener], Awaitable[T]]) -> T:
@@ -268,9 +269,8 @@ def build_server(settings: ServerSettings) -> MCPServer:
     ) -> Annotated[CallToolResult, ExploreOutput]:
         """Answer a question about a repository with verified, cited findings. Only reads the files."""
         try:
-            top = settings.repo_for(repo)
             result = await _with_progress(ctx, lambda listen: api.aexplore(
-                question, repo=top, parallel=parallel, listeners=[listen], **settings.kwargs()))
+                question, options=settings.options(repo, listen), parallel=parallel))
         except OrchestrateError as exc:
             raise _tool_error(exc) from exc
         out = explore_output(result)
@@ -288,10 +288,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
     ) -> Annotated[CallToolResult, RunOutput]:
         """Plan, explore, build, test and review a task on its own branch; returns the patch."""
         try:
-            top = settings.repo_for(repo)
             result = await _with_progress(ctx, lambda listen: api.arun(
-                task, repo=top, listeners=[listen], max_usd=max_usd, max_tokens=max_tokens,
-                include_dirty=include_dirty, **settings.kwargs()))
+                task, options=settings.options(repo, listen), max_usd=max_usd,
+                max_tokens=max_tokens, include_dirty=include_dirty))
         except OrchestrateError as exc:
             raise _tool_error(exc) from exc
         out = run_output(result)
