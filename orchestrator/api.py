@@ -1,4 +1,5 @@
-"""The library API: run, resume, explore, stream. Typed results; no printing, no exits.
+"""The library API: run, resume, explore, stream; the quota, the runs and the trust records.
+Typed results; no printing, no exits.
 
 The CLI, the MCP server and the fleet are thin shells over these functions, and CI bots call
 them directly. What a run is given (repository, role map, environment, event listeners, an
@@ -11,21 +12,37 @@ and a temporary repository instead of patching anything. Every run opens through
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from orchestrator.config.schema import resolve_roles
+from pydantic import BaseModel, ConfigDict
+
+from orchestrator.config import trust as trusting
+from orchestrator.config.schema import read_layer, resolve_roles
 from orchestrator.engine.drive import drive_explore, drive_run
 from orchestrator.engine.lifecycle import open_run
 from orchestrator.engine.options import DATABASE_ENV, Approver, RunOptions
+from orchestrator.errors import OrchestrateError, UsageError
+from orchestrator.models.client import ClientPool
+from orchestrator.models.fallback import quota_key
+from orchestrator.models.quota import ClaimRow, QuotaRow
+from orchestrator.models.quota_pg import build_ledger
 from orchestrator.record.telemetry import Event
 from orchestrator.results import ExploreResult, RunResult
+from orchestrator.runs import RunDetails, RunInfo, list_runs, run_details
+from orchestrator.runs import apply as apply_run
+from orchestrator.runs import clean as clean_runs
 from orchestrator.workspace.repo import repo_root
 
 __all__ = [
-    "DATABASE_ENV", "Approver", "ExploreResult", "RunHandle", "RunOptions", "RunResult",
-    "aexplore", "aresume", "arun", "explore", "repo_root", "resolve_roles", "resume", "run",
-    "start",
+    "DATABASE_ENV", "Approver", "ExploreResult", "QuotaReport", "RunHandle", "RunOptions",
+    "RunResult", "aexplore", "apply", "aresume", "arun", "clean", "explore", "quota",
+    "repo_root", "resolve_roles", "resume", "revoke_trust", "run", "runs", "show", "start",
+    "trust", "trusted_repos",
 ]
 
 
@@ -141,3 +158,123 @@ def explore(question: str, *, options: RunOptions | None = None,
             **kwargs: Any) -> ExploreResult:
     """Synchronous twin of :func:`aexplore`."""
     return asyncio.run(aexplore(question, options=options, **kwargs))
+
+
+# --- the quota -----------------------------------------------------------------------------------
+
+
+class QuotaReport(BaseModel):
+    """Today's use per model (tokens, USD, calls, daily cap, exhaustion) and the explorer
+    models' claim record since ``days`` ago: what ``orchestrate quota`` shows."""
+
+    model_config = ConfigDict(frozen=True)
+
+    usage: list[QuotaRow]
+    claims: list[ClaimRow]
+
+    def document(self) -> dict[str, Any]:
+        """As ``orchestrate quota --json`` prints it (times as text)."""
+        return {"usage": [_text_times(asdict(r)) for r in self.usage],
+                "claims": [_text_times(asdict(c)) for c in self.claims]}
+
+
+def _text_times(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: str(v) if isinstance(v, datetime) else v for k, v in row.items()}
+
+
+def quota(
+    *,
+    repo: str | os.PathLike[str] | None = None,
+    role_files: Sequence[str | os.PathLike[str]] = (),
+    sets: Sequence[str] = (),
+    team: str | None = None,
+    env: Mapping[str, str] | None = None,
+    database_url: str | None = None,
+    trust_repo_config: bool = False,
+    days: int = 7,
+) -> QuotaReport:
+    """The quota ledger (the database's, else the user's file) for the role map's models, with
+    each model's daily cap; ``repo`` defaults to the current directory's repository, if any."""
+    env = dict(os.environ if env is None else env)
+    top = repo_root(repo) if repo is not None else _maybe_repo()
+    role_map = resolve_roles(top, None, role_files, sets, team, env=env,
+                             trust_repo_config=trust_repo_config)
+    pool = ClientPool(role_map, env)
+    caps = {quota_key(pool.route(role, alias)): role_map.models[alias].quota_tokens_per_day
+            for role in role_map.roles for alias in role_map.chain(role)}
+    if days < 1:
+        raise UsageError("--days must be at least 1")
+    ledger = build_ledger(database_url or env.get(DATABASE_ENV) or None, env)
+    try:
+        since = datetime.now(UTC) - timedelta(days=days - 1)
+        return QuotaReport(usage=ledger.rows(None, caps), claims=ledger.claim_rows(since))
+    finally:
+        ledger.close()
+
+
+def _maybe_repo() -> Path | None:
+    try:
+        return repo_root(None)
+    except OrchestrateError:
+        return None
+
+
+# --- runs after the fact -------------------------------------------------------------------------
+
+
+def runs(*, repo: str | os.PathLike[str] | None = None) -> list[RunInfo]:
+    """The runs of ``repo`` (default: the current directory's), oldest first."""
+    return list_runs(repo_root(repo))
+
+
+def show(run_id: str, *, repo: str | os.PathLike[str] | None = None) -> RunDetails:
+    """Everything recorded about one run: its report, sessions (context peaks, forks), calls."""
+    return run_details(repo_root(repo), run_id)
+
+
+def clean(*, repo: str | os.PathLike[str] | None = None) -> list[str]:
+    """Remove the worktrees of finished runs (branches and artefacts stay); the run ids."""
+    return clean_runs(repo_root(repo))
+
+
+def apply(run_id: str, *, repo: str | os.PathLike[str] | None = None,
+          allow_git_config: bool = False) -> str:
+    """Merge a run's branch into the current branch (see ``runs.apply``); the merge commit."""
+    return apply_run(repo_root(repo), run_id, allow_git_config=allow_git_config)
+
+
+# --- trust in a repository's own configuration ---------------------------------------------------
+
+
+def trust(*, repo: str | os.PathLike[str] | None = None,
+          env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Trust the repository's own roles.toml as it is now; what was trusted: each file's
+    sha256 and protected settings, and the agent files the repository overrides."""
+    user_dir = trusting.user_config_dir(os.environ if env is None else env)
+    top = repo_root(repo)
+    # what is shown is what is recorded: the bytes read once, hashed once
+    layers = [read_layer(f, repo=True) for f in trusting.repo_config_files(top)]
+    trusting.record_trust(user_dir, top, {Path(lay.name).name: lay.digest for lay in layers})
+    files = [{"path": lay.name, "sha256": lay.digest,
+              "protected": [{"key": k, "value": v}
+                            for k, v in trusting.protected_settings(lay.data)]}
+             for lay in layers]
+    return {"repo": str(top), "files": files, "store": str(user_dir / trusting.TRUST_FILE),
+            "agent_overrides": [str(a) for a in trusting.agent_overrides(top)]}
+
+
+def revoke_trust(*, repo: str | os.PathLike[str] | None = None,
+                 env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Forget the trust given to the repository; whether there was any."""
+    user_dir = trusting.user_config_dir(os.environ if env is None else env)
+    top = repo_root(repo)
+    return {"repo": str(top), "revoked": trusting.revoke_trust(user_dir, top)}
+
+
+def trusted_repos(*, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """The repositories the user trusts, and where that is recorded."""
+    user_dir = trusting.user_config_dir(os.environ if env is None else env)
+    records = trusting.load_records(user_dir)
+    return {"trusted": [asdict(r) for r in records.values()],
+            "store": str(user_dir / trusting.TRUST_FILE)}
+

@@ -243,14 +243,9 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """The full record of a run: outcome, per role, per session (context peaks, forks), per call."""
-    from orchestrator.runs import run_details
-
-    details = _guarded(lambda: run_details(api.repo_root(repo), run_id))
+    details = _guarded(lambda: api.show(run_id, repo=repo))
     if as_json:
-        out.print_json(data={"run_id": details.run_id, "state": details.state,
-                             "report": details.report,
-                             "calls": [c.model_dump(mode="json") for c in details.calls],
-                             "sessions": [s.model_dump(mode="json") for s in details.sessions]})
+        out.print_json(data=details.document())
         return
     print_details(out, details)
 
@@ -354,32 +349,25 @@ def init(
 ) -> None:
     """Write a commented starter roles.toml for the repository (asks at a terminal when no
     flag says; never asks elsewhere)."""
-    from orchestrator.config.trust import protected_settings
     from orchestrator.faces import starter
 
     ask = sys.stdin.isatty() and not as_json and provider is base_url is api_key_env is None \
         and not model
 
-    def go() -> tuple[Path, list[tuple[str, Any]]]:
+    def go() -> tuple[Path, bool]:
         top = repo_root(repo)
         chosen: dict[str, Any] = dict(provider=provider or "openai", base_url=base_url,
                                       key_env=api_key_env, models=starter.parse_models(model))
         if ask:
             chosen = _ask_starter()
-        path = starter.write_starter(top, starter.starter_roles(**chosen), force=force)
-        from orchestrator.config.schema import read_layer
+        return starter.init_repo(top, **chosen, force=force, env=os.environ)
 
-        protected = protected_settings(read_layer(path).data)
-        if protected:  # you wrote these values just now: the file is trusted as written
-            record_trust(user_config_dir(os.environ), top)
-        return path, protected
-
-    path, protected = _guarded(go)
+    path, trusted = _guarded(go)
     if as_json:
-        out.print_json(data={"path": str(path), "trusted": bool(protected)})
+        out.print_json(data={"path": str(path), "trusted": trusted})
         return
     out.print(f"wrote {path}" + (" (trusted as written; `orchestrate trust --revoke` undoes "
-                                 "that)" if protected else ""), highlight=False)
+                                 "that)" if trusted else ""), highlight=False)
     out.print("next: `orchestrate roles --explain`, then commit it with your agents in "
               ".orchestrate/agents/", highlight=False)
 
@@ -432,28 +420,12 @@ def trust(
 ) -> None:
     """Trust the repository's own roles.toml (provider URLs and key variables, policy allows,
     sandbox), as it is now; a change to the file needs trust again."""
-    from orchestrator.config import trust as trusting
-    from orchestrator.config.schema import read_layer
-
-    user_dir = trusting.user_config_dir(os.environ)
-    store = str(user_dir / trusting.TRUST_FILE)
-
     def go() -> dict[str, Any]:
         if list_:
-            records = trusting.load_records(user_dir)
-            return {"trusted": [asdict(r) for r in records.values()], "store": store}
-        top = api.repo_root(repo)
+            return api.trusted_repos()
         if revoke:
-            return {"repo": str(top), "revoked": trusting.revoke_trust(user_dir, top)}
-        # what is shown is what is recorded: the bytes read once, hashed once
-        layers = [read_layer(f, repo=True) for f in trusting.repo_config_files(top)]
-        trusting.record_trust(user_dir, top, {Path(lay.name).name: lay.digest for lay in layers})
-        files = [{"path": lay.name, "sha256": lay.digest,
-                  "protected": [{"key": k, "value": v}
-                                for k, v in trusting.protected_settings(lay.data)]}
-                 for lay in layers]
-        return {"repo": str(top), "files": files, "store": store,
-                "agent_overrides": [str(a) for a in trusting.agent_overrides(top)]}
+            return api.revoke_trust(repo=repo)
+        return api.trust(repo=repo)
 
     data = _guarded(go)
     if as_json:
@@ -465,23 +437,19 @@ def trust(
 @app.command()
 def runs(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     """List the runs in the repository (id, state, branch, task, cost)."""
-    from orchestrator.evidence.claimstats import ClaimStats, merge
-    from orchestrator.runs import list_runs
+    from orchestrator.runs import claims_by_model
 
-    found = _guarded(lambda: list_runs(api.repo_root(repo)))
+    found = _guarded(lambda: api.runs(repo=repo))
     if as_json:
-        out.print_json(data=[{**vars(r), "age": r.age} for r in found])
+        out.print_json(data=[r.summary() for r in found])
         return
-    claims = merge({m: ClaimStats.model_validate(c) for m, c in r.claims.items()} for r in found)
-    print_runs(out, found, claims)
+    print_runs(out, found, claims_by_model(found))
 
 
 @app.command()
 def clean(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     """Remove the worktrees of finished runs; branches and artefacts stay."""
-    from orchestrator.runs import clean as clean_runs
-
-    removed = _guarded(lambda: clean_runs(api.repo_root(repo)))
+    removed = _guarded(lambda: api.clean(repo=repo))
     if as_json:
         out.print_json(data={"removed": removed})
     else:
@@ -500,10 +468,7 @@ def apply_cmd(
 ) -> None:
     """Merge a run's branch into your current branch (refuses on a dirty checkout, conflicts, or
     changes to files that make git run programs). Hooks do not run during the merge."""
-    from orchestrator.runs import apply as apply_run
-
-    sha = _guarded(lambda: apply_run(api.repo_root(repo), run_id,
-                                     allow_git_config=allow_git_config))
+    sha = _guarded(lambda: api.apply(run_id, repo=repo, allow_git_config=allow_git_config))
     if as_json:
         out.print_json(data={"run_id": run_id, "merge_commit": sha})
     else:
@@ -522,34 +487,13 @@ def quota(
     as_json: JsonOpt = False,
 ) -> None:
     """Today's token and USD use per model, caps, exhaustion, and explorer models' claim drop rates."""
-    from datetime import UTC, datetime, timedelta
-
-    from orchestrator.models.client import ClientPool
-    from orchestrator.models.fallback import quota_key
-    from orchestrator.models.quota_pg import build_ledger
-
-    def go():
-        top = api.repo_root(repo) if repo is not None else _maybe_repo()
-        role_map = api.resolve_roles(top, None, roles, set_, team, env=os.environ,
-                                     trust_repo_config=trust_repo_config)
-        pool = ClientPool(role_map, os.environ)
-        caps = {quota_key(pool.route(role, alias)): role_map.models[alias].quota_tokens_per_day
-                for role in role_map.roles for alias in role_map.chain(role)}
-        if days < 1:
-            raise UsageError("--days must be at least 1")
-        ledger = build_ledger(database_url, os.environ)
-        try:
-            since = datetime.now(UTC) - timedelta(days=days - 1)
-            return ledger.rows(None, caps), ledger.claim_rows(since)
-        finally:
-            ledger.close()
-
-    rows, claims = _guarded(go)
+    report = _guarded(lambda: api.quota(repo=repo, role_files=roles, sets=set_, team=team,
+                                        database_url=database_url,
+                                        trust_repo_config=trust_repo_config, days=days))
     if as_json:
-        out.print_json(data={"usage": [asdict(r) for r in rows],
-                             "claims": [asdict(c) for c in claims]}, default=str)
+        out.print_json(data=report.document())
     else:
-        print_quota(out, rows, claims)
+        print_quota(out, report.usage, report.claims)
 
 
 @app.command()
@@ -567,11 +511,9 @@ def submit(
     from orchestrator.faces import fleet
 
     def go() -> int:
-        url = _need_database(database_url)
-        files = [str(Path(f).resolve()) for f in roles]
-        return _run(fleet.submit(task, repo, database_url=url, role_files=files,
-                                        sets=set_, team=team,
-                                        trust_repo_config=trust_repo_config))
+        return _run(fleet.submit(task, repo, database_url=_need_database(database_url),
+                                 role_files=roles, sets=set_, team=team,
+                                 trust_repo_config=trust_repo_config))
 
     job_id = _guarded(go)
     if as_json:
@@ -659,12 +601,9 @@ def mcp(
             raise UsageError("the MCP server needs the mcp extra: pip install 'orchestrate[mcp]'")
         from orchestrator.faces.mcp_server import ServerSettings, serve
 
-        top = api.repo_root(repo) if repo is not None else _maybe_repo()
-        # a bad (or untrusted) role map fails now, not per call
-        api.resolve_roles(top, None, roles, set_, team, env=os.environ)
-        settings = ServerSettings(repo=top, role_files=tuple(str(Path(f).resolve()) for f in roles),
-                                  sets=tuple(set_), team=team)
-        serve(settings, "http" if http else "stdio", port)
+        top = repo_root(repo) if repo is not None else _maybe_repo()
+        serve(ServerSettings.checked(top, role_files=roles, sets=set_, team=team),
+              "http" if http else "stdio", port)
 
     _guarded(go)
 

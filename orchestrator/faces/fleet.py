@@ -113,7 +113,7 @@ async def submit(
     repo: str,
     *,
     database_url: str,
-    role_files: Sequence[str] = (),
+    role_files: Sequence[str | os.PathLike[str]] = (),
     sets: Sequence[str] = (),
     team: str | None = None,
     trust_repo_config: bool = False,
@@ -122,6 +122,7 @@ async def submit(
 
     ``trust_repo_config`` is the submitter's trust in the repository's own ``roles.toml``
     (provider URLs, key variables, policy allows, sandbox); without it the worker refuses them.
+    Role files are queued as absolute paths, so a worker finds them wherever it runs.
     """
     if not task.strip():
         raise UsageError("the task is empty: say what should be done, e.g. 'fix the failing test'")
@@ -131,8 +132,8 @@ async def submit(
     app = _app(database_url)
     async with app.open_async():
         return await app.configure_task(TASK_NAME, queue=QUEUE).defer_async(
-            task=task, repo=repo, role_files=[str(f) for f in role_files], sets=list(sets),
-            team=team, trust_repo_config=trust_repo_config,
+            task=task, repo=repo, role_files=[str(Path(f).resolve()) for f in role_files],
+            sets=list(sets), team=team, trust_repo_config=trust_repo_config,
         )
 
 

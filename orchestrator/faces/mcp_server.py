@@ -13,7 +13,7 @@ import asyncio
 import json
 import os
 import socket
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -29,7 +29,6 @@ from orchestrator.errors import OrchestrateError, UsageError
 from orchestrator.record import events as ev
 from orchestrator.record.telemetry import Event, Listener
 from orchestrator.results import ExploreResult, RunResult
-from orchestrator.runs import list_runs, run_details
 
 HOST = "127.0.0.1"
 PATCH_CAP = 200_000  # characters of the patch returned inline; the file has all of it
@@ -195,6 +194,14 @@ class ServerSettings:
     team: str | None = None
     env: Mapping[str, str] | None = None  # None: the server process's environment at call time
 
+    @classmethod
+    def checked(cls, repo: Path | None, *, role_files: Sequence[str | os.PathLike[str]] = (),
+                sets: Sequence[str] = (), team: str | None = None) -> ServerSettings:
+        """Settings whose role map resolves (and is trusted) now, not at the first call."""
+        api.resolve_roles(repo, None, role_files, sets, team, env=os.environ)
+        return cls(repo=repo, role_files=tuple(str(Path(f).resolve()) for f in role_files),
+                   sets=tuple(sets), team=team)
+
     def repo_for(self, repo: str | None) -> Path:
         return api.repo_root(repo or self.repo)
 
@@ -300,10 +307,10 @@ def build_server(settings: ServerSettings) -> MCPServer:
     def runs(repo: RepoArg = None) -> RunsOutput:
         """The runs of a repository: id, state, branch, task, cost, age."""
         try:
-            found = list_runs(settings.repo_for(repo))
+            found = api.runs(repo=settings.repo_for(repo))
         except OrchestrateError as exc:
             raise _tool_error(exc) from exc
-        return RunsOutput(runs=[RunSummary(**{**vars(r), "age": r.age}) for r in found])
+        return RunsOutput(runs=[RunSummary(**r.summary()) for r in found])
 
     def show(
         run_id: Annotated[str, Field(description="The run to show (see the runs tool).")],
@@ -311,7 +318,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
     ) -> ShowOutput:
         """Everything recorded about one run: outcome, per role, sessions, calls."""
         try:
-            d = run_details(settings.repo_for(repo), run_id)
+            d = api.show(run_id, repo=settings.repo_for(repo))
         except OrchestrateError as exc:
             raise _tool_error(exc) from exc
         report = d.report
