@@ -27,8 +27,8 @@ from rich.markup import escape
 
 from orchestrator.config.trust import UntrustedConfig, record_trust, user_config_dir
 from orchestrator.errors import OrchestrateError, UsageError
+from orchestrator.faces.progress import Progress
 from orchestrator.faces.render import (
-    Progress,
     print_details,
     print_explore,
     print_jobs,
