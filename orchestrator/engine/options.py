@@ -59,8 +59,9 @@ class RunOptions(BaseModel):
     sets: tuple[str, ...] = Field(
         (), description="Overrides, as --set: ROLE.KEY=VALUE, e.g. explorer.parallel=20.")
     team: str | None = Field(None, description="Apply the role map's [teams.NAME] overlay.")
-    env: Mapping[str, str] | None = Field(
-        None, description="The run's environment (keys, ORCHESTRATE_*); default os.environ.")
+    env: Mapping[str, str] | None = Field(  # not in the repr: it holds the API keys
+        None, repr=False,
+        description="The run's environment (keys, ORCHESTRATE_*); default os.environ.")
     listeners: tuple[Listener, ...] = Field(
         (), description="Called with every event of the run, on the event loop.")
     trust_repo_config: bool = Field(
