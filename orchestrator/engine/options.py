@@ -48,8 +48,8 @@ class RunOptions(BaseModel):
         "explore": _SETUP | {"parallel", "workdir", "split"},
         "node": _SETUP | {"include_dirty", "approve_plan"},
     }
-    ENTRY: ClassVar[dict[Mode, str]] = {"run": "arun", "resume": "aresume",
-                                        "explore": "aexplore", "node": "the platform graph"}
+    ENTRY: ClassVar[dict[Mode, str]] = {"run": "arun()", "resume": "aresume()",
+                                        "explore": "aexplore()", "node": "a platform run"}
 
     repo: PathArg | None = Field(
         None, description="The git repository (default: the one the current directory is in).")
@@ -113,5 +113,5 @@ class RunOptions(BaseModel):
 def _refuse(mode: Mode, names: Iterable[str]) -> None:
     refused = sorted(set(names) - RunOptions.TAKES[mode])
     if refused:
-        raise TypeError(f"{RunOptions.ENTRY[mode]}() got an unexpected keyword argument "
+        raise TypeError(f"{RunOptions.ENTRY[mode]} got an unexpected keyword argument "
                         f"{refused[0]!r}")
