@@ -1,7 +1,8 @@
 """orchestrate: a multi-agent coding orchestrator with model-role routing.
 
 The public API: run / arun / resume / aresume / start (a run with an event stream),
-explore / aexplore, load_roles, and the typed results and errors they use. Names are imported
+explore / aexplore, what they are given (``RunOptions``), load_roles, and the typed results and
+errors they use. Names are imported
 on first use, so ``import orchestrator.config.schema`` (and the CLI's quick commands) do not pay for
 the engine (LangGraph, the OpenAI SDK) until something needs it.
 """
@@ -12,7 +13,17 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from orchestrator.api import RunHandle, aexplore, aresume, arun, explore, resume, run, start
+    from orchestrator.api import (
+        RunHandle,
+        RunOptions,
+        aexplore,
+        aresume,
+        arun,
+        explore,
+        resume,
+        run,
+        start,
+    )
     from orchestrator.config.layers import load_roles
     from orchestrator.config.schema import RoleMap
     from orchestrator.config.trust import UntrustedConfig
@@ -41,8 +52,8 @@ if TYPE_CHECKING:
     )
 
 _WHERE = {
-    **dict.fromkeys(("RunHandle", "aexplore", "aresume", "arun", "explore", "resume", "run",
-                     "start"), "api"),
+    **dict.fromkeys(("RunHandle", "RunOptions", "aexplore", "aresume", "arun", "explore",
+                     "resume", "run", "start"), "api"),
     "RoleMap": "config.schema",
     "load_roles": "config.layers",
     **dict.fromkeys(("BudgetExhausted", "ConfigError", "DatabaseUnavailable", "MissingCredentials",
@@ -59,8 +70,8 @@ __all__ = [
     "BudgetExhausted", "Citation", "Claim", "ConfigError", "DatabaseUnavailable", "Event",
     "ExploreResult", "ExplorerResult", "Findings", "MissingCredentials", "ModelError",
     "ModelUnavailable", "OrchestrateError", "Plan", "Review", "RoleLoss", "RoleMap", "RunHandle",
-    "RunResult", "SessionFailed", "UntrustedConfig", "UsageError", "VerifyResult", "aexplore",
-    "aresume", "arun", "explore", "load_roles", "resume", "run", "start",
+    "RunOptions", "RunResult", "SessionFailed", "UntrustedConfig", "UsageError", "VerifyResult",
+    "aexplore", "aresume", "arun", "explore", "load_roles", "resume", "run", "start",
 ]
 
 

@@ -12,13 +12,14 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import UsageError
+from orchestrator.evidence.claimstats import ClaimStats, merge
 from orchestrator.gitsafe import git
 from orchestrator.record.events import CallFinished, read_events
 from orchestrator.workspace.worktree import Workspace, list_workspaces
@@ -77,6 +78,15 @@ class RunInfo:
             if seconds >= size:
                 return f"{seconds / size:.0f}{unit}"
         return f"{seconds:.0f}s"
+
+    def summary(self) -> dict[str, Any]:
+        """The run as ``orchestrate runs --json`` and the MCP ``runs`` tool give it."""
+        return {**vars(self), "age": self.age}
+
+
+def claims_by_model(runs: Iterable[RunInfo]) -> dict[str, ClaimStats]:
+    """The explorer claim counts of ``runs``, summed per model (``orchestrate runs``)."""
+    return merge({m: ClaimStats.model_validate(c) for m, c in r.claims.items()} for r in runs)
 
 
 def list_runs(repo: Path) -> list[RunInfo]:
@@ -237,6 +247,12 @@ class RunDetails:
     sessions: list[SessionNode]
     calls: list[CallFinished]
     events: int
+
+    def document(self) -> dict[str, Any]:
+        """As ``orchestrate show --json`` prints it."""
+        return {"run_id": self.run_id, "state": self.state, "report": self.report,
+                "calls": [c.model_dump(mode="json") for c in self.calls],
+                "sessions": [s.model_dump(mode="json") for s in self.sessions]}
 
 
 def run_details(repo: Path, run_id: str) -> RunDetails:

@@ -1,225 +1,285 @@
-"""What a run holds open while its graph runs, and how it ends.
+"""The one way into a run: ``open_run``, and ``OpenRun``, what a run holds open until it ends.
 
-``OpenRun`` takes the run lock and the registry entry, opens the telemetry and the call journal,
-and assembles the ``RunContext`` that nodes receive; at the end it writes the result, the report
-and the registry's verdict, then closes everything. The library API drives one around a local
-graph; the platform graph (``platform.py``) rebuilds one inside its nodes, because live objects
-cannot cross the platform's JSON boundary.
+Every entry opens its run here: ``arun`` and ``start`` (mode ``run``), ``aresume``
+(``resume``), ``aexplore`` (``explore``) and each node of the platform graph (``node``: its
+thread's run, made by the first node and re-opened after a pause or a restart, since live
+objects cannot cross the platform's JSON boundary). ``open_run`` works out what the run is (role
+map, pipeline), checks what would fail later while nothing is made (the quota ledger opens,
+every role has its key, commands can be sandboxed), makes the run's files, then opens the run
+lock, the registry entry, the telemetry, the client pool that reports to it, the call journal,
+the sandbox and the checkpointer, and assembles the ``RunContext`` nodes receive. At the end
+``OpenRun`` writes the result, the report and the registry's verdict, then closes everything.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable
 from concurrent.futures import ThreadPoolExecutor, wait
-from contextlib import ExitStack
-from datetime import UTC, datetime
+from contextlib import AsyncExitStack, ExitStack
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from types import TracebackType
 
-from orchestrator.config.definitions import Registry, load_registry
-from orchestrator.config.pipeline import pipeline_of
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from orchestrator.config.definitions import Registry
+from orchestrator.config.layers import resolve_overrides, resolve_setup
+from orchestrator.config.pipeline import Pipeline, pipeline_of
 from orchestrator.config.schema import RoleMap
+from orchestrator.engine.options import Mode, RunOptions
+from orchestrator.engine.runfiles import (
+    COMMANDS_FILE,
+    RUN_FILE,
+    explore_report,
+    explore_result,
+    is_final,
+    read_run_file,
+    record_claims,
+    report_json,
+    run_registry,
+    run_result,
+    write_explore_file,
+    write_failure,
+    write_run_file,
+)
 from orchestrator.engine.runtime import RunContext
-from orchestrator.errors import ConfigError, OrchestrateError, UsageError
-from orchestrator.evidence.claimstats import UNKNOWN_MODEL, by_model, of_result
-from orchestrator.evidence.verify import GitCommitSource
+from orchestrator.errors import ConfigError, UsageError
+from orchestrator.evidence.verify import DirSource, GitCommitSource
 from orchestrator.localize.reporules import repo_rules
 from orchestrator.models.budget import Budget
 from orchestrator.models.journal import CallJournal, JournaledPool
-from orchestrator.models.pool import ClientPool
+from orchestrator.models.pool import ClientPool, check_credentials
 from orchestrator.models.quota import QuotaLedger, WriteBehindLedger
 from orchestrator.models.quota_pg import build_ledger
 from orchestrator.models.routing import telemetry_listener
-from orchestrator.record.events import Forked, Warned
-from orchestrator.record.registry import new_record, open_registry
-from orchestrator.record.telemetry import Listener, Telemetry
-from orchestrator.results import EXIT_USAGE, RunResult
+from orchestrator.record.registry import RunRegistry, new_record, open_registry
+from orchestrator.record.store import open_checkpointer
+from orchestrator.record.telemetry import Telemetry
+from orchestrator.results import ExploreResult, RunResult
 from orchestrator.runs import run_lock
 from orchestrator.sandbox import Sandbox, build_sandbox, kill_leftovers, require_sandbox
-from orchestrator.state import ExplorerResult, RunState
-from orchestrator.workspace.worktree import Workspace
+from orchestrator.state import RunState
+from orchestrator.workspace.repo import repo_root
+from orchestrator.workspace.worktree import Workspace, create_record_dir, new_run_id
 
-RUN_FILE = "run.json"
-AGENTS_FILE = "agents.json"  # the run's agent definitions, so a resume sends the same prompts
-COMMANDS_FILE = "commands.jsonl"  # commands running now, found and killed on resume
-
-
-class Relay:
-    """Routing events of a pool built before the run's telemetry exists, delivered to it later."""
-
-    def __init__(self) -> None:
-        self.targets: list[Callable[[Any], None]] = []
-
-    def __call__(self, event: Any) -> None:
-        for target in self.targets:
-            target(event)
+# the run's checkpointer, why opening it failed (raised once the run can record it), or none
+Saver = BaseCheckpointSaver | BaseException | None
+_EMPTY = {"run": "the task is empty: say what should be done, e.g. 'fix the failing test'",
+          "explore": "the question is empty"}
 
 
-def build_pool(
-    role_map: RoleMap,
-    env: Mapping[str, str],
-    relay: Relay,
-    *,
-    quota_path: str | os.PathLike[str] | None = None,
-    max_usd: float | None = None,
-    max_tokens: int | None = None,
-    database_url: str | None = None,
-) -> ClientPool:
-    """Clients for every role, sharing the quota ledger (the user's, or the fleet's) and a budget."""
-    if quota_path:
-        ledger = WriteBehindLedger(QuotaLedger(Path(quota_path)))
+@dataclass
+class _Plan:
+    """What a run is, worked out before anything of it is opened."""
+
+    mode: Mode
+    task: str  # the question, for explore
+    top: Path
+    env: dict[str, str]
+    run_id: str
+    role_map: RoleMap
+    registry: Registry
+    pipeline: Pipeline
+    database_url: str | None
+    needs: tuple[str, ...]  # the roles whose providers' keys must be set
+    ws: Workspace | None = None  # re-opened here; a new run's is made by ``_make``
+    resumed: bool = False
+    run_dir: Path = field(default_factory=Path)
+
+
+async def open_run(mode: Mode, options: RunOptions, subject: str = "", *,
+                   run_id: str | None = None, served: Pipeline | None = None) -> OpenRun:
+    """Open a run of ``mode`` as ``options`` say; the caller drives its graph, then ends it
+    (``async with run:``, or ``finish``/``stop`` and ``aclose``).
+
+    ``subject`` is the task (run, node) or the question (explore); ``run_id`` is the run to
+    resume (resume) or the platform thread's run (node). ``served`` is the pipeline a platform
+    graph was built for: a run whose role map gives another pipeline is refused.
+    """
+    options.check(mode)
+    plan, ledger = await asyncio.to_thread(_prepare, mode, options, subject, run_id, served)
+    saving = AsyncExitStack()  # the checkpointer, open from before the worktree is made
+    try:
+        saver = await _make(plan, options, saving)
+        run = await asyncio.to_thread(OpenRun, plan, options, ledger)
+    except BaseException:
+        try:
+            await saving.aclose()
+        finally:
+            await asyncio.to_thread(ledger.close)
+        raise
+    run.saving, run.saver = saving, saver
+    try:
+        run.announce()  # on the loop: listeners are only ever called from it
+    except BaseException:
+        await run.aclose()
+        raise
+    return run
+
+
+def _prepare(mode: Mode, options: RunOptions, subject: str, run_id: str | None,
+             served: Pipeline | None) -> tuple[_Plan, WriteBehindLedger]:
+    """The run's plan and its quota ledger, opened, once every key and the sandbox are
+    checked: what would fail later fails here, while nothing of the run is made."""
+    plan = _resolve(mode, options, subject, run_id, served)
+    if options.quota_path:
+        ledger = WriteBehindLedger(QuotaLedger(options.quota_path))
     else:
-        ledger = WriteBehindLedger(build_ledger(database_url, env))
-    limited = max_usd is not None or max_tokens is not None  # 0 is a limit too
-    budget = Budget(max_usd, max_tokens) if limited else None
-    return ClientPool(role_map, env, ledger=ledger, budget=budget, listeners=[relay])
-
-
-async def close_pool(pool: ClientPool) -> None:
-    await pool.aclose()
-    await asyncio.to_thread(pool.routing.ledger.close)  # writes out what is still queued
-
-
-def write_run_file(ws: Workspace, task: str, role_map: RoleMap, *, approve_plan: bool,
-                   registry: Registry) -> None:
-    """What ``resume`` needs to rebuild a run: its task, its resolved role map and its agents."""
-    (ws.run_dir / RUN_FILE).write_text(json.dumps({
-        "task": task, "created": time.time(), "approve_plan": approve_plan,
-        "roles": role_map.model_dump(mode="json"),
-    }, indent=2), encoding="utf-8")
-    (ws.run_dir / AGENTS_FILE).write_text(json.dumps(registry.snapshot(), indent=1),
-                                          encoding="utf-8")
-
-
-def run_registry(ws: Workspace) -> Registry:
-    """The agent definitions a run started with (runs from before they were kept: the
-    repository's as they are now)."""
+        ledger = WriteBehindLedger(build_ledger(plan.database_url, plan.env))
     try:
-        saved = json.loads((ws.run_dir / AGENTS_FILE).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return load_registry(ws.repo)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{ws.run_dir / AGENTS_FILE}: cannot read the run's agents ({exc})"
-                          ) from None
-    return Registry.from_snapshot(saved)
+        check_credentials(plan.role_map, plan.env, plan.needs)
+        if mode != "explore":
+            require_sandbox(plan.role_map.sandbox)
+    except BaseException:
+        ledger.close()
+        raise
+    return plan, ledger
 
 
-def check_sandbox(role_map: RoleMap) -> None:
-    """Fail before any model is paid when builder commands could not be sandboxed here."""
-    require_sandbox(role_map.sandbox)
+def _resolve(mode: Mode, options: RunOptions, subject: str, run_id: str | None,
+             served: Pipeline | None) -> _Plan:
+    if mode in _EMPTY and not subject.strip():
+        raise UsageError(_EMPTY[mode])
+    top = repo_root(options.repo)
+    saved = run_id is not None and (top / "workspaces" / run_id / RUN_FILE).exists()
+    if mode == "resume" or (mode == "node" and saved):
+        plan = _reopened(mode, options, top, str(run_id))
+    else:
+        plan = _fresh(mode, options, top, subject, run_id)
+    if served is not None and plan.pipeline != served:
+        raise ConfigError(
+            f"this run's pipeline is {plan.pipeline.describe()}, but the served graph runs "
+            f"{served.describe()} (built from the server's repository); start `langgraph dev` "
+            "in the repository whose roles the runs use")
+    return plan
 
 
-def run_sandbox(ws: Workspace, role_map: RoleMap, env: Mapping[str, str]) -> Sandbox:
-    """The sandbox for this run's worktree: it may write there and read the git objects."""
-    return build_sandbox(role_map.sandbox, worktree=ws.worktree, read_only=ws.objects_dirs,
-                         env=env, ledger=ws.run_dir / COMMANDS_FILE)
+def _reopened(mode: Mode, options: RunOptions, top: Path, run_id: str) -> _Plan:
+    """A run that exists: its task, role map and agents as it saved them. ``resume`` rebuilds
+    the worktree from the checkpoint before the graph goes on, so it is not checked out here."""
+    ws = Workspace.open(top, run_id, reattach=mode == "node")
+    task, role_map = read_run_file(ws.run_dir)
+    registry = run_registry(ws)
+    pipeline = pipeline_of(role_map, registry)
+    env = options.run_env()
+    return _Plan(mode, task, top, env, run_id, role_map, registry, pipeline,
+                 options.database(env), pipeline.roles(), ws=ws, resumed=True,
+                 run_dir=ws.run_dir)
 
 
-def write_explore_file(run_dir: Path, question: str, role_map: RoleMap) -> None:
-    """``run.json`` of an ``explore`` run: listed with the runs, never resumed."""
-    (run_dir / RUN_FILE).write_text(json.dumps({
-        "kind": "explore", "task": question, "created": time.time(),
-        "roles": role_map.model_dump(mode="json"),
-    }, indent=2), encoding="utf-8")
+def _fresh(mode: Mode, options: RunOptions, top: Path, subject: str,
+           run_id: str | None) -> _Plan:
+    """A new run: the role map from its layers (or the one given) and the pipeline it gives."""
+    env = options.run_env()
+    role_map, registry = resolve_setup(top, options.roles, options.role_files, options.sets,
+                                       options.team, env=env,
+                                       trust_repo_config=options.trust_repo_config)
+    if mode != "explore":
+        pipeline = pipeline_of(role_map, registry)
+        return _Plan(mode, subject, top, env, run_id or new_run_id(), role_map, registry,
+                     pipeline, options.database(env), pipeline.roles())
+    pipeline = pipeline_of(role_map, registry, need_build=False)
+    if pipeline.explore is None:
+        raise ConfigError(f"[pipeline] steps: explore needs an explore role "
+                          f"(the pipeline is {pipeline.describe()})")
+    if options.parallel:
+        role_map = resolve_overrides(role_map, [f"{pipeline.explore}.parallel={options.parallel}"])
+    needs = pipeline.roles(explore_only=True) if options.split else (pipeline.explore,)
+    # an explore run keeps its quota in the user's ledger file, never a database's
+    return _Plan(mode, subject, top, env, new_run_id(), role_map, registry, pipeline, None,
+                 needs)
 
 
-def read_run_file(run_dir: Path) -> tuple[str, RoleMap]:
-    """The task and role map a run started with; a usage error when there is no run.json."""
-    try:
-        saved = json.loads((run_dir / RUN_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        raise UsageError(f"run {run_dir.name} has no run.json; it cannot be resumed") from None
-    if saved.get("kind") == "explore":
-        raise UsageError(f"run {run_dir.name} is an `orchestrate explore` run: there is nothing "
-                         "to resume (ask the question again)")
-    return saved["task"], RoleMap.model_validate_json(json.dumps(saved["roles"]))
+async def _make(plan: _Plan, options: RunOptions, saving: AsyncExitStack) -> Saver:
+    """The run's files, and its checkpointer (none for a platform node: the platform keeps the
+    checkpoints): a new run's worktree, branch and run.json, an explore run's record."""
+    if plan.mode == "explore":
+        plan.run_dir = await asyncio.to_thread(_record_dir, plan, options.workdir)
+        write_explore_file(plan.run_dir, plan.task, plan.role_map)
+        return None
+    making: Awaitable[Workspace | None] = _nothing() if plan.resumed else asyncio.to_thread(
+        Workspace.create, plan.top, plan.run_id, include_dirty=options.include_dirty)
+    opening: Awaitable[BaseCheckpointSaver | None] = _nothing() if plan.mode == "node" else \
+        saving.enter_async_context(open_checkpointer(plan.top, plan.database_url))
+    # the checkpointer opens while the worktree is made (a new file's syncs to disk, a
+    # database's connection); if opening it fails, the run says why as a run that stopped
+    made, saver = await asyncio.gather(making, opening, return_exceptions=True)
+    if isinstance(made, BaseException):
+        raise made
+    if made is not None:
+        plan.ws, plan.run_dir = made, made.run_dir
+        write_run_file(made, plan.task, plan.role_map, approve_plan=options.approve_plan,
+                       registry=plan.registry)
+    return saver
 
 
-def is_final(exc: BaseException) -> bool:
-    """A configuration error (a refused key, an unknown model): resuming would not help."""
-    return isinstance(exc, OrchestrateError) and exc.exit_code == EXIT_USAGE
+async def _nothing() -> None:
+    return None
 
 
-def write_failure(run_dir: Path, task: str, exc: BaseException, telemetry: Telemetry,
-                  **extra: Any) -> None:
-    """``report.json`` of a run that an error ended, so ``runs`` and ``show`` say why."""
-    reason = " ".join(str(exc).split())
-    telemetry.emit("run_finished", status="failed", reason=reason)
-    report = {"run_id": telemetry.run_id, "task": task, "status": "failed", "reason": reason,
-              "error": getattr(exc, "code", type(exc).__name__), **extra,
-              "cost_usd": sum(c.cost_usd for c in telemetry.calls),
-              "per_role": {role: usage.model_dump() for role, usage in telemetry.per_role().items()},
-              "exit_code": getattr(exc, "exit_code", 1),
-              "losses": [loss.model_dump() for loss in telemetry.losses],
-              "calls": [c.model_dump(mode="json") for c in telemetry.calls]}
-    (run_dir / "report.json").write_text(json.dumps(report, indent=2), encoding="utf-8")
-
-
-def run_warnings(telemetry: Telemetry) -> list[str]:
-    """The run's warnings, the role sessions it lost included."""
-    said = [e.message for e in telemetry.events if isinstance(e, Warned)]
-    return said + [loss.message for loss in telemetry.losses]
+def _record_dir(plan: _Plan, workdir: Path | None) -> Path:
+    if workdir is None:
+        return create_record_dir(plan.top, plan.run_id, "explore")
+    workdir.mkdir(parents=True, exist_ok=True)
+    return workdir
 
 
 class OpenRun:
-    """One run's lock, registry entry, telemetry, journal, sandbox and client pool, and its
-    ``RunContext``.
+    """One run's lock, registry entry, telemetry, client pool, call journal, sandbox and
+    checkpointer, and the ``RunContext`` its nodes receive (an explore run has no registry
+    entry, journal, sandbox or checkpointer: it only reads the checkout).
 
-    ``OpenRun.open`` builds it in a worker thread (a file lock, SQLite files, the sandbox) and
-    announces the run on the event loop: listeners are only ever called from the loop.
-    ``aclose`` closes it and the pool; if building fails, the pool stays the caller's to close.
+    ``open_run`` builds it (the parts that touch files in a worker thread). ``async with run:``
+    records an error that ends the block (``stop``) and closes everything (``aclose``);
+    ``finish`` and ``answer`` write a run's and an explore run's result.
     """
 
-    @classmethod
-    async def open(cls, *args: Any, **kwargs: Any) -> OpenRun:
-        run = await asyncio.to_thread(cls, *args, **kwargs)
-        run.announce()
-        return run
+    saver: Saver = None
 
-    def __init__(
-        self,
-        ws: Workspace,
-        task: str,
-        role_map: RoleMap,
-        pool: ClientPool,
-        relay: Relay,
-        env: Mapping[str, str],
-        listeners: Sequence[Listener] = (),
-        *,
-        resumed: bool,
-        database_url: str | None = None,
-    ) -> None:
-        self.ws, self.pool, self.resumed, self._task = ws, pool, resumed, task
+    def __init__(self, plan: _Plan, options: RunOptions, ledger: WriteBehindLedger) -> None:
+        self.task, self.resumed = plan.task, plan.resumed
+        self.ws, self.run_dir, self.approve_plan = plan.ws, plan.run_dir, options.approve_plan
         self.leftovers = 0
+        self.registry: RunRegistry | None = None
+        self.journal: CallJournal | None = None
+        self.sandbox: Sandbox | None = None
+        self.saving = AsyncExitStack()
         self._stack = ExitStack()
         try:
-            self._stack.enter_context(run_lock(ws.run_dir))
-            self.registry = self._stack.enter_context(open_registry(ws.repo, database_url))
-            self.registry.record_start(new_record(ws.run_id, task, str(ws.repo), ws.branch))
-            self.telemetry = Telemetry(ws.run_id, log_path=ws.run_dir / "events.jsonl",
-                                       listeners=tuple(listeners), env=env)
+            self._stack.enter_context(run_lock(plan.run_dir))
+            if plan.ws is not None:
+                ws = plan.ws
+                self.registry = self._stack.enter_context(open_registry(ws.repo,
+                                                                        plan.database_url))
+                self.registry.record_start(new_record(ws.run_id, self.task, str(ws.repo),
+                                                      ws.branch))
+            self.telemetry = Telemetry(plan.run_id, log_path=plan.run_dir / "events.jsonl",
+                                       listeners=tuple(options.listeners), env=plan.env)
             self._stack.callback(self.telemetry.close)
-            with self.telemetry.busy("setup"):
-                self._open_parts(role_map, pool, relay, env)
+            limited = options.max_usd is not None or options.max_tokens is not None  # 0 too
+            # made once the telemetry is: its routing events (failed attempts, fallbacks) go there
+            self.pool = ClientPool(
+                plan.role_map, plan.env, ledger=ledger,
+                budget=Budget(options.max_usd, options.max_tokens) if limited else None,
+                listeners=[telemetry_listener(self.telemetry)])
+            if plan.ws is None:
+                self.ctx = self._explore_context(plan)
+            else:
+                with self.telemetry.busy("setup"):
+                    self.ctx = self._run_context(plan, plan.ws)
         except BaseException:
             self._stack.close()
             raise
 
-    def _open_parts(self, role_map: RoleMap, pool: ClientPool, relay: Relay,
-                    env: Mapping[str, str]) -> None:
-        ws = self.ws
-        relay.targets.append(telemetry_listener(self.telemetry))
+    def _run_context(self, plan: _Plan, ws: Workspace) -> RunContext:
         if self.resumed:
             self.telemetry.load_history(ws.run_dir / "events.jsonl")
             # before anything else: a command the dead process left running must not keep
             # writing into the worktree that is about to be restored
             self.leftovers = kill_leftovers(ws.run_dir / COMMANDS_FILE)
-        self.journal = CallJournal(ws.run_dir / "journal.sqlite")
-        self._stack.callback(self.journal.close)
+        self.journal = journal = CallJournal(ws.run_dir / "journal.sqlite")
+        self._stack.callback(journal.close)
         base = ws.start_commit or ws.base_commit
         citations = GitCommitSource(ws.repo, base, resolved=True)  # one reader for the run
         self._stack.callback(citations.close)
@@ -227,135 +287,123 @@ class OpenRun:
         # the sandbox's mounts are planned (path work in Python): ~2 ms apart, ~2 ms together
         rules = ThreadPoolExecutor(max_workers=1, thread_name_prefix="repo-rules")
         reading = rules.submit(repo_rules, citations.lines,
-                               max_tokens=role_map.run.repo_rules_tokens)
+                               max_tokens=plan.role_map.run.repo_rules_tokens)
         rules.shutdown(wait=False)
         try:
-            self.sandbox = sandbox = run_sandbox(ws, role_map, env)
+            self.sandbox = sandbox = build_sandbox(
+                plan.role_map.sandbox, worktree=ws.worktree, read_only=ws.objects_dirs,
+                env=plan.env, ledger=ws.run_dir / COMMANDS_FILE)
         finally:
             wait([reading])
         self._stack.callback(sandbox.close)
-        registry = run_registry(ws)
-        self.ctx = RunContext(
-            run_id=ws.run_id, roles=role_map, agents=registry,
-            pool=JournaledPool(pool, self.journal), telemetry=self.telemetry, repo=ws.repo,
-            worktree=ws.worktree, run_dir=ws.run_dir, base_commit=base, env=dict(env),
-            workspace=ws, sandbox=sandbox, pipeline=pipeline_of(role_map, registry),
-            repo_rules=reading.result(),
-            citations=citations,
+        return RunContext(
+            run_id=ws.run_id, roles=plan.role_map, agents=plan.registry,
+            pool=JournaledPool(self.pool, journal), telemetry=self.telemetry, repo=ws.repo,
+            worktree=ws.worktree, run_dir=ws.run_dir, base_commit=base, env=dict(plan.env),
+            workspace=ws, sandbox=sandbox, pipeline=plan.pipeline,
+            repo_rules=reading.result(), citations=citations,
+        )
+
+    def _explore_context(self, plan: _Plan) -> RunContext:
+        return RunContext(
+            run_id=plan.run_id, roles=plan.role_map, agents=plan.registry, pool=self.pool,
+            telemetry=self.telemetry, repo=plan.top, worktree=plan.top, run_dir=plan.run_dir,
+            base_commit="HEAD", env=plan.env, pipeline=plan.pipeline,
+            repo_rules=repo_rules(DirSource(plan.top).lines,
+                                  max_tokens=plan.role_map.run.repo_rules_tokens),
         )
 
     def announce(self) -> None:
-        ws, info = self.ws, self.sandbox.info
+        ws = self.ws
+        if ws is None:
+            self.telemetry.emit("run_started", repo=str(self.ctx.repo), mode="explore")
+            return
+        info = self.sandbox.info if self.sandbox else None
         self.telemetry.emit("run_resumed" if self.resumed else "run_started", repo=str(ws.repo),
                             branch=ws.branch, base_commit=ws.base_commit, dirty=ws.dirty,
-                            included_dirty=ws.included_dirty, sandbox=info.summary())
-        if info.warning:
+                            included_dirty=ws.included_dirty,
+                            sandbox=info.summary() if info else "")
+        if info and info.warning:
             self.telemetry.emit("warning", message=info.warning)
         if self.leftovers:
             self.telemetry.emit("warning", message=f"killed {self.leftovers} process(es) left "
                                 "running by the interrupted run")
 
+    def initial_state(self) -> RunState | None:
+        """What a new run's graph starts from; None for a resumed run (its checkpoint)."""
+        if self.resumed:
+            return None
+        settings = self.ctx.roles.run
+        return RunState(task=self.task, max_attempts=settings.max_attempts,
+                        max_reviews=settings.max_reviews, approve_plan=self.approve_plan)
+
     async def finish(self, final: RunState, pending: bool) -> RunResult:
         """The run's result; ``pending`` means a plan awaits approval. Writes report.json."""
+        assert self.ws is not None and self.journal is not None  # an explore run: ``answer``
         with self.telemetry.busy("finish"):
-            result = await asyncio.to_thread(_result, self.ctx, self.ws, final, pending,
+            result = await asyncio.to_thread(run_result, self.ctx, self.ws, final, pending,
                                              self.journal)
         self.telemetry.emit("run_finished", status=result.status, reason=result.reason)
         await asyncio.to_thread(self._record, result)
         return result
 
     def _record(self, result: RunResult) -> None:
-        (self.ws.run_dir / "report.json").write_text(_report_json(result, self.telemetry), "utf-8")
-        problem = record_claims(self.pool, self.ws.run_id, result.explorers)
+        (self.run_dir / "report.json").write_text(report_json(result, self.telemetry), "utf-8")
+        problem = record_claims(self.pool, result.run_id, result.explorers)
         if problem:
             self.telemetry.emit("warning", message=problem)
-        self.registry.record_finish(self.ws.run_id, result.status, result.reason,
+        assert self.registry is not None
+        self.registry.record_finish(result.run_id, result.status, result.reason,
                                     result.cost_usd, result.commit)
+
+    async def answer(self, final: RunState) -> ExploreResult:
+        """An explore run's result; writes report.json, so a run cut short leaves its findings."""
+        result = explore_result(self.ctx, final)
+        problem = await asyncio.to_thread(record_claims, self.pool, result.run_id,
+                                          result.explorers)
+        if problem:
+            self.telemetry.emit("warning", message=problem)
+        (self.run_dir / "report.json").write_text(explore_report(result, self.telemetry),
+                                                  "utf-8")
+        return result
 
     def stop(self, exc: BaseException) -> None:
         """Record a run that ended without a result: ``failed`` (with a report) for a
         configuration error such as a refused key or an unknown model, else ``stopped`` (crash,
-        Ctrl-C, cancellation, an outage), which ``resume`` continues."""
-        spent = sum(c.cost_usd for c in self.telemetry.calls)
+        Ctrl-C, cancellation, an outage), which ``resume`` continues. An explore run keeps a
+        report only of the first kind (it is never resumed)."""
         failed = is_final(exc)
+        if self.ws is None:
+            if failed:
+                write_failure(self.run_dir, self.task, exc, self.telemetry, kind="explore")
+            return
+        spent = sum(c.cost_usd for c in self.telemetry.calls)
         if failed:
-            write_failure(self.ws.run_dir, self._task, exc, self.telemetry, branch=self.ws.branch)
+            write_failure(self.run_dir, self.task, exc, self.telemetry, branch=self.ws.branch)
+        assert self.registry is not None
         self.registry.record_finish(self.ws.run_id, "failed" if failed else "stopped",
                                     " ".join(str(exc).split()) or type(exc).__name__, spent, None)
 
     async def aclose(self) -> None:
-        """Close the pool, the sandbox, the journal, the telemetry and the registry; unlock."""
+        """Close the pool, the sandbox, the journal, the telemetry, the registry and the
+        checkpointer; unlock."""
         try:
-            await close_pool(self.pool)
+            await self.pool.aclose()
+            await asyncio.to_thread(self.pool.routing.ledger.close)  # writes out what is queued
         finally:
-            await asyncio.to_thread(self._stack.close)  # SQLite files and a file lock
+            try:
+                await asyncio.to_thread(self._stack.close)  # SQLite files and a file lock
+            finally:
+                await self.saving.aclose()
 
+    async def __aenter__(self) -> OpenRun:
+        return self
 
-def _head_of(ws: Workspace) -> str | None:
-    sha = ws.tip()
-    return sha if sha and sha != ws.base_commit else None
+    async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        try:
+            if exc is not None:
+                self.stop(exc)
+        finally:
+            await self.aclose()
 
-
-def _committed(final: RunState) -> str | None:
-    """The tree the report node committed (a finished run), else None: the worktree as it is."""
-    return final.worktree_tree or None if final.status != "running" else None
-
-
-def _result(
-    ctx: RunContext, ws: Workspace, final: RunState, pending: bool, journal: CallJournal
-) -> RunResult:
-    t = ctx.telemetry
-    if pending:
-        status, reason = "awaiting_approval", f"the plan awaits approval: orchestrate resume {ws.run_id} --approve (or --reject)"
-    elif final.status == "running":
-        status, reason = "stopped", final.reason or "the run stopped before its end"
-    else:
-        status, reason = final.status, final.reason
-    return RunResult(
-        run_id=ctx.run_id, task=final.task, status=status, reason=reason, repo=str(ctx.repo),
-        branch=ws.branch, commit=_head_of(ws), base_commit=ws.base_commit,
-        diff_stat=ws.diff_stat(_committed(final)), tests=final.verify, attempts=final.attempts,
-        plan=final.plan, review=final.review, checks=dict(final.checks), races=list(final.races),
-        explore_skipped=final.explore_skipped,
-        explorers=sorted(final.explorers, key=lambda r: r.index),
-        claims_by_model=by_model(sorted(final.explorers, key=lambda r: r.index)),
-        known_tests=final.tests,
-        per_role=t.per_role(), time_split=t.time_split(),
-        cost_usd=sum(c.cost_usd for c in t.calls),
-        policy_violations=t.counters.get("policy_violations", 0),
-        warnings=run_warnings(t), losses=list(t.losses),
-        forks=[e for e in t.events if isinstance(e, Forked)],
-        run_dir=str(ws.run_dir), included_dirty=ws.included_dirty, dirty=ws.dirty,
-        sandbox=ctx.sandbox.info if ctx.sandbox else None, replayed_calls=journal.replayed,
-        paid_calls_repeated=journal.repeated,
-    )
-
-
-def record_claims(pool: ClientPool, run_id: str, explorers: Sequence[ExplorerResult]) -> str | None:
-    """Each explorer's claim counts into the quota ledger's history, once per run and session
-    (a resumed run replaces its rows), so `orchestrate quota` shows each model's record.
-    Returns why that failed, if it did: history is never worth failing a finished run for."""
-    now = datetime.now(UTC)
-    try:
-        for e in explorers:
-            pool.routing.ledger.record_claims(run_id, f"explorer-{e.index + 1}",
-                                              e.model or UNKNOWN_MODEL, of_result(e).model_dump(),
-                                              now)
-    except Exception as exc:  # sqlite3 / psycopg errors alike
-        return f"explorer claim counts were not recorded in the quota ledger: {exc}"
-    return None
-
-
-def _report_json(result: RunResult, telemetry: Telemetry) -> str:
-    report = result.model_dump(mode="json")
-    report["calls"] = [c.model_dump(mode="json") for c in telemetry.calls]
-    turns = max(1, len(telemetry.calls))
-    report["overhead_per_turn_ms"] = 1000 * result.time_split.get("orchestration_s", 0.0) / turns
-    report["phases_s"] = phases_at(telemetry, result.time_split)
-    return json.dumps(report, indent=2)
-
-
-def phases_at(telemetry: Telemetry, split: Mapping[str, float]) -> dict[str, float]:
-    """Where the wall time of ``split`` went, per phase (``timing.py``), for ``report.json``."""
-    end = telemetry.started + split.get("wall_s", 0.0)
-    return {k: round(v, 6) for k, v in telemetry.phase_split(end).items()}

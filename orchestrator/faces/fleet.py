@@ -113,7 +113,7 @@ async def submit(
     repo: str,
     *,
     database_url: str,
-    role_files: Sequence[str] = (),
+    role_files: Sequence[str | os.PathLike[str]] = (),
     sets: Sequence[str] = (),
     team: str | None = None,
     trust_repo_config: bool = False,
@@ -122,6 +122,7 @@ async def submit(
 
     ``trust_repo_config`` is the submitter's trust in the repository's own ``roles.toml``
     (provider URLs, key variables, policy allows, sandbox); without it the worker refuses them.
+    Role files are queued as absolute paths, so a worker finds them wherever it runs.
     """
     if not task.strip():
         raise UsageError("the task is empty: say what should be done, e.g. 'fix the failing test'")
@@ -131,8 +132,8 @@ async def submit(
     app = _app(database_url)
     async with app.open_async():
         return await app.configure_task(TASK_NAME, queue=QUEUE).defer_async(
-            task=task, repo=repo, role_files=[str(f) for f in role_files], sets=list(sets),
-            team=team, trust_repo_config=trust_repo_config,
+            task=task, repo=repo, role_files=[str(Path(f).resolve()) for f in role_files],
+            sets=list(sets), team=team, trust_repo_config=trust_repo_config,
         )
 
 
@@ -212,19 +213,20 @@ async def _run_job(context: Any, *, task: str, repo: str, role_files: list[str],
     path = await asyncio.to_thread(checkout, repo, config.cache_dir)
     registry = PostgresRegistry(config.database_url)
     started: list[str] = []
-    listeners = [*config.listeners, _recorder(registry, task, str(path), job_id, started)]
+    listeners = (*config.listeners, _recorder(registry, task, str(path), job_id, started))
+    # what a resumed run and a new one are both given; a new one also gets its role map
+    given = api.RunOptions(repo=path, env=config.env, listeners=listeners,
+                           database_url=config.database_url)
     try:
         prior = await asyncio.to_thread(registry.for_job, job_id)
         if prior is not None and prior.state in FINAL_STATES - {"stopped"}:
             log.info("job %s: run %s already %s", job_id, prior.run_id, prior.state)
             return {"run_id": prior.run_id, "status": prior.state}
-        result = await _resume(registry, prior, path, config, listeners) if prior else None
+        result = await _resume(registry, prior, given, config) if prior else None
         if result is None:
             log.info("job %s on %s: new run for %r", job_id, config.name, task)
-            result = await api.arun(task, repo=path, role_files=role_files, sets=sets, team=team,
-                                    env=config.env, listeners=listeners,
-                                    database_url=config.database_url,
-                                    trust_repo_config=trust_repo_config)
+            result = await api.arun(task, options=given, role_files=role_files, sets=sets,
+                                    team=team, trust_repo_config=trust_repo_config)
         await asyncio.to_thread(registry.record_finish, result.run_id, result.status,
                                 result.reason, result.cost_usd, result.commit)
         return {"run_id": result.run_id, "status": result.status}
@@ -239,13 +241,12 @@ async def _run_job(context: Any, *, task: str, repo: str, role_files: list[str],
         registry.close()
 
 
-async def _resume(registry: PostgresRegistry, prior: RunRecord, path: Path,
-                  config: WorkerConfig, listeners: list[Listener]) -> api.RunResult | None:
+async def _resume(registry: PostgresRegistry, prior: RunRecord, given: api.RunOptions,
+                  config: WorkerConfig) -> api.RunResult | None:
     """The resumed run's result, or None when it cannot resume (then the job starts afresh)."""
     log.info("job resumes run %s on %s", prior.run_id, config.name)
     try:
-        return await api.aresume(prior.run_id, repo=path, env=config.env, listeners=listeners,
-                                 database_url=config.database_url)
+        return await api.aresume(prior.run_id, options=given)
     except UsageError as exc:  # no checkpoint yet, or its worktree is on another machine
         log.warning("run %s cannot resume here (%s): starting the task again", prior.run_id, exc)
         registry.record_finish(prior.run_id, "stopped", f"not resumable on {config.name}: {exc}",

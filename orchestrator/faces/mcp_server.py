@@ -13,7 +13,7 @@ import asyncio
 import json
 import os
 import socket
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -29,7 +29,6 @@ from orchestrator.errors import OrchestrateError, UsageError
 from orchestrator.record import events as ev
 from orchestrator.record.telemetry import Event, Listener
 from orchestrator.results import ExploreResult, RunResult
-from orchestrator.runs import list_runs, run_details
 
 HOST = "127.0.0.1"
 PATCH_CAP = 200_000  # characters of the patch returned inline; the file has all of it
@@ -195,13 +194,22 @@ class ServerSettings:
     team: str | None = None
     env: Mapping[str, str] | None = None  # None: the server process's environment at call time
 
+    @classmethod
+    def checked(cls, repo: Path | None, *, role_files: Sequence[str | os.PathLike[str]] = (),
+                sets: Sequence[str] = (), team: str | None = None) -> ServerSettings:
+        """Settings whose role map resolves (and is trusted) now, not at the first call."""
+        api.resolve_roles(repo, None, role_files, sets, team, env=os.environ)
+        return cls(repo=repo, role_files=tuple(str(Path(f).resolve()) for f in role_files),
+                   sets=tuple(sets), team=team)
+
     def repo_for(self, repo: str | None) -> Path:
         return api.repo_root(repo or self.repo)
 
-    def kwargs(self) -> dict[str, Any]:
+    def options(self, repo: str | None, listener: Listener) -> api.RunOptions:
+        """What a run or an explore of this call is given (its own arguments come on top)."""
         env = dict(os.environ if self.env is None else self.env)
-        return {"role_files": list(self.role_files), "sets": list(self.sets), "team": self.team,
-                "env": env}
+        return api.RunOptions(repo=self.repo_for(repo), role_files=self.role_files,
+                              sets=self.sets, team=self.team, env=env, listeners=(listener,))
 
 
 async def _with_progress(ctx: Context, start: Callable[[Listener], Awaitable[T]]) -> T:
@@ -268,9 +276,8 @@ def build_server(settings: ServerSettings) -> MCPServer:
     ) -> Annotated[CallToolResult, ExploreOutput]:
         """Answer a question about a repository with verified, cited findings. Only reads the files."""
         try:
-            top = settings.repo_for(repo)
             result = await _with_progress(ctx, lambda listen: api.aexplore(
-                question, repo=top, parallel=parallel, listeners=[listen], **settings.kwargs()))
+                question, options=settings.options(repo, listen), parallel=parallel))
         except OrchestrateError as exc:
             raise _tool_error(exc) from exc
         out = explore_output(result)
@@ -288,10 +295,9 @@ def build_server(settings: ServerSettings) -> MCPServer:
     ) -> Annotated[CallToolResult, RunOutput]:
         """Plan, explore, build, test and review a task on its own branch; returns the patch."""
         try:
-            top = settings.repo_for(repo)
             result = await _with_progress(ctx, lambda listen: api.arun(
-                task, repo=top, listeners=[listen], max_usd=max_usd, max_tokens=max_tokens,
-                include_dirty=include_dirty, **settings.kwargs()))
+                task, options=settings.options(repo, listen), max_usd=max_usd,
+                max_tokens=max_tokens, include_dirty=include_dirty))
         except OrchestrateError as exc:
             raise _tool_error(exc) from exc
         out = run_output(result)
@@ -301,10 +307,10 @@ def build_server(settings: ServerSettings) -> MCPServer:
     def runs(repo: RepoArg = None) -> RunsOutput:
         """The runs of a repository: id, state, branch, task, cost, age."""
         try:
-            found = list_runs(settings.repo_for(repo))
+            found = api.runs(repo=settings.repo_for(repo))
         except OrchestrateError as exc:
             raise _tool_error(exc) from exc
-        return RunsOutput(runs=[RunSummary(**{**vars(r), "age": r.age}) for r in found])
+        return RunsOutput(runs=[RunSummary(**r.summary()) for r in found])
 
     def show(
         run_id: Annotated[str, Field(description="The run to show (see the runs tool).")],
@@ -312,7 +318,7 @@ def build_server(settings: ServerSettings) -> MCPServer:
     ) -> ShowOutput:
         """Everything recorded about one run: outcome, per role, sessions, calls."""
         try:
-            d = run_details(settings.repo_for(repo), run_id)
+            d = api.show(run_id, repo=settings.repo_for(repo))
         except OrchestrateError as exc:
             raise _tool_error(exc) from exc
         report = d.report

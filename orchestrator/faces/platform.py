@@ -25,27 +25,16 @@ from langgraph.errors import GraphInterrupt
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.api import DATABASE_ENV
 from orchestrator.config.layers import resolve_setup
 from orchestrator.config.pipeline import DEFAULT_PIPELINE, Pipeline, pipeline_of
 from orchestrator.engine.graph import NodeFn, build_graph
-from orchestrator.engine.lifecycle import (
-    RUN_FILE,
-    OpenRun,
-    Relay,
-    build_pool,
-    check_sandbox,
-    close_pool,
-    read_run_file,
-    run_registry,
-    write_run_file,
-)
-from orchestrator.errors import ConfigError, OrchestrateError, UsageError
+from orchestrator.engine.lifecycle import OpenRun, open_run
+from orchestrator.engine.options import RunOptions
+from orchestrator.errors import OrchestrateError, UsageError
 from orchestrator.record.telemetry import Event
 from orchestrator.record.tracing import configure_from_env
 from orchestrator.state import RunState
 from orchestrator.workspace.repo import repo_root
-from orchestrator.workspace.worktree import Workspace
 
 RUN_PREFIX = "lg-"  # run ids of platform threads: lg-<thread id>
 FINISHED = ("succeeded", "failed")
@@ -140,48 +129,13 @@ def run_id_for(thread_id: str) -> str:
     return RUN_PREFIX + thread_id
 
 
-def _open(thread_id: str, config: PlatformConfig, task: str, approve_plan: bool, *,
-          starting: bool, pools: list[Any], served: Pipeline) -> _Live:
-    """Build a thread's run from its config: create it, or re-open it as ``resume`` does.
-
-    Runs in a worker thread; the pool it builds goes into ``pools`` so that the caller can
-    close it on the event loop if building fails.
-    """
-    env = dict(os.environ)
+def _refuse_a_second_task(config: PlatformConfig, run_id: str) -> None:
+    """A thread runs one task: its run, once finished, is not started again."""
     top = repo_root(config.repo or None)
-    run_id = run_id_for(thread_id)
-    run_dir = top / "workspaces" / run_id
-    resumed = (run_dir / RUN_FILE).exists()
-    status = _json(run_dir / "report.json").get("status")
-    if starting and status in FINISHED:
+    status = _json(top / "workspaces" / run_id / "report.json").get("status")
+    if status in FINISHED:
         raise UsageError(f"this thread already ran a task (run {run_id}, {status}); "
                          "start a new thread for a new task")
-    ws = Workspace.open(top, run_id) if resumed else None
-    if ws is not None:
-        _, role_map = read_run_file(run_dir)
-        registry = run_registry(ws)
-    else:
-        role_map, registry = resolve_setup(top, None, config.role_files, config.sets,
-                                           config.team, env=env)
-    pipeline = pipeline_of(role_map, registry)
-    if pipeline != served:
-        raise ConfigError(
-            f"this run's pipeline is {pipeline.describe()}, but the served graph runs "
-            f"{served.describe()} (built from the server's repository); start `langgraph dev` "
-            "in the repository whose roles the runs use")
-    relay, stream = Relay(), _Stream()
-    database_url = env.get(DATABASE_ENV) or None
-    pool = build_pool(role_map, env, relay, database_url=database_url)
-    pools.append(pool)
-    pool.check_credentials(pipeline.roles())
-    check_sandbox(role_map)
-    if ws is None:
-        ws = Workspace.create(top, run_id, include_dirty=config.include_dirty)
-        write_run_file(ws, task, role_map, approve_plan=approve_plan, registry=registry)
-    run = OpenRun(ws, task, role_map, pool, relay, env, [stream], resumed=resumed,
-                  database_url=database_url)
-    parallel = role_map.roles[pipeline.explore].parallel if pipeline.explore else 1
-    return _Live(run, stream, asyncio.Semaphore(parallel), resumed)
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -205,18 +159,27 @@ class LiveRuns:
         async with lock:
             live = self._open.get(thread_id)
             if live is None:
-                pools: list[Any] = []
-                try:
-                    live = await asyncio.to_thread(_open, thread_id, config, task, approve_plan,
-                                                   starting=starting, pools=pools,
-                                                   served=self.pipeline)
-                except BaseException:
-                    for pool in pools:
-                        await close_pool(pool)
-                    raise
-                live.run.announce()  # on the loop, like every event
+                live = await self._reopen(thread_id, config, task, approve_plan,
+                                          starting=starting)
                 self._open[thread_id] = live
             return live
+
+    async def _reopen(self, thread_id: str, config: PlatformConfig, task: str,
+                      approve_plan: bool, *, starting: bool) -> _Live:
+        """The thread's run, made by its first node or re-opened (after a pause, a restart)
+        as ``orchestrate resume`` does, through ``lifecycle.open_run`` like every run."""
+        run_id = run_id_for(thread_id)
+        if starting:
+            await asyncio.to_thread(_refuse_a_second_task, config, run_id)
+        stream = _Stream()
+        options = RunOptions(repo=config.repo or None, role_files=tuple(config.role_files),
+                             sets=tuple(config.sets), team=config.team,
+                             include_dirty=config.include_dirty, approve_plan=approve_plan,
+                             listeners=(stream,))
+        run = await open_run("node", options, task, run_id=run_id, served=self.pipeline)
+        roles, explore = run.ctx.roles, run.ctx.pipeline.explore
+        parallel = roles.roles[explore].parallel if explore else 1
+        return _Live(run, stream, asyncio.Semaphore(parallel), run.resumed)
 
     async def release(self, thread_id: str, *, final: RunState | None = None,
                       pending: bool = False, error: BaseException | None = None) -> Any:

@@ -1,4 +1,5 @@
-"""What people see: live progress per agent session, the run summary and the role map, via rich.
+"""What people see: the run summary, the explore answer, runs, quota and trust, via rich
+(the live progress table is ``progress.py``).
 
 Kept apart from the CLI's parsing so that the API never prints and the pictures can change
 without touching the commands.
@@ -6,144 +7,19 @@ without touching the commands.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, Group
-from rich.live import Live
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
-from rich.text import Text
 
 if TYPE_CHECKING:
-    from orchestrator.record.telemetry import Event
     from orchestrator.results import ExploreResult, RunResult
     from orchestrator.state import Race, RoleUsage
 
 
-@dataclass
-class _Row:
-    role: str
-    model: str = ""
-    tier: str = ""
-    effort: str = ""
-    state: str = "starting"
-    calls: int = 0
-    tokens: int = 0
-    tps: float | None = None
-    context: float = 0.0
-    started: float = 0.0
-
-
-class Progress:
-    """A live table of agent sessions (role, model, tier, tokens/s, context gauge) on stderr."""
-
-    def __init__(self, console: Console, *, enabled: bool = True) -> None:
-        self.console = console
-        self.enabled = enabled
-        self.rows: dict[str, _Row] = {}
-        self.notes: list[str] = []
-        self._live: Live | None = None
-        self._interactive = console.is_terminal
-
-    def __enter__(self) -> Progress:
-        if self.enabled and self._interactive:
-            self._live = Live(self._render(), console=self.console, refresh_per_second=8,
-                              transient=False)
-            self._live.__enter__()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._live is not None:
-            self._live.update(self._render())
-            self._live.__exit__(*exc)
-            self._live = None
-
-    def pause(self) -> None:
-        """Stop redrawing (while the user answers a prompt)."""
-        if self._live is not None:
-            self._live.stop()
-
-    def resume(self) -> None:
-        if self._live is not None:
-            self._live.start()
-
-    def on_event(self, event: Event) -> None:
-        if not self.enabled:
-            return
-        line = self._apply(event)
-        if self._live is not None:
-            self._live.update(self._render())
-        elif line:
-            self.console.print(line, highlight=False, markup=False)
-
-    def _apply(self, e: Event) -> str | None:
-        d = e.data
-        sid = e.session or e.role or "-"
-        if e.kind == "role_started":
-            self.rows[sid] = _Row(role=str(e.role), model=str(d.get("model")), tier=str(d.get("tier")),
-                                  effort=str(d.get("effort") or "-"), state="thinking",
-                                  started=time.monotonic())
-            return f"▶ {sid:<14} {d.get('model')} · tier {d.get('tier')} · effort {d.get('effort') or '-'}"
-        row = self.rows.get(sid)
-        if e.kind == "call_finished" and row is not None:
-            row.calls += 1
-            row.tokens += int(d.get("output_tokens") or 0)
-            row.tps = d.get("tokens_per_s") or row.tps
-            row.model = str(d.get("served_model") or row.model)
-        elif e.kind == "progress" and row is not None:
-            if "context" in d:
-                row.context = float(d["context"])
-            else:
-                row.state = "streaming"
-        elif e.kind == "tool_called" and row is not None:
-            row.state = f"tool {d.get('tool')}"
-        elif e.kind == "role_finished" and row is not None:
-            row.state = "done"
-            tps = f" · {row.tps:.0f} tok/s" if row.tps else ""
-            return f"✔ {sid:<14} {row.calls} calls · {row.tokens} tokens out{tps}"
-        elif e.kind == "explorer_finished":
-            if row is not None:
-                row.state = "failed" if d.get("error") else "done"
-            if d.get("error"):
-                return f"✘ {sid:<14} failed: {d.get('error')}"
-            extra = f", {d.get('adds_nothing')} adding nothing" if d.get("adds_nothing") else ""
-            return f"  {sid:<14} claims verified {d.get('verified')}/{d.get('submitted')}{extra}"
-        elif e.kind == "localized":
-            if d.get("passed"):
-                return "● before any change: the acceptance commands already pass"
-            where = ", ".join(d.get("suspects") or []) or "no source file"
-            return f"● before any change: {len(d.get('failing') or [])} failing; points at {where}"
-        elif e.kind == "test_result":
-            status = "pass" if d.get("passed") else "FAIL"
-            self.notes.append(f"acceptance (attempt {d.get('attempt')}): {status}")
-            return f"● acceptance attempt {d.get('attempt')}: {status}"
-        elif e.kind in ("run_started", "run_resumed") and d.get("sandbox"):
-            return f"■ sandbox: {d.get('sandbox')}"
-        elif e.kind == "warning":
-            self.notes.append(f"warning: {d.get('message')}")
-            return f"! {d.get('message')}"
-        elif e.kind == "role_lost":
-            self.notes.append(f"lost: {d.get('message')}")
-            return f"! lost: {d.get('message')}"
-        elif e.kind == "fork":
-            return f"⑂ {sid} forked: {d.get('reason')}"
-        return None
-
-    def _render(self) -> Group:
-        table = Table(title="agents", expand=False, show_edge=False, pad_edge=False)
-        for col in ("session", "model", "tier", "effort", "state", "calls", "tok out", "tok/s", "context"):
-            table.add_column(col, justify="right" if col in {"calls", "tok out", "tok/s"} else "left")
-        for sid, r in self.rows.items():
-            table.add_row(sid, r.model, r.tier, r.effort, r.state, str(r.calls), str(r.tokens),
-                          f"{r.tps:.0f}" if r.tps else "-", _gauge(r.context))
-        notes = Text("\n".join(self.notes[-4:]))
-        return Group(table, notes)
-
-
-def _gauge(fraction: float, width: int = 10) -> str:
+def gauge(fraction: float, width: int = 10) -> str:
     filled = min(width, round(fraction * width))
     return "█" * filled + "░" * (width - filled) + f" {fraction:4.0%}"
 
@@ -359,7 +235,7 @@ def print_details(console: Console, details) -> None:
                           for f in n.forks)
         indent = "  " * n.session.count(".")
         t.add_row(indent + n.session, str(n.role or "-"), str(n.model or "-"), n.purpose,
-                  _gauge(n.peak_context), n.status, escape(forks) or "-")
+                  gauge(n.peak_context), n.status, escape(forks) or "-")
     console.print(t)
     c = Table(title="calls", show_edge=False)
     for col in ("session", "requested", "served", "api", "tier", "prompt", "out", "reason",

@@ -135,3 +135,21 @@ def write_starter(repo: Path, text: str, *, force: bool = False) -> Path:
         if os.path.exists(tmp):
             os.unlink(tmp)
     return target
+
+
+def init_repo(repo: Path, *, provider: str = "openai", base_url: str | None = None,
+              key_env: str | None = None, models: Mapping[str, str] | None = None,
+              force: bool = False, env: Mapping[str, str] | None = None) -> tuple[Path, bool]:
+    """``orchestrate init``: write the starter ``roles.toml`` and, when it sets protected
+    values (a provider URL, a key variable), trust it as written, since its writer chose them
+    just now. The file's path, and whether it was trusted."""
+    from orchestrator.config.layers import read_layer
+    from orchestrator.config.trust import protected_settings, record_trust, user_config_dir
+
+    text = starter_roles(provider=provider, base_url=base_url, key_env=key_env,
+                         models=dict(models or {}))
+    path = write_starter(repo, text, force=force)
+    protected = bool(protected_settings(read_layer(path).data))
+    if protected:
+        record_trust(user_config_dir(os.environ if env is None else env), repo)
+    return path, protected

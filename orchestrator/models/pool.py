@@ -26,6 +26,19 @@ from orchestrator.state import Role
 __all__ = ["ClientPool"]
 
 
+def check_credentials(role_map: RoleMap, env: Mapping[str, str], roles: Sequence[Role]) -> None:
+    """Fail early, before any work (and before a pool exists), when a provider that ``roles``
+    need has no key in ``env``."""
+    for role in roles:
+        provider_name = role_map.model_for(role).provider
+        env_var = role_map.providers[provider_name].api_key_env
+        if not env.get(env_var):
+            raise MissingCredentials(
+                f"role {role} uses provider {provider_name!r}, whose API key is not set: "
+                f"export {env_var}=... (or try `orchestrate demo`, which needs no key)"
+            )
+
+
 class ClientPool:
     """Builds one SDK client per provider and one fallback chain per role session on demand.
 
@@ -76,14 +89,7 @@ class ClientPool:
 
     def check_credentials(self, roles: Sequence[Role]) -> None:
         """Fail early, before any work, when a needed provider has no key."""
-        for role in roles:
-            provider_name = self.roles.model_for(role).provider
-            env_var = self.roles.providers[provider_name].api_key_env
-            if not self.env.get(env_var):
-                raise MissingCredentials(
-                    f"role {role} uses provider {provider_name!r}, whose API key is not set: "
-                    f"export {env_var}=... (or try `orchestrate demo`, which needs no key)"
-                )
+        check_credentials(self.roles, self.env, roles)
 
     def sdk(self, provider_name: str) -> AsyncOpenAI:
         if provider_name not in self._sdks:
