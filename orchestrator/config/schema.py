@@ -143,6 +143,10 @@ class RunSettings(_Strict):
         "shown, in one call (a small planner otherwise re-reads what it was given).")
     preflight: bool = Field(True, description="Run the acceptance commands before any model "
                             "call and give the planner and builder their localised failures.")
+    preflight_analysis_s: float = Field(
+        30.0, gt=0, description="Time the analysis of the preflight's failures may take (what "
+        "the tracebacks point at, the symbol map); past it the run goes on with the failures "
+        "alone.")
     repo_rules_tokens: int = Field(
         2000, ge=0, description="Cap on the repository's AGENTS.md / CLAUDE.md quoted to the "
         "planner and the builder (0: none).")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
+from orchestrator.localize import failures
 from orchestrator.localize.localization import Check, Localization, localize
 from orchestrator.tools.search import rg_binary
 from orchestrator.tools.shell import CommandPolicy, run_command, scrubbed_env
@@ -42,8 +43,19 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
                 continue
         checks.append(Check(command=command, exit_code=res.exit_code,
                             output=res.output[-MAX_OUTPUT:]))
+    limit = ctx.roles.run.preflight_analysis_s
     with ctx.telemetry.busy("tool"):
-        loc = await asyncio.to_thread(localize_worktree, ctx.worktree, checks)
+        try:
+            loc = await asyncio.wait_for(
+                asyncio.to_thread(localize_worktree, ctx.worktree, checks), limit)
+        except TimeoutError:  # a repository made to stall the analysis: go on without it
+            reports = tuple(failures.parse(c.output, command=c.command, exit_code=c.exit_code)
+                            for c in checks if c.exit_code != 0)
+            loc = Localization(checks=tuple(checks), reports=reports)
+            ctx.telemetry.emit("warning", role="verify", category="preflight_timeout",
+                               message=f"the analysis of the preflight's failures took over "
+                                       f"{limit:g}s (run.preflight_analysis_s): the planner and "
+                                       "builder get the failing commands' output only")
     ctx.telemetry.emit(
         "localized", role="verify", passed=loc.passed, pinned=loc.pinned,
         commands=[c.command for c in checks], exit_codes=[c.exit_code for c in checks],

@@ -17,23 +17,21 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-# extension -> (grammar module, definitions query)
-_PY_QUERY = "(class_definition) @def (function_definition) @def"
-_JS_QUERY = """
-(class_declaration) @def (function_declaration) @def (method_definition) @def
-(generator_function_declaration) @def
-(variable_declarator name: (identifier) value: [(arrow_function) (function_expression)]) @def
-"""
-_SH_QUERY = "(function_definition) @def"
-LANGUAGES: dict[str, tuple[str, str]] = {
-    ".py": ("tree_sitter_python", _PY_QUERY),
-    ".js": ("tree_sitter_javascript", _JS_QUERY),
-    ".mjs": ("tree_sitter_javascript", _JS_QUERY),
-    ".cjs": ("tree_sitter_javascript", _JS_QUERY),
-    ".sh": ("tree_sitter_bash", _SH_QUERY),
-    ".bash": ("tree_sitter_bash", _SH_QUERY),
+# extension -> (grammar module, the node types that are definitions)
+_PY = ("tree_sitter_python", frozenset({"class_definition", "function_definition"}))
+_JS = ("tree_sitter_javascript", frozenset({
+    "class_declaration", "function_declaration", "method_definition",
+    "generator_function_declaration", "variable_declarator"}))
+_SH = ("tree_sitter_bash", frozenset({"function_definition"}))
+LANGUAGES: dict[str, tuple[str, frozenset[str]]] = {
+    ".py": _PY, ".js": _JS, ".mjs": _JS, ".cjs": _JS, ".sh": _SH, ".bash": _SH,
 }
-_CONTAINERS = {"class_definition", "class_declaration", "class_body", "block"}
+_CLASSES = frozenset({"class_definition", "class_declaration"})
+# what opens a function's scope: definitions inside one are not part of the file's outline
+_FUNCTIONS = frozenset({"function_definition", "function_declaration", "method_definition",
+                        "generator_function_declaration", "arrow_function",
+                        "function_expression", "function", "generator_function"})
+_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression"})
 MAX_SIGNATURE = 120
 
 
@@ -57,8 +55,8 @@ def supported(path: str) -> bool:
 
 
 @functools.cache
-def _language(ext: str) -> tuple[Any, Any] | None:
-    """(parser, query) for an extension; None when its grammar package is not installed."""
+def _language(ext: str) -> tuple[Any, frozenset[str]] | None:
+    """(parser, definition types) for an extension; None when its grammar is not installed."""
     spec = LANGUAGES.get(ext)
     if spec is None:
         return None
@@ -68,62 +66,58 @@ def _language(ext: str) -> tuple[Any, Any] | None:
         grammar = importlib.import_module(spec[0])
     except ImportError:
         return None
-    language = ts.Language(grammar.language())
-    return ts.Parser(language), ts.Query(language, spec[1])
+    return ts.Parser(ts.Language(grammar.language())), spec[1]
 
 
 def symbols(path: str, text: str) -> list[Symbol]:
-    """The definitions in one file, in source order."""
+    """The definitions in one file, in source order: at module level and in classes (a
+    function's own inner definitions are not part of the outline). One walk of the syntax
+    tree that never enters a function's body, so the time grows with the file, not with how
+    deeply it nests (asking a tree-sitter node for its parent walks down from the root)."""
     loaded = _language(posixpath.splitext(path)[1])
     if loaded is None or not text:
         return []
-    import tree_sitter as ts
-
-    parser, query = loaded
+    parser, kinds = loaded
     source = text.encode("utf-8")
-    tree = parser.parse(source)
-    nodes = [n for _, caps in ts.QueryCursor(query).matches(tree.root_node) for n in caps["def"]]
-    found = [_symbol(path, node, source) for node in sorted(nodes, key=lambda n: n.start_byte)]
-    return [s for s in found if s is not None]
+    found: list[Symbol] = []
+    stack: list[tuple[Any, str]] = [(parser.parse(source).root_node, "")]
+    while stack:
+        node, owner = stack.pop()
+        kind = node.type
+        if kind in kinds and (symbol := _symbol(path, node, source, owner)) is not None:
+            found.append(symbol)
+            if kind in _CLASSES:
+                stack.extend((child, symbol.name) for child in node.children)
+            continue
+        if kind in _FUNCTIONS or kind in _CLASSES:
+            continue  # an unnamed function or class, or one this language does not outline
+        stack.extend((child, owner) for child in node.children)
+    return sorted(found, key=lambda s: (s.line, s.end_line))
 
 
-def _symbol(path: str, node: Any, source: bytes) -> Symbol | None:
+def _symbol(path: str, node: Any, source: bytes, owner: str) -> Symbol | None:
     name_node = node.child_by_field_name("name")
     if name_node is None:
         return None
-    name = _text(name_node, source)
-    parent = _enclosing_class(node, source)
-    if parent is None:
-        return None  # a function inside a function: not part of the file's outline
-    kind = "class" if "class" in node.type else ("method" if parent else "function")
     body = node.child_by_field_name("body") or node.child_by_field_name("value")
+    if node.type == "variable_declarator" and (
+            name_node.type != "identifier" or body is None or body.type not in _FUNCTION_VALUES):
+        return None  # a variable, not a function
+    name = _text(name_node, source)
+    kind = "class" if node.type in _CLASSES else ("method" if owner else "function")
     end = body.start_byte if body is not None and body.start_byte > node.start_byte else node.end_byte
     head = " ".join(source[node.start_byte:end].decode("utf-8", "replace").split())
     head = head.rstrip(":{ ").removesuffix("=>").rstrip()
     if node.type == "variable_declarator" and body is not None:
         head = f"{name} = " + " ".join(_params(body, source).split())
     return Symbol(path=path, name=name, kind=kind, line=node.start_point[0] + 1,
-                  end_line=node.end_point[0] + 1, signature=head[:MAX_SIGNATURE], parent=parent)
+                  end_line=node.end_point[0] + 1, signature=head[:MAX_SIGNATURE], parent=owner)
 
 
 def _params(fn: Any, source: bytes) -> str:
     params = fn.child_by_field_name("parameters") or fn.child_by_field_name("parameter")
     shown = _text(params, source) if params is not None else "()"
     return f"{shown} =>" if fn.type == "arrow_function" else f"function{shown}"
-
-
-def _enclosing_class(node: Any, source: bytes) -> str | None:
-    """The class a definition belongs to, "" at module level, None inside a function."""
-    parent = node.parent
-    while parent is not None:
-        if parent.type in ("class_definition", "class_declaration"):
-            name = parent.child_by_field_name("name")
-            return _text(name, source) if name is not None else ""
-        if parent.type in ("function_definition", "function_declaration", "method_definition",
-                           "arrow_function", "function_expression", "function"):
-            return None
-        parent = parent.parent
-    return ""
 
 
 def _text(node: Any, source: bytes) -> str:
