@@ -37,6 +37,9 @@ class _Row:
     started: float = 0.0
 
 
+_ROW_KINDS = frozenset({"call_finished", "progress", "tool_called", "role_finished"})
+
+
 class Progress:
     """A live table of agent sessions (role, model, tier, tokens/s, context gauge) on stderr."""
 
@@ -80,55 +83,73 @@ class Progress:
             self.console.print(line, highlight=False, markup=False)
 
     def _apply(self, e: Event) -> str | None:
-        d = e.data
+        """Update the session rows for ``e``; the line to print for it, if any."""
         sid = e.session or e.role or "-"
         if e.kind == "role_started":
+            d = e.data
             self.rows[sid] = _Row(role=str(e.role), model=str(d.get("model")), tier=str(d.get("tier")),
                                   effort=str(d.get("effort") or "-"), state="thinking",
                                   started=time.monotonic())
             return f"▶ {sid:<14} {d.get('model')} · tier {d.get('tier')} · effort {d.get('effort') or '-'}"
         row = self.rows.get(sid)
-        if e.kind == "call_finished" and row is not None:
+        if e.kind in _ROW_KINDS:
+            return self._update(row, e, sid) if row is not None else None
+        if e.kind == "explorer_finished":
+            return self._explorer(row, e, sid)
+        return self._note(e, sid)
+
+    def _update(self, row: _Row, e: Event, sid: str) -> str | None:
+        """A running session's call, stream tick, tool or end."""
+        d = e.data
+        if e.kind == "call_finished":
             row.calls += 1
             row.tokens += int(d.get("output_tokens") or 0)
             row.tps = d.get("tokens_per_s") or row.tps
             row.model = str(d.get("served_model") or row.model)
-        elif e.kind == "progress" and row is not None:
+        elif e.kind == "progress":
             if "context" in d:
                 row.context = float(d["context"])
             else:
                 row.state = "streaming"
-        elif e.kind == "tool_called" and row is not None:
+        elif e.kind == "tool_called":
             row.state = f"tool {d.get('tool')}"
-        elif e.kind == "role_finished" and row is not None:
+        else:  # role_finished
             row.state = "done"
             tps = f" · {row.tps:.0f} tok/s" if row.tps else ""
             return f"✔ {sid:<14} {row.calls} calls · {row.tokens} tokens out{tps}"
-        elif e.kind == "explorer_finished":
-            if row is not None:
-                row.state = "failed" if d.get("error") else "done"
-            if d.get("error"):
-                return f"✘ {sid:<14} failed: {d.get('error')}"
-            extra = f", {d.get('adds_nothing')} adding nothing" if d.get("adds_nothing") else ""
-            return f"  {sid:<14} claims verified {d.get('verified')}/{d.get('submitted')}{extra}"
-        elif e.kind == "localized":
+        return None
+
+    @staticmethod
+    def _explorer(row: _Row | None, e: Event, sid: str) -> str:
+        d = e.data
+        if row is not None:
+            row.state = "failed" if d.get("error") else "done"
+        if d.get("error"):
+            return f"✘ {sid:<14} failed: {d.get('error')}"
+        extra = f", {d.get('adds_nothing')} adding nothing" if d.get("adds_nothing") else ""
+        return f"  {sid:<14} claims verified {d.get('verified')}/{d.get('submitted')}{extra}"
+
+    def _note(self, e: Event, sid: str) -> str | None:
+        """The run's own events: localisation, acceptance, sandbox, warnings, losses, forks."""
+        d = e.data
+        if e.kind == "localized":
             if d.get("passed"):
                 return "● before any change: the acceptance commands already pass"
             where = ", ".join(d.get("suspects") or []) or "no source file"
             return f"● before any change: {len(d.get('failing') or [])} failing; points at {where}"
-        elif e.kind == "test_result":
+        if e.kind == "test_result":
             status = "pass" if d.get("passed") else "FAIL"
             self.notes.append(f"acceptance (attempt {d.get('attempt')}): {status}")
             return f"● acceptance attempt {d.get('attempt')}: {status}"
-        elif e.kind in ("run_started", "run_resumed") and d.get("sandbox"):
+        if e.kind in ("run_started", "run_resumed") and d.get("sandbox"):
             return f"■ sandbox: {d.get('sandbox')}"
-        elif e.kind == "warning":
+        if e.kind == "warning":
             self.notes.append(f"warning: {d.get('message')}")
             return f"! {d.get('message')}"
-        elif e.kind == "role_lost":
+        if e.kind == "role_lost":
             self.notes.append(f"lost: {d.get('message')}")
             return f"! lost: {d.get('message')}"
-        elif e.kind == "fork":
+        if e.kind == "fork":
             return f"⑂ {sid} forked: {d.get('reason')}"
         return None
 
