@@ -23,7 +23,8 @@ from orchestrator.config.schema import load_roles
 from orchestrator.faces.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
 from orchestrator.models.client import ClientPool
 from orchestrator.record.telemetry import Event, Telemetry
-from orchestrator.session.context import Ledger, token_counter
+from orchestrator.session.ledger import Ledger
+from orchestrator.session.tokens import token_counter
 from orchestrator.session.loop import Session
 from orchestrator.sim import (
     ChatRequestView,

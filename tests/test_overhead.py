@@ -426,7 +426,7 @@ def test_the_secret_filter_is_the_glob_list():
 
 
 def test_tool_declarations_are_counted_once_and_counted_again_when_anything_changes():
-    from orchestrator.session.context import _tools_tokens
+    from orchestrator.session.tokens import tools_tokens as _tools_tokens
 
     seen: list[str] = []
 

@@ -37,15 +37,13 @@ from orchestrator.models.toolmode import parse_tool_calls
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.session.context import (
     ContextPolicy,
-    Ledger,
-    TokenCounter,
     describe_call,
-    loaded_counter,
     mask_old_outputs,
     parse_overflow,
-    render_transcript,
-    token_counter,
 )
+from orchestrator.session.ledger import Ledger
+from orchestrator.session.tokens import TokenCounter, loaded_counter, token_counter
+from orchestrator.session.transcript import render_transcript
 from orchestrator.state import Handoff, RoleLoss
 from orchestrator.tools.artifacts import READ_ARTIFACT, ArtifactStore, paged_message, preview
 from orchestrator.tools.base import Toolbox, parameters
