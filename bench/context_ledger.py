@@ -24,8 +24,8 @@ from orchestrator.faces.demo import demo_roles_sets, demo_scenario, make_sample_
 from orchestrator.models.client import ClientPool
 from orchestrator.record.telemetry import Event, Telemetry
 from orchestrator.session.ledger import Ledger
-from orchestrator.session.tokens import token_counter
 from orchestrator.session.loop import Session
+from orchestrator.session.tokens import token_counter
 from orchestrator.sim import (
     ChatRequestView,
     ModelBehavior,

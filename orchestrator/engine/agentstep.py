@@ -29,8 +29,10 @@ from orchestrator.evidence import questions
 from orchestrator.evidence.known import known_tests
 from orchestrator.evidence.verify import DirSource, FileSource, GitCommitSource
 from orchestrator.localize import localization as localize
+from orchestrator.session.account import SessionOutcome
 from orchestrator.session.context import policy_for
-from orchestrator.session.loop import Session, SessionOutcome, Summarizer
+from orchestrator.session.handoff import Summarizer
+from orchestrator.session.loop import Session
 from orchestrator.state import BuildReport, KnownTests, Plan, Race, Review, Role, RunState
 from orchestrator.tools.base import Tool, Toolbox, WriteWatch
 from orchestrator.tools.edit import edit_tools
