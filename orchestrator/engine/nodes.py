@@ -17,18 +17,11 @@ from langgraph.types import interrupt
 
 from orchestrator.config.prompts import text
 from orchestrator.engine.acceptance import run_checks
-from orchestrator.engine.agentstep import (
-    NodeFn,
-    acceptance_commands,
-    agent_node,
-    plan_text,
-    policy_of,
-    protected_tests,
-    run_session,
-    source_of,
-    worktree_tree,
-)
+from orchestrator.engine.agentstep import NodeFn, agent_node
+from orchestrator.engine.prompting import acceptance_commands, plan_text
 from orchestrator.engine.runtime import RunContext
+from orchestrator.engine.sessions import run_session
+from orchestrator.engine.toolbox import policy_of, protected_tests
 from orchestrator.errors import BudgetExhausted, OrchestrateError
 from orchestrator.evidence.digest import build_digest
 from orchestrator.evidence.known import for_explorer
@@ -174,7 +167,7 @@ def _served_model(ctx: RunContext, role: Role, session: str) -> str:
 def _count_lines_ahead(ctx: RunContext) -> None:
     """The repository's line counts, which the citation check needs (a read of every file),
     are made while the explorers' models think, on a thread, when there is a reader that lives
-    as long as the run (``source_of``)."""
+    as long as the run (``RunContext.source``)."""
     if ctx.workspace is None:
         ctx.line_counts.ahead(DirSource(ctx.worktree))
     elif ctx.citations is not None:
@@ -184,7 +177,7 @@ def _count_lines_ahead(ctx: RunContext) -> None:
 def _verify(ctx: RunContext, findings: Findings, tool_calls: int,
             known: KnownTests | None) -> Verified:
     """Check citations; the run's explorers share one count of the repository's lines."""
-    with source_of(ctx) as source:
+    with ctx.source() as source:
         return verify_findings(source, findings, tool_calls=tool_calls,
                                line_counts=ctx.line_counts, known=known)
 
@@ -220,7 +213,7 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     diffing = _prefetch_diff(ctx, state.worktree_tree)
     try:
         checks = await run_checks(ctx, acceptance_commands(ctx, state), policy_of(ctx))
-        tree = await worktree_tree(ctx)  # the commands may have written files
+        tree = await ctx.worktree_tree()  # the commands may have written files
     finally:
         if diffing is not None:
             await asyncio.wait([diffing])

@@ -6,7 +6,9 @@ once per run and LangGraph hands it to each node. Nothing here is checkpointed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -14,15 +16,12 @@ from typing import TYPE_CHECKING, Protocol
 from orchestrator.config.definitions import Registry
 from orchestrator.config.pipeline import DEFAULT_PIPELINE, Pipeline
 from orchestrator.config.schema import RoleMap
-from orchestrator.evidence.sources import LineCounts
+from orchestrator.evidence.sources import DirSource, FileSource, GitCommitSource, LineCounts
 from orchestrator.models.client import ModelClient
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.state import Role
 
 if TYPE_CHECKING:
-    import asyncio
-
-    from orchestrator.evidence.sources import GitCommitSource
     from orchestrator.sandbox import Sandbox
     from orchestrator.workspace.worktree import PreparedCommit, Workspace
 
@@ -63,3 +62,20 @@ class RunContext:
         file: the run's citation reader (it reads ``base_commit``, dirty state included); None
         outside a run (ask git)."""
         return None if self.citations is None else self.citations.raw
+
+    @contextlib.contextmanager
+    def source(self) -> Iterator[FileSource]:
+        """Files at the run's commit, or the working tree for `explore`."""
+        if self.workspace is None:
+            yield DirSource(self.worktree)
+            return
+        if self.citations is not None:  # the run's one reader of its commit
+            yield self.citations
+            return
+        with GitCommitSource(self.repo, self.base_commit) as source:
+            yield source
+
+    async def worktree_tree(self) -> str:
+        """The worktree's files as a tree object, recorded in the checkpoint for an exact
+        resume ("" without a worktree of the run's own)."""
+        return await asyncio.to_thread(self.workspace.snapshot) if self.workspace else ""
