@@ -38,7 +38,6 @@ from orchestrator.evidence.known import known_tests
 from orchestrator.localize import localization as localize
 from orchestrator.session.account import SessionOutcome
 from orchestrator.state import BuildReport, KnownTests, Plan, Review, Role, RunState
-from orchestrator.workspace.ahead import TreeAhead
 
 NodeFn = Callable[..., Awaitable[dict[str, Any]]]
 Values = dict[str, Any]
@@ -118,10 +117,10 @@ async def _session(ctx: RunContext, state: RunState, asked: Asked, task: str, n:
 async def _tool_loop(ctx: RunContext, state: RunState, asked: Asked, task: str, n: int
                      ) -> tuple[SessionOutcome, Values]:
     """The builder's tool loop; attempt n samples at ``temperatures[n - 1]`` (a retry
-    differs). The worktree's tree is taken while the model writes (``TreeAhead``)."""
+    differs). The worktree's tree is taken while the model writes (``Ahead.trees``)."""
     role = asked.role
     temperature = temperature_of(ctx.roles.roles[role].temperatures, n)
-    ahead = TreeAhead(ctx.workspace.snapshot if ctx.workspace else lambda: "")
+    ahead = ctx.ahead.trees(ctx.workspace)
     try:
         outcome = await run_session(ctx, role, task, n=n, protected=protected_tests(ctx, state),
                                     temperature=temperature, watch=ahead)
@@ -235,7 +234,7 @@ async def _build_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
 
 async def _build_apply(ctx: RunContext, state: RunState, asked: Asked, payload: BaseModel
                        ) -> Values:
-    # the worktree's tree comes with it from the node's way (``TreeAhead``)
+    # the worktree's tree comes with it from the node's way (``Ahead.trees``)
     return {"build": cast(BuildReport, payload), "attempts": state.attempts + 1}
 
 

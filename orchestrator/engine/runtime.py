@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING, Protocol
 from orchestrator.config.definitions import Registry
 from orchestrator.config.pipeline import DEFAULT_PIPELINE, Pipeline
 from orchestrator.config.schema import RoleMap
-from orchestrator.evidence.sources import DirSource, FileSource, GitCommitSource, LineCounts
+from orchestrator.evidence.sources import DirSource, FileSource, GitCommitSource
 from orchestrator.models.client import ModelClient
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.state import Role
+from orchestrator.workspace.ahead import Ahead
 
 if TYPE_CHECKING:
     from orchestrator.sandbox import Sandbox
-    from orchestrator.workspace.worktree import PreparedCommit, Workspace
+    from orchestrator.workspace.worktree import Workspace
 
 
 class RolePool(Protocol):
@@ -50,12 +51,11 @@ class RunContext:
     sandbox: Sandbox | None = None  # where builder and verify commands run; None for `explore`
     pipeline: Pipeline = DEFAULT_PIPELINE  # which roles plan, explore, build and judge
     repo_rules: str = ""  # the repository's AGENTS.md / CLAUDE.md, quoted (reporules.py)
-    # the repository's line counts for the citation check, built once and shared by explorers
-    line_counts: LineCounts = field(default_factory=LineCounts)
     # the run's commit, read for every explorer's citations by one `git cat-file` (run only)
     citations: GitCommitSource | None = None
-    # the run branch's next commit, made on a thread once verify passed (``nodes.report``)
-    commit_ahead: asyncio.Task[PreparedCommit | None] | None = None
+    # work done ahead of the critical path (the worktree's tree while the builder's model
+    # writes, the commit while the judges read, the line counts while explorers think)
+    ahead: Ahead = field(default_factory=Ahead)
 
     def start_files(self) -> Callable[[str], bytes | None] | None:
         """A reader of the files at the commit the run started from, without a git process per
