@@ -23,8 +23,9 @@ from orchestrator.config.layers import load_roles
 from orchestrator.faces.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
 from orchestrator.models.pool import ClientPool
 from orchestrator.record.telemetry import Event, Telemetry
-from orchestrator.session.context import Ledger, token_counter
+from orchestrator.session.ledger import Ledger
 from orchestrator.session.loop import Session
+from orchestrator.session.tokens import token_counter
 from orchestrator.sim import (
     ChatRequestView,
     ModelBehavior,

@@ -25,7 +25,7 @@ from orchestrator.record.events import CallFinished, read_events
 from orchestrator.workspace.worktree import Workspace, list_workspaces
 
 if TYPE_CHECKING:
-    from orchestrator.session.context import SessionNode
+    from orchestrator.session.tree import SessionNode
 
 LOCK_NAME = "run.lock"
 
@@ -257,7 +257,7 @@ class RunDetails:
 
 def run_details(repo: Path, run_id: str) -> RunDetails:
     """What ``orchestrate show`` prints, read back from the run's report and events."""
-    from orchestrator.session.context import session_tree
+    from orchestrator.session.tree import session_tree
 
     ws = Workspace.open(repo, run_id, reattach=False)
     events = read_events(ws.run_dir / "events.jsonl")

@@ -1,8 +1,10 @@
-"""The worktree's tree taken ahead while the builder's model writes (``orchestrator/ahead.py``):
-on a real repository and the run's own index, the tree it gives is always the worktree's as it
-is when asked (a write while a snapshot was being taken included), it takes no snapshot of its
-own when the one taken ahead still holds, and a run's recorded tree is what a fresh snapshot of
-its worktree gives."""
+"""Work done ahead of the critical path (``orchestrator/engine/ahead.py``), on real
+repositories. The worktree's tree taken while the builder's model writes: the tree it gives is
+always the worktree's as it is when asked (a write while a snapshot was being taken included),
+it takes no snapshot of its own when the one taken ahead still holds, and a run's recorded tree
+is what a fresh snapshot of its worktree gives. The commit made while the judges read is used
+only where it fits. The line counts started when explorers start are the commit's, and never
+hold anything up."""
 
 from __future__ import annotations
 
@@ -11,12 +13,14 @@ import subprocess
 import threading
 from pathlib import Path
 
+import pytest
 from conftest import run_env, sim_roles
 from test_workspace import make_repo
 
 from orchestrator import api
+from orchestrator.engine.ahead import Ahead, TreeAhead
+from orchestrator.evidence.sources import GitCommitSource, LineCounts
 from orchestrator.faces.demo import DEMO_TASK
-from orchestrator.workspace.ahead import TreeAhead
 from orchestrator.workspace.worktree import Workspace
 
 
@@ -157,3 +161,85 @@ async def test_the_toolbox_tells_its_watch_of_writing_tools_only(tmp_path):
     assert (await box.call("write_file", {"path": "b.py", "content": "B = 1\n"})).ok
     assert not (await box.call("replace", {"path": "b.py", "old": "nope", "new": "x"})).ok
     assert seen == ["started", "finished"] * 2
+
+
+def test_line_counts_made_ahead_match_and_a_closed_reader_starts_no_git(sample_repo):
+    """The line counts started on a thread when explorers start are the counts of the commit,
+    and starting them never waits for a count in progress; once the run closes its reader, a
+    count still going cannot start another git process (it fails, and the next ``of`` counts
+    again)."""
+    with GitCommitSource(sample_repo, "HEAD") as src:
+        expected = LineCounts().of(src)
+    ahead = Ahead()
+    counts = ahead.line_counts
+    with GitCommitSource(sample_repo, "HEAD") as src:
+        ahead.count_lines(src)
+        ahead.count_lines(src)  # once
+        assert counts.of(src) == expected and counts.files == len(src.paths())
+
+    busy_ahead = Ahead()  # asked while another count holds the counts: never waits for it
+    busy = busy_ahead.line_counts
+    with GitCommitSource(sample_repo, "HEAD") as src:
+        busy._lock.acquire()
+        caller = threading.Thread(target=busy_ahead.count_lines, args=(src,))
+        caller.start()
+        caller.join(2)
+        returned = not caller.is_alive()
+        busy._lock.release()
+        caller.join(10)
+        assert returned, "ahead() waited for a count in progress (it runs on the event loop)"
+        assert busy.of(src) == expected
+
+    closed = GitCommitSource(sample_repo, "HEAD")
+    assert closed.lines("stats.py")
+    closed.close()
+    late_ahead = Ahead()
+    late = late_ahead.line_counts
+    late_ahead.count_lines(closed)
+    for thread in threading.enumerate():
+        if thread.name == "line-counts":
+            thread.join(10)
+    assert closed._proc is None  # no git process was started for it
+    with pytest.raises(OSError, match="closed"):
+        closed.raw("stats.py")
+    with GitCommitSource(sample_repo, "HEAD") as src:
+        assert late.of(src) == expected  # the failed count left nothing behind
+
+
+async def test_the_commit_made_ahead_is_used_only_where_it_fits(tmp_path):
+    """``Ahead.commit`` moves the branch to the commit made ahead when it was made for the same
+    message and tree and the branch has not moved since; a later ``prepare_commit`` replaces
+    an earlier one; one that failed is made again, its error not raised."""
+    repo = make_repo(tmp_path / "repo")
+    ws = Workspace.create(repo, "c1")
+    ahead = Ahead()
+    (ws.worktree / "app.py").write_text("print('one')\n")
+    first = ws.snapshot()
+    ahead.prepare_commit(ws, "first", first)
+    (ws.worktree / "app.py").write_text("print('two')\n")
+    second = ws.snapshot()
+    ahead.prepare_commit(ws, "second", second)  # a judge asked for changes: this one replaces it
+    made = await ahead.commit(ws, "second", second)
+    assert made is not None and ws.tip() == made
+    assert _blob(repo, made, "app.py") == "print('two')\n"
+
+    (ws.worktree / "app.py").write_text("print('three')\n")
+    third = ws.snapshot()
+    ahead.prepare_commit(ws, "third", third)
+    (ws.worktree / "new.txt").write_text("x\n")
+    moved = ws.commit("moved meanwhile", ws.snapshot())  # the branch moves after it was made
+    last = await ahead.commit(ws, "third", third)
+    assert last is not None and last != moved and ws.tip() == last
+    assert _git_line(repo, "rev-parse", f"{last}^") == moved  # made again on the new tip
+    assert await ahead.commit(ws, "third", third) is None  # nothing left to commit
+
+    broken = Ahead()
+    broken.prepare_commit(ws, "gone", "0" * 40)  # not a tree: making it ahead fails
+    (ws.worktree / "app.py").write_text("print('four')\n")
+    four = await broken.commit(ws, "four", ws.snapshot())
+    assert four is not None and _blob(repo, four, "app.py") == "print('four')\n"
+
+
+def _git_line(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                          text=True).stdout.strip()

@@ -11,16 +11,15 @@ from orchestrator.errors import ToolError
 from orchestrator.record.events import make_event
 from orchestrator.session.context import (
     MASK_PREFIX,
-    PER_MESSAGE,
     ContextPolicy,
-    Ledger,
     mask_old_outputs,
     parse_overflow,
     policy_for,
-    render_transcript,
-    session_tree,
-    token_counter,
 )
+from orchestrator.session.ledger import Ledger
+from orchestrator.session.tokens import PER_MESSAGE, token_counter
+from orchestrator.session.transcript import render_transcript
+from orchestrator.session.tree import session_tree
 from orchestrator.tools.artifacts import ArtifactStore, preview
 
 

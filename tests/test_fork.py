@@ -16,7 +16,8 @@ from orchestrator.config.definitions import load_agents
 from orchestrator.models.pool import ClientPool
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.session.context import MASK_PREFIX, policy_for
-from orchestrator.session.loop import Session, Summarizer
+from orchestrator.session.handoff import Summarizer
+from orchestrator.session.loop import Session
 from orchestrator.sim import (
     ChatRequestView,
     FaultSpec,
@@ -110,6 +111,8 @@ async def test_explorer_finds_the_error_in_a_5mb_log_by_forking(fresh_sim, tmp_p
     assert forks and all(f.data["reason"] == "threshold" for f in forks)
     assert [f.data["child"] for f in forks] == [f"explorer-1.{n}" for n in range(1, len(forks) + 1)]
     assert all(f.data["tokens_after"] < f.data["tokens_before"] for f in forks)
+    # each fork says how full its parent got (the session tree shows it for the parent)
+    assert all(0.5 < f.data["peak_context"] < 1 for f in forks)
     saved = json.loads(Path(forks[0].data["transcript"]).read_text())
     assert saved["session"] == "explorer-1" and saved["messages"][0]["role"] == "system"
     assert all(r.status == 200 for r in fresh_sim.requests), [r.status for r in fresh_sim.requests]

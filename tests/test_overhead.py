@@ -426,7 +426,7 @@ def test_the_secret_filter_is_the_glob_list():
 
 
 def test_tool_declarations_are_counted_once_and_counted_again_when_anything_changes():
-    from orchestrator.session.context import _tools_tokens
+    from orchestrator.session.tokens import tools_tokens as _tools_tokens
 
     seen: list[str] = []
 
@@ -591,45 +591,3 @@ def test_a_request_built_once_does_not_keep_its_sdk_client_alive():
     del sdk
     gc.collect()
     assert gone() is None  # nothing the cache holds keeps it
-
-
-def test_line_counts_made_ahead_match_and_a_closed_reader_starts_no_git(sample_repo):
-    """The line counts started on a thread when explorers start are the counts of the commit,
-    and starting them never waits for a count in progress; once the run closes its reader, a
-    count still going cannot start another git process (it fails, and the next ``of`` counts
-    again)."""
-    from orchestrator.evidence.sources import LineCounts
-
-    with GitCommitSource(sample_repo, "HEAD") as src:
-        expected = LineCounts().of(src)
-    counts = LineCounts()
-    with GitCommitSource(sample_repo, "HEAD") as src:
-        counts.ahead(src)
-        counts.ahead(src)  # once
-        assert counts.of(src) == expected and counts.files == len(src.paths())
-
-    busy = LineCounts()  # asked while another count holds the counts: never waits for it
-    with GitCommitSource(sample_repo, "HEAD") as src:
-        busy._lock.acquire()
-        caller = threading.Thread(target=busy.ahead, args=(src,))
-        caller.start()
-        caller.join(2)
-        returned = not caller.is_alive()
-        busy._lock.release()
-        caller.join(10)
-        assert returned, "ahead() waited for a count in progress (it runs on the event loop)"
-        assert busy.of(src) == expected
-
-    closed = GitCommitSource(sample_repo, "HEAD")
-    assert closed.lines("stats.py")
-    closed.close()
-    late = LineCounts()
-    late.ahead(closed)
-    for thread in threading.enumerate():
-        if thread.name == "line-counts":
-            thread.join(10)
-    assert closed._proc is None  # no git process was started for it
-    with pytest.raises(OSError, match="closed"):
-        closed.raw("stats.py")
-    with GitCommitSource(sample_repo, "HEAD") as src:
-        assert late.of(src) == expected  # the failed count left nothing behind

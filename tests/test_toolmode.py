@@ -23,7 +23,8 @@ from orchestrator.models.toolmode import (
     tool_instruction,
 )
 from orchestrator.record.telemetry import Telemetry
-from orchestrator.session.loop import Session, submit_schema
+from orchestrator.session.loop import Session
+from orchestrator.session.messages import submit_schema
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
 from orchestrator.state import Findings, Plan
 from orchestrator.tools.base import Toolbox

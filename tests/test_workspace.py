@@ -302,3 +302,16 @@ def test_a_commit_prepared_ahead_is_used_only_where_it_fits(repo: Path) -> None:
     assert git(repo, "show", f"{late}:app.py") == "print('three')\n"
     # nothing changed since the last commit: nothing to prepare, nothing committed
     assert ws.prepare_commit("again", third) is None and ws.commit("again", third) is None
+
+
+def test_each_candidate_worktree_keeps_its_own_last_tree(repo: Path) -> None:
+    """A racing candidate that wrote nothing gives the tree it holds, never the one another
+    candidate wrote last (each workspace object remembers what git said of its own index)."""
+    ws = Workspace.create(repo, "cand")
+    start = ws.snapshot()
+    first, second = ws.candidate("1-c1", start), ws.candidate("1-c2", start)
+    (second.worktree / "app.py").write_text("print('second')\n")
+    changed = second.snapshot()
+    assert changed != start
+    assert first.snapshot() == start
+    assert ws.snapshot() == start

@@ -17,18 +17,11 @@ from langgraph.types import interrupt
 
 from orchestrator.config.prompts import text
 from orchestrator.engine.acceptance import run_checks
-from orchestrator.engine.agentstep import (
-    NodeFn,
-    acceptance_commands,
-    agent_node,
-    plan_text,
-    policy_of,
-    protected_tests,
-    run_session,
-    source_of,
-    worktree_tree,
-)
+from orchestrator.engine.agentstep import NodeFn, agent_node
+from orchestrator.engine.prompting import acceptance_commands, plan_text
 from orchestrator.engine.runtime import RunContext
+from orchestrator.engine.sessions import run_session
+from orchestrator.engine.toolbox import policy_of, protected_tests
 from orchestrator.errors import BudgetExhausted, OrchestrateError
 from orchestrator.evidence.digest import build_digest
 from orchestrator.evidence.known import for_explorer
@@ -45,7 +38,6 @@ from orchestrator.state import (
     RunState,
     VerifyResult,
 )
-from orchestrator.workspace.worktree import PreparedCommit
 
 __all__ = ["NodeFn", "agent_node", "approve", "approved", "explore_node", "gather", "plan_text",
            "report", "verify"]
@@ -173,20 +165,20 @@ def _served_model(ctx: RunContext, role: Role, session: str) -> str:
 
 def _count_lines_ahead(ctx: RunContext) -> None:
     """The repository's line counts, which the citation check needs (a read of every file),
-    are made while the explorers' models think, on a thread, when there is a reader that lives
-    as long as the run (``source_of``)."""
+    are made while the explorers' models think (``Ahead.count_lines``), when there is a reader
+    that lives as long as the run (``RunContext.source``)."""
     if ctx.workspace is None:
-        ctx.line_counts.ahead(DirSource(ctx.worktree))
+        ctx.ahead.count_lines(DirSource(ctx.worktree))
     elif ctx.citations is not None:
-        ctx.line_counts.ahead(ctx.citations)
+        ctx.ahead.count_lines(ctx.citations)
 
 
 def _verify(ctx: RunContext, findings: Findings, tool_calls: int,
             known: KnownTests | None) -> Verified:
     """Check citations; the run's explorers share one count of the repository's lines."""
-    with source_of(ctx) as source:
+    with ctx.source() as source:
         return verify_findings(source, findings, tool_calls=tool_calls,
-                               line_counts=ctx.line_counts, known=known)
+                               line_counts=ctx.ahead.line_counts, known=known)
 
 
 async def gather(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
@@ -217,23 +209,17 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
                                    f"{', '.join(put_back)}; they were put back before verify")
     # the diff of what the builder left, which the judges and the report read, is made while
     # the commands run (unless those change a file, it is the diff of the tree checked)
-    diffing = _prefetch_diff(ctx, state.worktree_tree)
-    try:
+    async with ctx.ahead.diffing(ctx.workspace, state.worktree_tree):
         checks = await run_checks(ctx, acceptance_commands(ctx, state), policy_of(ctx))
-        tree = await worktree_tree(ctx)  # the commands may have written files
-    finally:
-        if diffing is not None:
-            await asyncio.wait([diffing])
-            if not diffing.cancelled():
-                diffing.exception()  # a failure is the later reader's to raise, not this one's
+        tree = await ctx.worktree_tree()  # the commands may have written files
     result = VerifyResult(passed=all(c.exit_code == 0 for c in checks), checks=checks)
     failed = [c for c in checks if c.exit_code]
     ctx.telemetry.emit(
         "test_result", role="verify", passed=result.passed, attempt=state.attempts,
         commands=[c.command for c in checks], exit_codes=[c.exit_code for c in checks],
     )
-    if result.passed:
-        _prepare_commit(ctx, state, tree)
+    if result.passed:  # the commit is made while the judges read; the report moves the branch
+        ctx.ahead.prepare_commit(ctx.workspace, _commit_message(ctx, state), tree)
         return {"verify": result, "feedback": "", "worktree_tree": tree}
     feedback = (text("pipeline", "tests_put_back", tests=", ".join(put_back)) + "\n"
                 if put_back else "")
@@ -242,32 +228,6 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         for c in failed))
     sig = " || ".join(failures.signature(c.command, c.exit_code, c.output) for c in failed)
     return {"verify": result, "feedback": feedback, "failures": [sig], "worktree_tree": tree}
-
-
-def _prefetch_diff(ctx: RunContext, tree: str) -> asyncio.Task[Any] | None:
-    """Make ``tree``'s diff (``Workspace.patch``, memoised) on a thread; None without one."""
-    if ctx.workspace is None or not tree:
-        return None
-    return asyncio.create_task(asyncio.to_thread(ctx.workspace.patch, tree))
-
-
-def _prepare_commit(ctx: RunContext, state: RunState, tree: str) -> None:
-    """Make the run's commit of a tree that passed on a thread, while the judges read it; the
-    report then only moves the branch (``Workspace.commit``)."""
-    if ctx.workspace is not None and tree:
-        ctx.commit_ahead = asyncio.create_task(asyncio.to_thread(
-            ctx.workspace.prepare_commit, _commit_message(ctx, state), tree))
-        # one a judge's requested changes made stale is never awaited: its error is dropped
-        ctx.commit_ahead.add_done_callback(lambda t: t.cancelled() or t.exception())
-
-
-async def _prepared(ctx: RunContext) -> PreparedCommit | None:
-    """The commit made ahead, if one was and it could be made (else the report makes it)."""
-    task, ctx.commit_ahead = ctx.commit_ahead, None
-    if task is None:
-        return None
-    await asyncio.wait([task])
-    return None if task.cancelled() or task.exception() else task.result()
 
 
 def _commit_message(ctx: RunContext, state: RunState) -> str:
@@ -282,12 +242,11 @@ async def report(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         return {"status": "failed", "reason": "the plan was rejected; nothing was changed"}
     passed = bool(state.verify and state.verify.passed)
     ws = ctx.workspace
-    prepared = await _prepared(ctx)
     if ws is not None:
         # the tree verify checked (the worktree as it was then; judges put back whatever
         # their commands wrote) is what gets committed
         tree = state.worktree_tree or None
-        await asyncio.to_thread(ws.commit, _commit_message(ctx, state), tree, prepared)
+        await ctx.ahead.commit(ws, _commit_message(ctx, state), tree)
         await asyncio.to_thread(ws.write_patch, tree)
     if passed:
         reason = ("acceptance commands passed" if state.verify.checks  # type: ignore[union-attr]

@@ -14,20 +14,27 @@ shown the files as they are now, verify's failure and what the attempt before di
 the attempt's own temperature) or with the tool loop and the failure as feedback; a judge's
 requested changes always go to the tool loop. Each call is a session of its own
 (``builder-<n>``) in the events, the journal (a resume replays it) and the bench's token
-counts.
+counts: it starts, calls and finishes through a session's own ``Account``
+(``session/account.py``), as the tool loop does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from orchestrator.config.prompts import text
+from orchestrator.engine.prompting import acceptance_commands
+from orchestrator.engine.race import session_of
+from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.localize import failures
 from orchestrator.localize.localization import Localization
+from orchestrator.session.account import Account, SessionOutcome
+from orchestrator.state import BuildReport, Role, RunState
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.edit import edit_tools
 from orchestrator.tools.jail import Jail, open_regular
@@ -137,3 +144,40 @@ async def write_files(root: Path, changed: Mapping[str, str], protected: frozens
         else:
             refused.append(f"{path}: {outcome.text}")
     return written, refused
+
+
+async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
+                temperature: float | None, protected: frozenset[str]) -> SessionOutcome | None:
+    """Build attempt ``n`` as one call for whole files; ``None`` when the failure pins no file
+    small enough to show whole (the tool loop runs instead). A later attempt is shown the files
+    as they are now, the failure verify saw and what the attempt before did."""
+    loc = state.localization
+    again = n > 1
+    if again and (state.verify is None or state.verify.passed or not state.feedback):
+        return None  # a judge's requested changes: the tool loop takes those
+    shown = await asyncio.to_thread(shown_files, ctx.worktree, loc)
+    if shown is None or loc is None:
+        return None
+    client = ctx.pool.for_role(role, temperature=temperature)
+    previous = state.build.summary if state.build else text("pipeline", "none")
+    prompt = messages(
+        system=text("oneshot", "system"), task=state.task, loc=loc, shown=shown,
+        commands=acceptance_commands(ctx, state),
+        failure=state.feedback if again else None, goal=state.plan.goal if state.plan else "",
+        feedback=text("oneshot", "again", previous=previous) if again else "")
+    account = Account(ctx.telemetry, role, session_of(role, n, 1))
+    window = client.route.model.context_window
+    account.started(client.route, window=window, purpose="one_shot")
+    completion = await account.call(client, prompt, window=window)
+    account.turns = 1
+    # the tests are parsed too, so that rewriting one is refused by the jail, and said
+    changed = parse_files(completion.content or "", [*shown.sources, *shown.tests])
+    written, refused = await write_files(ctx.worktree, changed, protected)
+    account.tool_calls = len(written)
+    for why in refused:
+        ctx.telemetry.emit("warning", role=role, session=account.session,
+                           message=f"one-shot write refused: {why}")
+    why = "; ".join(refused) or "no fenced file under a path it may change"
+    summary = (text("oneshot", "wrote", files=", ".join(written)) if written else
+               text("oneshot", "wrote_nothing", why=why))
+    return account.finished(BuildReport(summary=summary, files_changed=written), prompt)

@@ -26,7 +26,7 @@ from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import BudgetExhausted, OrchestrateError
 from orchestrator.models.errors import ModelRefused
 from orchestrator.sandbox import build_sandbox
-from orchestrator.session.loop import SessionOutcome
+from orchestrator.session.account import SessionOutcome
 from orchestrator.state import Candidate, CheckResult, Race, Role
 from orchestrator.tools.shell import CommandPolicy
 from orchestrator.workspace.worktree import Workspace

@@ -6,7 +6,9 @@ once per run and LangGraph hands it to each node. Nothing here is checkpointed.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import asyncio
+import contextlib
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -14,17 +16,15 @@ from typing import TYPE_CHECKING, Protocol
 from orchestrator.config.definitions import Registry
 from orchestrator.config.pipeline import DEFAULT_PIPELINE, Pipeline
 from orchestrator.config.schema import RoleMap
-from orchestrator.evidence.sources import LineCounts
+from orchestrator.engine.ahead import Ahead
+from orchestrator.evidence.sources import DirSource, FileSource, GitCommitSource
 from orchestrator.models.base import ModelClient
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.state import Role
 
 if TYPE_CHECKING:
-    import asyncio
-
-    from orchestrator.evidence.sources import GitCommitSource
     from orchestrator.sandbox import Sandbox
-    from orchestrator.workspace.worktree import PreparedCommit, Workspace
+    from orchestrator.workspace.worktree import Workspace
 
 
 class RolePool(Protocol):
@@ -51,15 +51,31 @@ class RunContext:
     sandbox: Sandbox | None = None  # where builder and verify commands run; None for `explore`
     pipeline: Pipeline = DEFAULT_PIPELINE  # which roles plan, explore, build and judge
     repo_rules: str = ""  # the repository's AGENTS.md / CLAUDE.md, quoted (reporules.py)
-    # the repository's line counts for the citation check, built once and shared by explorers
-    line_counts: LineCounts = field(default_factory=LineCounts)
     # the run's commit, read for every explorer's citations by one `git cat-file` (run only)
     citations: GitCommitSource | None = None
-    # the run branch's next commit, made on a thread once verify passed (``nodes.report``)
-    commit_ahead: asyncio.Task[PreparedCommit | None] | None = None
+    # work done ahead of the critical path (the worktree's tree while the builder's model
+    # writes, the commit while the judges read, the line counts while explorers think)
+    ahead: Ahead = field(default_factory=Ahead)
 
     def start_files(self) -> Callable[[str], bytes | None] | None:
         """A reader of the files at the commit the run started from, without a git process per
         file: the run's citation reader (it reads ``base_commit``, dirty state included); None
         outside a run (ask git)."""
         return None if self.citations is None else self.citations.raw
+
+    @contextlib.contextmanager
+    def source(self) -> Iterator[FileSource]:
+        """Files at the run's commit, or the working tree for `explore`."""
+        if self.workspace is None:
+            yield DirSource(self.worktree)
+            return
+        if self.citations is not None:  # the run's one reader of its commit
+            yield self.citations
+            return
+        with GitCommitSource(self.repo, self.base_commit) as source:
+            yield source
+
+    async def worktree_tree(self) -> str:
+        """The worktree's files as a tree object, recorded in the checkpoint for an exact
+        resume ("" without a worktree of the run's own)."""
+        return await asyncio.to_thread(self.workspace.snapshot) if self.workspace else ""

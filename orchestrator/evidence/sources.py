@@ -10,7 +10,6 @@ line occurs everywhere" test; a run shares one between its explorers.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import posixpath
 import re
@@ -214,15 +213,19 @@ def _repo_relative(repo: Path, path: str) -> str | None:
 class LineCounts:
     """How many times each short normalised line occurs in a repository, counted on first use.
 
-    Thread-safe: explorers verifying at the same time share one count; the first to ask pays.
+    Thread-safe: explorers verifying at the same time share one count; the first to ask pays
+    (a run starts it ahead, when its explorers start: ``engine/ahead.py``).
     """
 
     def __init__(self) -> None:
         self._counts: Counter[str] | None = None
         self._lock = threading.Lock()
-        self._starting = threading.Lock()
-        self._ahead = False
         self.files = 0
+
+    @property
+    def counted(self) -> bool:
+        """Whether the counts are made (asked without waiting for a count in progress)."""
+        return self._counts is not None
 
     def of(self, src: FileSource) -> Counter[str]:
         """The counts, built from ``src`` the first time."""
@@ -231,22 +234,6 @@ class LineCounts:
                 self.files = 0
                 self._counts = self._count(src)
             return self._counts
-
-    def ahead(self, src: FileSource) -> None:
-        """Start counting on a thread of its own, once: a run's explorers call this when they
-        start, so the count (a read of every file) is made while their models think, not when
-        the first findings are checked. A count that fails there (the reader closed at the
-        run's end) is left to ``of``, which counts again and raises its own error."""
-        with self._starting:  # never ``_lock``: a count holds it, and this runs on the event loop
-            if self._ahead or self._counts is not None:
-                return
-            self._ahead = True
-
-        def count() -> None:
-            with contextlib.suppress(Exception):
-                self.of(src)
-
-        threading.Thread(target=count, name="line-counts", daemon=True).start()
 
     def _count(self, src: FileSource) -> Counter[str]:
         counts: Counter[str] = Counter()

@@ -145,50 +145,58 @@ def _compiled(regex: str) -> re.Pattern[str]:
 def terms(question: str, limit: int = MAX_TERMS) -> list[Term]:
     """The question's names, flags, quoted strings and informative words, strongest first."""
     found: dict[str, Term] = {}
-
-    def add(term: Term) -> None:
-        key = term.pattern.lower()
-        if key not in found or found[key].weight < term.weight:
-            found[key] = term
-
     rest = question
     for m in _PATH.finditer(question):  # a file the question names: searched like a name
-        add(Term(m.group(0).strip("`'\""), "path", 3.0))
+        _add(found, Term(m.group(0).strip("`'\""), "path", 3.0))
         rest = rest.replace(m.group(0), " ")
     for m in _QUOTED.finditer(rest):
         quoted = next(g for g in m.groups() if g is not None).strip()
-        rest = rest.replace(m.group(0), " ")
-        if _FLAG.fullmatch(quoted):
-            add(Term(quoted, "flag", 3.0))
-        elif _NAME.fullmatch(quoted):
-            for part in quoted.split("."):  # `Response.ok`: both are names
-                if len(part) >= 2:
-                    add(Term(part, "name", 3.0))
-        elif len(quoted) >= 3:
-            add(Term(quoted, "quoted", 2.5))
-            rest += " " + quoted  # its parts still count
-            for sep in sorted(set(_SEPARATOR.findall(quoted))):  # `--name=value` is split on "="
-                add(Term(sep, "separator", 1.5))
+        rest = rest.replace(m.group(0), " ") + _quoted_terms(found, quoted)
     for m in _FLAG.finditer(rest):
         if len(m.group(1)) > 3:
-            add(Term(m.group(1), "flag", 3.0))
+            _add(found, Term(m.group(1), "flag", 3.0))
     first = True
     for token in _NAME.findall(rest):
         for part in token.split("."):
-            if _is_identifier(part) or _CODE.fullmatch(part):
-                add(Term(part, "name", 3.0))
-            elif part[:1].isupper() and not first and part.lower() not in STOP and len(part) > 2:
-                add(Term(part, "name", 2.0))  # "a Session": a class the question names
-                word = _word_pattern(part)
-                if word and word != part.lower():
-                    add(Term(word, "word", 1.0))
-            else:
-                word = _word_pattern(part)
-                if word:
-                    add(Term(word, "word", 1.0))
+            for term in _token_terms(part, first):
+                _add(found, term)
         first = token.endswith((".", "?", "!"))
     ranked = sorted(found.values(), key=lambda t: -t.weight)  # stable: the question's order
     return ranked[:limit]
+
+
+def _add(found: dict[str, Term], term: Term) -> None:
+    key = term.pattern.lower()
+    if key not in found or found[key].weight < term.weight:
+        found[key] = term
+
+
+def _quoted_terms(found: dict[str, Term], quoted: str) -> str:
+    """Terms of a quoted string (added to ``found``); the text whose words still count."""
+    if _FLAG.fullmatch(quoted):
+        _add(found, Term(quoted, "flag", 3.0))
+    elif _NAME.fullmatch(quoted):
+        for part in quoted.split("."):  # `Response.ok`: both are names
+            if len(part) >= 2:
+                _add(found, Term(part, "name", 3.0))
+    elif len(quoted) >= 3:
+        _add(found, Term(quoted, "quoted", 2.5))
+        for sep in sorted(set(_SEPARATOR.findall(quoted))):  # `--name=value` is split on "="
+            _add(found, Term(sep, "separator", 1.5))
+        return " " + quoted  # its parts still count
+    return ""
+
+
+def _token_terms(part: str, first: bool) -> list[Term]:
+    """A word of the question as terms: a name code uses, a capitalised name mid-sentence
+    ("a Session": a class the question names, and its word), or an informative word."""
+    if _is_identifier(part) or _CODE.fullmatch(part):
+        return [Term(part, "name", 3.0)]
+    word = _word_pattern(part)
+    if part[:1].isupper() and not first and part.lower() not in STOP and len(part) > 2:
+        named = [Term(part, "name", 2.0)]
+        return named + ([Term(word, "word", 1.0)] if word and word != part.lower() else [])
+    return [Term(word, "word", 1.0)] if word else []
 
 
 def _is_identifier(token: str) -> bool:
@@ -320,36 +328,7 @@ class Retriever:
         if path.endswith(_LOGS):
             return self._log_windows(path, lines, hit_lines, weights)
         syms = self._symbols_of(path, lines)
-        units: dict[tuple[int, int, str], list[int]] = {}
-        plain: list[int] = []
-        for line in hit_lines:
-            table = _constant_at(lines, line) if not repomap.enclosing(syms, line) else None
-            if table is not None:
-                units.setdefault(table, []).append(line)
-                continue
-            unit = _unit(line, syms, len(lines))
-            if unit[2]:
-                units.setdefault(unit, []).append(line)
-            else:
-                plain.append(line)
-        taken = {n for start, end, _ in units for n in range(start, end + 1)}
-        for cluster in _clusters(plain):
-            start = max(1, cluster[0] - PLAIN_AROUND)
-            end = min(len(lines), cluster[-1] + PLAIN_AROUND)
-            while start < cluster[0] and start in taken:  # the lines around stop where a
-                start += 1  # definition or a constant's table begins: that one is its own
-            while end > cluster[-1] and end in taken:
-                end -= 1
-            for n in range(cluster[0], start - 1, -1):
-                if n in taken:
-                    start = n + 1
-                    break
-            for n in range(cluster[-1], end + 1):
-                if n in taken:
-                    end = n - 1
-                    break
-            if start <= end:
-                units[(start, end, "")] = cluster
+        units = _units(lines, syms, hit_lines)
         factor = _file_factor(path)
         out = []
         for (start, end, symbol), hits in units.items():
@@ -510,6 +489,31 @@ def _unit(line: int, syms: Sequence[repomap.Symbol], total: int) -> tuple[int, i
              else min(around, key=lambda s: s.end_line - s.line))
     owner = f"{inner.parent}." if inner.parent else ""
     return inner.line, inner.end_line, f"{inner.kind} {owner}{inner.name}"
+
+
+def _units(lines: Lines, syms: Sequence[repomap.Symbol], hit_lines: Sequence[int]
+           ) -> dict[tuple[int, int, str], list[int]]:
+    """The candidates of one file, each with its hit lines: definitions, constants' tables,
+    and the lines around the other hits (stopping where a definition or a table begins)."""
+    units: dict[tuple[int, int, str], list[int]] = {}
+    plain: list[int] = []
+    for line in hit_lines:
+        table = _constant_at(lines, line) if not repomap.enclosing(syms, line) else None
+        unit = table or _unit(line, syms, len(lines))
+        if unit[2]:
+            units.setdefault(unit, []).append(line)
+        else:
+            plain.append(line)
+    taken = {n for start, end, _ in units for n in range(start, end + 1)}
+    for cluster in _clusters(plain):
+        start = max(1, cluster[0] - PLAIN_AROUND)
+        end = min(len(lines), cluster[-1] + PLAIN_AROUND)
+        before = [n for n in range(start, cluster[0]) if n in taken]
+        after = [n for n in range(cluster[-1] + 1, end + 1) if n in taken]
+        start, end = (max(before) + 1 if before else start), (min(after) - 1 if after else end)
+        if start <= end and not any(n in taken for n in cluster):
+            units[(start, end, "")] = cluster
+    return units
 
 
 def _constant_at(lines: Lines, line: int) -> tuple[int, int, str] | None:

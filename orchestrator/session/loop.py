@@ -1,84 +1,70 @@
-"""One agent session: the tool-calling loop that every role shares, and its context care.
+"""One agent session: the tool-calling loop that every role shares.
 
 A session sends the system prompt and the task, runs the tools the model calls, and ends when
-the model calls the typed ``submit`` tool with a payload that validates. An invalid payload goes
-back to the model as the tool result, so it can correct itself. Tool calls that a model writes
-into its content instead of ``tool_calls`` are accepted too.
+the model calls the typed ``submit`` tool with a payload that validates (``messages.py``). An
+invalid payload goes back to the model as the tool result, so it can correct itself. Tool calls
+that a model writes into its content instead of ``tool_calls`` are accepted too.
 
-Before every call the session consults its context ledger (``context.py``). Past the role's
-threshold it first masks old tool outputs; if that is not enough it forks: the summarizer writes
-a handoff and a child session (``<root>.1``, ``<root>.2``, ...) continues from the system prompt,
-the task and the handoff. Oversized tool results are paged into artefacts, and a server's
-``context_length_exceeded`` is handled the same way and retried.
+Before every call the session consults its ledger (``ledger.py``). Past the role's threshold
+(``context.py``) it first masks old tool outputs; if that is not enough it forks: the summarizer
+writes a handoff (``handoff.py``) and a child session (``<root>.1``, ``<root>.2``, ...) continues
+from the system prompt, the task and the handoff. Oversized tool results are paged into
+artefacts, and a server's ``context_length_exceeded`` is handled the same way and retried.
 
 In its last ``FINAL_TURNS`` turns a session offers only ``submit`` and says so, so a model that
 keeps searching still ends with a result (weak models otherwise run out of turns mid-search).
+
+Control flow is exceptions, as in mini-swe-agent's loop: a valid submission raises
+``_Submitted``, a full window ``_Fork``, running out of turns or nudges ``SessionFailed``.
+What it reports (events, counts, peaks) goes through its ``Account`` (``account.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from orchestrator.config.definitions import AgentDef
 from orchestrator.config.prompts import text
 from orchestrator.errors import BudgetExhausted, ContextOverflow, OrchestrateError, SessionFailed
-from orchestrator.models.base import REASONING, Completion, ModelClient, ToolCallData
+from orchestrator.models.base import Completion, ModelClient, ToolCallData
 from orchestrator.models.errors import ModelRefused
 from orchestrator.models.fallback import demote
 from orchestrator.models.toolmode import parse_tool_calls
 from orchestrator.record.telemetry import Telemetry
+from orchestrator.session.account import Account, SessionOutcome
 from orchestrator.session.context import (
     ContextPolicy,
-    Ledger,
-    TokenCounter,
     describe_call,
-    loaded_counter,
     mask_old_outputs,
     parse_overflow,
-    render_transcript,
-    token_counter,
 )
+from orchestrator.session.handoff import Summarizer, plain_handoff, save_transcript
+from orchestrator.session.ledger import Ledger
+from orchestrator.session.messages import (
+    SUBMIT,
+    assistant_message,
+    nudge,
+    submission,
+    submit_schema,
+)
+from orchestrator.session.tokens import TokenCounter, loaded_counter, token_counter
+from orchestrator.session.transcript import render_transcript
 from orchestrator.state import Handoff, RoleLoss, submit_model
 from orchestrator.tools.artifacts import READ_ARTIFACT, ArtifactStore, paged_message, preview
-from orchestrator.tools.base import Toolbox, parameters
+from orchestrator.tools.base import Toolbox
 
-SUBMIT = "submit"
+__all__ = ["Session"]
+
 MAX_NUDGES = 3
 MAX_INVALID_SUBMITS = 2  # then the role's next fallback model takes over the session
 MAX_REFUSALS = 4  # context_length_exceeded answers in a row before the session forks anyway
 FINAL_TURNS = 2  # the last turns of a session offer only submit
-PROGRESS_EVERY_S = 0.1  # a streaming tick at most this often per call: a live display's pace
-
-
-@dataclass
-class SessionOutcome:
-    """What a finished session produced; counts cover the whole lineage of forks."""
-
-    session: str
-    payload: BaseModel
-    tool_calls: int
-    turns: int
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    forks: int = 0
-    peak_context: float = 0.0
-    lineage: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Summarizer:
-    """What a session needs to have a handoff written: the summarizer's agent, client, policy."""
-
-    agent: AgentDef
-    client: ModelClient
-    policy: ContextPolicy
-    max_turns: int = 3
 
 
 class _Fork(Exception):
@@ -87,16 +73,10 @@ class _Fork(Exception):
         self.reason, self.tokens = reason, tokens
 
 
-def submit_schema(model: type[BaseModel]) -> dict[str, Any]:
-    params = parameters(model)
-    return {
-        "type": "function",
-        "function": {
-            "name": SUBMIT,
-            "description": text("session", "submit_description", schema=model.__name__),
-            "parameters": params,
-        },
-    }
+class _Submitted(Exception):
+    def __init__(self, payload: BaseModel) -> None:
+        super().__init__("submitted")
+        self.payload = payload
 
 
 class Session:
@@ -118,10 +98,10 @@ class Session:
         purpose: str = "task",
     ) -> None:
         model = client.route.model
-        self.id = self.root = session_id
         self.agent = agent
         self.client = client
         self.telemetry = telemetry
+        self.account = Account(telemetry, agent.role, session_id)
         self.max_turns = max_turns
         self.policy = policy or ContextPolicy(model.context_window, max_output=model.max_output)
         self.summarizer = summarizer
@@ -131,13 +111,18 @@ class Session:
             self.toolbox = replace(toolbox,
                                    tools={**toolbox.tools, READ_ARTIFACT: self.store.tool()})
         self.parent, self.purpose = parent, purpose
-        self.tool_calls = self.turns = self.forks = self.masked = self.paged = 0
         self.invalid_submits = 0
-        self.peak = self._session_peak = 0.0
-        self.lineage = [session_id]
         self.messages: list[dict[str, Any]] = []
-        self._session_turns = 0
+        self._session_turns = self._nudges = 0
         self._refused = False
+
+    @property
+    def id(self) -> str:
+        return self.account.session
+
+    @property
+    def masked(self) -> int:
+        return self.account.masked
 
     async def run(self, task: str) -> SessionOutcome:
         counter = loaded_counter()  # no thread once the process has it
@@ -148,12 +133,16 @@ class Session:
         self.tools = [*self.toolbox.schemas(), submit_schema(submit_model(self.agent))]
         self.ledger.set_tools(self.tools)
         self._begin(task)
-        self._announce(self.parent, self.purpose)
+        self.account.started(self.client.route, window=self.policy.window, parent=self.parent,
+                             purpose=self.purpose)
         while True:
             try:
-                return await self._loop()
+                while True:
+                    await self._step()
             except _Fork as fork:
                 await self._fork(task, fork)
+            except _Submitted as done:
+                return self.account.finished(done.payload, self.messages)
 
     def _begin(self, opening: str) -> None:
         self.messages = [
@@ -161,66 +150,49 @@ class Session:
             {"role": "user", "content": opening},
         ]
         self.ledger.reset(self.messages)
-        self._session_turns, self._session_peak, self._refused = 0, 0.0, False
-
-    def _announce(self, parent: str | None, purpose: str) -> None:
-        route = self.client.route
-        self.telemetry.emit(
-            "role_started", role=self.agent.role, session=self.id, model=route.model.id,
-            provider=route.provider_name, tier=route.tier, effort=route.effort, parent=parent,
-            purpose=purpose, window=self.policy.window,
-        )
+        self._session_turns, self._nudges, self._refused = 0, 0, False
 
     def _add(self, message: dict[str, Any]) -> None:
         self.messages.append(message)
         self.ledger.append(message)
 
-    async def _loop(self) -> SessionOutcome:
-        nudges = 0
-        while self.turns < self.max_turns:
-            self._closing()
-            completion = await self._call()
-            self.turns += 1
-            self._session_turns += 1
-            calls = list(completion.tool_calls) or parse_tool_calls(completion.content)
-            self._add(_assistant_message(completion, calls))
-            if not calls:
-                nudges += 1
-                if nudges > MAX_NUDGES:
-                    break
-                self._add({"role": "user", "content": _nudge(self.toolbox)})
-                continue
-            payload = await self._run_calls(calls)
-            if payload is not None:
-                return self._finish(payload)
-        raise SessionFailed(
+    async def _step(self) -> None:
+        """One turn: the model's call, then the tools it called (or a nudge to call one)."""
+        if self.account.turns >= self.max_turns:
+            raise self._failed()
+        self._closing()
+        completion = await self._call()
+        self.account.turns += 1
+        self._session_turns += 1
+        calls = list(completion.tool_calls) or parse_tool_calls(completion.content)
+        self._add(assistant_message(completion, calls))
+        if calls:
+            await self._run_calls(calls)
+            return
+        self._nudges += 1
+        if self._nudges > MAX_NUDGES:
+            raise self._failed()
+        self._add(nudge(self.toolbox.names()))
+
+    def _failed(self) -> SessionFailed:
+        return SessionFailed(
             f"{self.agent.role} session {self.id} ended without a valid submission after "
-            f"{self.turns} turns (max_turns={self.max_turns})"
+            f"{self.account.turns} turns (max_turns={self.max_turns})"
         )
 
     def _closing(self) -> None:
         """Entering the last turns: say so once; ``_offered`` then narrows the tools to submit."""
-        left = self.max_turns - self.turns
+        left = self.max_turns - self.account.turns
         if left == FINAL_TURNS and self._final_window():
             self._add({"role": "user", "content": text("session", "final_note", left=left,
                                                         submit=SUBMIT)})
 
     def _final_window(self) -> bool:
         return (self.max_turns > 2 * FINAL_TURNS and len(self.tools) > 1
-                and self.max_turns - self.turns <= FINAL_TURNS)
+                and self.max_turns - self.account.turns <= FINAL_TURNS)
 
     def _offered(self) -> list[dict[str, Any]]:
         return self.tools[-1:] if self._final_window() else self.tools
-
-    def _finish(self, payload: BaseModel) -> SessionOutcome:
-        self.telemetry.emit(
-            "role_finished", role=self.agent.role, session=self.id, turns=self.turns,
-            tool_calls=self.tool_calls, peak_context=round(self._session_peak, 4),
-            lineage_peak_context=round(self.peak, 4), forks=self.forks, masked=self.masked,
-            paged=self.paged, root=self.root,
-        )
-        return SessionOutcome(self.id, payload, self.tool_calls, self.turns, self.messages,
-                              self.forks, self.peak, tuple(self.lineage))
 
     # --- one model call, fitted to the window -------------------------------------------------
 
@@ -228,45 +200,16 @@ class Session:
         for _ in range(MAX_REFUSALS):
             self._fit()
             estimate = self.ledger.estimate()
-            started = time.monotonic()
-            due = [started]  # when the next streaming tick may go out
-
-            def progress(pieces: int, started: float = started, due: list[float] = due) -> None:
-                # a tick per streamed piece would cost one event per token on the one event
-                # loop all sessions share (20 explorers at 1,200 tokens/s: 24,000 a second);
-                # the first piece still shows at once, then ten ticks a second at most
-                now = time.monotonic()
-                if now < due[0] or not self.telemetry.listeners:
-                    return
-                due[0] = now + PROGRESS_EVERY_S
-                self.telemetry.emit("progress", role=self.agent.role, session=self.id,
-                                    pieces=pieces, elapsed=now - started)
-
             try:
-                with self.telemetry.busy("call"):
-                    completion = await self.client.complete(
-                        self.messages, session=self.id, tools=self._offered(), progress=progress
-                    )
+                completion = await self.account.call(
+                    self.client, self.messages, window=self.policy.window, estimate=estimate,
+                    tools=self._offered())
             except ContextOverflow as exc:
                 self._refusal(str(exc), estimate)
                 continue
-            self._account(completion, estimate, started)
+            self.ledger.observe(completion.record.prompt_tokens)
             return completion
         raise _Fork("context_length_exceeded", self.ledger.estimate())
-
-    def _account(self, completion: Completion, estimate: int, started: float) -> None:
-        record = completion.record
-        self.telemetry.call(record, (started, time.monotonic()), messages=self.messages,
-                            reply=completion.content)
-        self.ledger.observe(record.prompt_tokens)
-        used = (record.prompt_tokens or estimate) + record.output_tokens
-        fraction = used / self.policy.window
-        self.peak = max(self.peak, fraction)
-        self._session_peak = max(self._session_peak, fraction)
-        self.telemetry.emit(
-            "progress", role=self.agent.role, session=self.id, context=fraction,
-            estimate=estimate, prompt_tokens=record.prompt_tokens,
-        )
 
     def _refusal(self, message: str, estimate: int) -> None:
         """The server said the prompt is too long: learn its window and recalibrate."""
@@ -295,7 +238,7 @@ class Session:
         for i, message in changes:
             self.messages[i] = message
             self.ledger.replace(i, message)
-        self.masked += len(changes)
+        self.account.masked += len(changes)
 
     def _keep(self, text: str) -> str:
         return self.store.put(text, page_chars=self._page_chars(text)).id
@@ -308,59 +251,51 @@ class Session:
     # --- forks ----------------------------------------------------------------------------------
 
     async def _fork(self, task: str, fork: _Fork) -> None:
-        self.forks += 1
-        role, window = self.agent.role, self.policy.window
-        if self.forks > self.policy.max_forks:
+        account, window = self.account, self.policy.window
+        account.forks += 1
+        if account.forks > self.policy.max_forks:
             raise SessionFailed(
-                f"{role} session {self.root} ran out of context {self.forks} times "
-                f"(max {self.policy.max_forks} forks, window {window:,} tokens); give the role a "
-                "model with a larger window, or split its task"
+                f"{self.agent.role} session {account.root} ran out of context {account.forks} "
+                f"times (max {self.policy.max_forks} forks, window {window:,} tokens); give the "
+                "role a model with a larger window, or split its task"
             )
         if self._session_turns == 0:
             raise SessionFailed(
-                f"{role} session {self.id} cannot start: its system prompt and task need "
-                f"~{fork.tokens:,} tokens, more than the {self.policy.limit:,} its context policy "
-                f"allows (window {window:,}, context_fork_at {self.policy.fork_at}, output "
+                f"{self.agent.role} session {self.id} cannot start: its system prompt and task "
+                f"need ~{fork.tokens:,} tokens, more than the {self.policy.limit:,} its context "
+                f"policy allows (window {window:,}, context_fork_at {self.policy.fork_at}, output "
                 f"reserve {self.policy.reserve:,}); raise the window or shorten the task"
             )
-        transcript = self._save_transcript(fork.reason)
+        transcript = save_transcript(self.store.root / "sessions" / f"{self.id}.json", {
+            "session": self.id, "root": account.root, "role": self.agent.role,
+            "reason": fork.reason, "tool_calls": account.tool_calls, "messages": self.messages})
         handoff, writer = await self._handoff(task)
-        parent, self.id = self.id, f"{self.root}.{self.forks}"
-        self.lineage.append(self.id)
+        peak = account.session_peak
+        parent = account.forked()
         self._begin(text("session", "continue", task=task, handoff=handoff.render()))
         self.telemetry.emit(
-            "fork", role=role, session=parent, child=self.id, reason=fork.reason,
+            "fork", role=self.agent.role, session=parent, child=self.id, reason=fork.reason,
             tokens_before=fork.tokens, tokens_after=self.ledger.estimate(), window=window,
-            peak_context=round(self._session_peak, 4),
-            transcript=str(transcript), summarizer=writer, tool_calls=self.tool_calls,
+            peak_context=round(peak, 4), transcript=str(transcript), summarizer=writer,
+            tool_calls=account.tool_calls,
         )
-        self._announce(parent, "fork")
-
-    def _save_transcript(self, reason: str) -> Path:
-        path = self.store.root / "sessions" / f"{self.id}.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        record = {"session": self.id, "root": self.root, "role": self.agent.role,
-                  "reason": reason, "tool_calls": self.tool_calls, "messages": self.messages}
-        path.write_text(json.dumps(record, indent=1, default=str), encoding="utf-8")
-        return path
+        account.started(self.client.route, window=self.policy.window, parent=parent,
+                        purpose="fork")
 
     async def _handoff(self, task: str) -> tuple[Handoff, str | None]:
         """The summarizer's handoff, or a mechanical one when there is none or it fails."""
         s = self.summarizer
         if s is None:
             return self._plain_handoff(task), None
-        fixed = (s.agent.system + s.agent.render_task(task=task, transcript="")
-                 + json.dumps(submit_schema(submit_model(s.agent))))
-        room = s.policy.limit - self.ledger.tokens(fixed)
-        budget = int(max(200, room) / max(self.ledger.ratio, 0.1) * 0.85)
-        text = render_transcript(self.messages, budget=budget, count=self.counter.count, skip=task)
+        transcript = render_transcript(self.messages, budget=s.budget(task, self.ledger),
+                                       count=self.counter.count, skip=task)
         writer = Session(
             session_id=f"{self.id}.handoff", agent=s.agent, client=s.client, toolbox=Toolbox(),
             telemetry=self.telemetry, max_turns=s.max_turns, policy=replace(s.policy, max_forks=0),
             parent=self.id, purpose="handoff",
         )
         try:
-            outcome = await writer.run(s.agent.render_task(task=task, transcript=text))
+            outcome = await writer.run(s.agent.render_task(task=task, transcript=transcript))
         except (BudgetExhausted, ModelRefused):
             raise  # a spent budget stops the run; a refusal means the role map is wrong
         except OrchestrateError as exc:
@@ -373,41 +308,32 @@ class Session:
         return outcome.payload, writer.id  # type: ignore[return-value]
 
     def _plain_handoff(self, task: str) -> Handoff:
-        budget = int(max(200, self.policy.limit // 4) / max(self.ledger.ratio, 0.1))
-        tail = render_transcript(self.messages, budget=budget, count=self.counter.count, skip=task)
-        return Handoff(goal=" ".join(task.split())[:300],
-                       facts=[text("session", "plain_handoff_facts", transcript=tail)],
-                       remaining=[text("session", "plain_handoff_left")])
+        return plain_handoff(task, self.messages, policy=self.policy, ledger=self.ledger,
+                             count=self.counter.count)
 
     # --- tools ----------------------------------------------------------------------------------
 
-    async def _run_calls(self, calls: list[ToolCallData]) -> BaseModel | None:
+    async def _run_calls(self, calls: list[ToolCallData]) -> None:
+        """Answer every call of the turn; a valid submission among them ends the session."""
         payload: BaseModel | None = None
         for call in calls:
             if call.name == SUBMIT:
-                text, payload = self._submit(call.arguments)
+                answer, payload = submission(submit_model(self.agent), call.arguments)
                 if payload is None:
                     self._invalid_submission()
             else:
-                self.tool_calls += 1
-                started = time.monotonic()
-                with self.telemetry.busy("tool"):
-                    outcome = await self.toolbox.call(call.name, call.arguments)
-                text = outcome.text
-                if outcome.policy_violation:
-                    self.telemetry.count("policy_violations")
-                    self.telemetry.emit(
-                        "warning", role=self.agent.role, session=self.id,
-                        category="policy_violation", message=f"policy violation: {call.name}: {text}",
-                    )
-                self.telemetry.emit(
-                    "tool_called", role=self.agent.role, session=self.id, tool=call.name,
-                    ok=outcome.ok, chars=len(text), duration_s=round(time.monotonic() - started, 4),
-                )
-                if call.name != READ_ARTIFACT:
-                    text = self._page(call, text)
-            self._add({"role": "tool", "tool_call_id": call.id, "content": text})
-        return payload
+                answer = await self._tool(call)
+            self._add({"role": "tool", "tool_call_id": call.id, "content": answer})
+        if payload is not None:
+            raise _Submitted(payload)
+
+    async def _tool(self, call: ToolCallData) -> str:
+        self.account.tool_calls += 1
+        started = time.monotonic()
+        with self.telemetry.busy("tool"):
+            outcome = await self.toolbox.call(call.name, call.arguments)
+        self.account.tool_ran(call.name, outcome, started)
+        return outcome.text if call.name == READ_ARTIFACT else self._page(call, outcome.text)
 
     def _invalid_submission(self) -> None:
         """Twice invalid: the next model of the role's chain gets the rest of the session."""
@@ -427,36 +353,6 @@ class Session:
             return text
         page_chars = self._page_chars(text, tokens)
         art = self.store.put(text, page_chars=page_chars)
-        self.paged += 1
+        self.account.paged += 1
         shown = preview(text, max(200, page_chars // 4))
         return paged_message(describe_call(call.name, call.arguments), art, tokens, shown)
-
-    def _submit(self, arguments: str) -> tuple[str, BaseModel | None]:
-        try:
-            raw = json.loads(arguments or "{}")
-            return text("session", "submitted"), submit_model(self.agent).model_validate(raw)
-        except json.JSONDecodeError as exc:
-            return text("session", "submit_not_json", error=exc), None
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}"
-                for e in exc.errors()[:8]
-            )
-            return text("session", "submit_invalid", problems=problems), None
-
-
-def _assistant_message(completion: Completion, calls: list[ToolCallData]) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant", "content": completion.content}
-    if completion.reasoning:  # carried back to the model that wrote it (Responses API)
-        message[REASONING] = dict(completion.reasoning)
-    if calls:
-        message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in calls
-        ]
-    return message
-
-
-def _nudge(toolbox: Toolbox) -> str:
-    names = ", ".join([*toolbox.names(), SUBMIT])
-    return text("session", "nudge", names=names, submit=SUBMIT)

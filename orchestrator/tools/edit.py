@@ -74,30 +74,58 @@ def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000,
                ) -> list[Tool]:
     """The write tools for a session whose workspace is ``root``, as ``edit_format`` offers;
     ``protected`` paths (the failing tests) cannot be written."""
-    jail = Jail(root, protected=protected)
+    return EditTools(root, max_file_bytes=max_file_bytes, protected=protected).tools(edit_format)
 
-    def load(path: str) -> tuple[Path, str, str]:
-        target = jail.resolve(path, write=True)
-        rel = jail.relative(target)
-        return target, rel, _read_text(target, rel, max_file_bytes)
 
-    def save(target: Path, rel: str, text: str) -> None:
-        if len(text.encode("utf-8")) > max_file_bytes:
-            raise ToolError(f"the result would exceed the {max_file_bytes}-byte file limit")
-        _write_atomic(target, text.encode("utf-8"), rel)
+class EditTools:
+    """The write tools of one workspace, one method each, sharing its jail and file limit."""
 
-    def write_file(args: WriteFileArgs) -> str:
-        target = jail.resolve(args.path, write=True)
+    def __init__(self, root: Path, *, max_file_bytes: int = 1_000_000,
+                 protected: frozenset[str] = frozenset()) -> None:
+        self.jail = Jail(root, protected=protected)
+        self.max_file_bytes = max_file_bytes
+
+    def tools(self, edit_format: EditFormat = "any") -> list[Tool]:
+        """The tools ``edit_format`` offers (``FORMAT_TOOLS``)."""
+        made = [
+            Tool(
+                "write_file",
+                "Create or overwrite a file with the given content (parent folders are created).",
+                WriteFileArgs, self.write_file, read_only=False,
+            ),
+            Tool(
+                "replace",
+                "Replace a piece of a file: copy `old` from the file (whole lines; indentation "
+                "and trailing spaces may differ) and give `new`. It must match once unless "
+                "replace_all is true. Answers with the edited lines as they now read.",
+                ReplaceArgs, self.replace, read_only=False,
+            ),
+            Tool(
+                "replace_lines",
+                "Replace lines start_line..end_line of a file (numbers as `read` shows them) "
+                "with `new`. Answers with the edited lines as they now read.",
+                ReplaceLinesArgs, self.replace_lines, read_only=False,
+            ),
+            Tool(
+                "apply_patch",
+                "Apply a unified diff (git diff format, a/ and b/ prefixes) to the workspace.",
+                ApplyPatchArgs, self.apply_patch, read_only=False,
+            ),
+        ]
+        wanted = FORMAT_TOOLS[edit_format]
+        return [t for t in made if t.name in wanted]
+
+    def write_file(self, args: WriteFileArgs) -> str:
+        limit = self.max_file_bytes
+        target = self.jail.resolve(args.path, write=True)
         size = len(args.content.encode("utf-8"))
-        if size > max_file_bytes:
-            raise ToolError(
-                f"content is {size} bytes; the limit is {max_file_bytes} bytes per file"
-            )
+        if size > limit:
+            raise ToolError(f"content is {size} bytes; the limit is {limit} bytes per file")
         if target.is_dir():
             raise ToolError(f"{args.path} is a directory")
         existed = target.exists()
-        rel = jail.relative(target)
-        if existed and _same(_read_text(target, rel, max_file_bytes), args.content):
+        rel = self.jail.relative(target)
+        if existed and _same(_read_text(target, rel, limit), args.content):
             raise ToolError(f"{rel} already has exactly this content: nothing changed. "
                             "Change the lines that are wrong.")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -105,8 +133,8 @@ def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000,
         verb = "overwrote" if existed else "wrote"
         return f"{verb} {rel} ({_line_count(args.content)} lines)"
 
-    def replace(args: ReplaceArgs) -> str:
-        target, rel, text = load(args.path)
+    def replace(self, args: ReplaceArgs) -> str:
+        target, rel, text = self._load(args.path)
         if not args.old.strip():
             raise ToolError("`old` is empty; give the text to replace, or use replace_lines")
         found = fuzzy.locate(text, args.old)
@@ -124,7 +152,7 @@ def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000,
             updated = updated[:where.start] + fuzzy.fit(args.new, where) + updated[where.end:]
         if updated == text:
             raise ToolError("`new` is the same as the text it replaces: nothing changed")
-        save(target, rel, updated)
+        self._save(target, rel, updated)
         first = found[0]
         line = text.count("\n", 0, first.start) + 1
         count = len(updated.splitlines()) - len(text.splitlines())
@@ -134,8 +162,8 @@ def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000,
         return (f"replaced {done} occurrence{'s' if done != 1 else ''} in {rel}{note}; "
                 f"{_shown(updated, line, line + max(span, 1) - 1, count)}")
 
-    def replace_lines(args: ReplaceLinesArgs) -> str:
-        target, rel, text = load(args.path)
+    def replace_lines(self, args: ReplaceLinesArgs) -> str:
+        target, rel, text = self._load(args.path)
         lines = text.splitlines(keepends=True)
         if args.start_line > len(lines) + 1:
             raise ToolError(f"start_line {args.start_line} is past the end of {rel} "
@@ -147,14 +175,14 @@ def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000,
         updated = "".join(lines[:args.start_line - 1]) + new + "".join(lines[args.end_line:])
         if updated == text:
             raise ToolError("the new lines are the same as the old ones: nothing changed")
-        save(target, rel, updated)
+        self._save(target, rel, updated)
         span = new.count("\n")
         count = span - (args.end_line - args.start_line + 1)
         return (f"replaced lines {args.start_line}-{args.end_line} of {rel} with {span} "
                 f"line{'s' if span != 1 else ''}; "
                 f"{_shown(updated, args.start_line, args.start_line + span - 1, count)}")
 
-    def apply_patch(args: ApplyPatchArgs) -> str:
+    def apply_patch(self, args: ApplyPatchArgs) -> str:
         patch = unfence(args.patch)
         if not patch.strip():
             raise ToolError("the patch is empty")
@@ -163,53 +191,38 @@ def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000,
         errors: list[str] = []
         for strip in (1, 0):
             try:
-                paths = patch_paths(jail.root, patch, strip)
+                paths = patch_paths(self.jail.root, patch, strip)
             except ToolError as exc:
                 errors.append(str(exc))
                 continue
-            targets = [jail.resolve(p, write=True) for p in paths]
-            check = git_apply(jail.root, patch, strip, "--check")
+            targets = [self.jail.resolve(p, write=True) for p in paths]
+            check = git_apply(self.jail.root, patch, strip, "--check")
             if check.returncode != 0:
                 errors.append(trim(check.stderr))
                 continue
-            done = git_apply(jail.root, patch, strip)
+            done = git_apply(self.jail.root, patch, strip)
             if done.returncode != 0:
                 raise ToolError(f"patch did not apply: {trim(done.stderr)}")
-            names = sorted({jail.relative(t) for t in targets})
-            shown = ", ".join(names[:5]) + (f", +{len(names) - 5} more" if len(names) > 5 else "")
-            return f"applied patch to {len(names)} file{'s' if len(names) != 1 else ''}: {shown}"
+            return _applied(sorted({self.jail.relative(t) for t in targets}))
         raise ToolError(
             f"patch does not apply: {errors[0]}. Re-read the file(s) and resend a unified diff "
             "whose context lines match exactly, or use `replace` for small edits"
         )
 
-    tools = [
-        Tool(
-            "write_file",
-            "Create or overwrite a file with the given content (parent folders are created).",
-            WriteFileArgs, write_file, read_only=False,
-        ),
-        Tool(
-            "replace",
-            "Replace a piece of a file: copy `old` from the file (whole lines; indentation and "
-            "trailing spaces may differ) and give `new`. It must match once unless replace_all "
-            "is true. Answers with the edited lines as they now read.",
-            ReplaceArgs, replace, read_only=False,
-        ),
-        Tool(
-            "replace_lines",
-            "Replace lines start_line..end_line of a file (numbers as `read` shows them) with "
-            "`new`. Answers with the edited lines as they now read.",
-            ReplaceLinesArgs, replace_lines, read_only=False,
-        ),
-        Tool(
-            "apply_patch",
-            "Apply a unified diff (git diff format, a/ and b/ prefixes) to the workspace.",
-            ApplyPatchArgs, apply_patch, read_only=False,
-        ),
-    ]
-    wanted = FORMAT_TOOLS[edit_format]
-    return [t for t in tools if t.name in wanted]
+    def _load(self, path: str) -> tuple[Path, str, str]:
+        target = self.jail.resolve(path, write=True)
+        rel = self.jail.relative(target)
+        return target, rel, _read_text(target, rel, self.max_file_bytes)
+
+    def _save(self, target: Path, rel: str, text: str) -> None:
+        if len(text.encode("utf-8")) > self.max_file_bytes:
+            raise ToolError(f"the result would exceed the {self.max_file_bytes}-byte file limit")
+        _write_atomic(target, text.encode("utf-8"), rel)
+
+
+def _applied(names: list[str]) -> str:
+    shown = ", ".join(names[:5]) + (f", +{len(names) - 5} more" if len(names) > 5 else "")
+    return f"applied patch to {len(names)} file{'s' if len(names) != 1 else ''}: {shown}"
 
 
 def _same(current: str, content: str) -> bool:

@@ -1,16 +1,28 @@
-"""The target repository: finding its top level, with one clear line when there is none.
+"""The target repository: finding its top level (with one clear line when there is none), its
+HEAD, its uncommitted state, and the lines a run keeps in its ``.git/info/exclude``.
 
 Kept apart from the API so that quick commands (``orchestrate roles``) find the repository
-without importing the engine.
+without importing the engine. Nothing here writes to the user's files, index or branches; the
+exclude file is the one thing of theirs a run changes (``worktree.py``).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
+import shutil
 from pathlib import Path
 
 from orchestrator.errors import UsageError
-from orchestrator.gitsafe import git
+from orchestrator.gitsafe import common_dir, git
+from orchestrator.gitsafe import toplevel as git_toplevel
+from orchestrator.workspace.tree import DIFF_FLAGS
+
+# run state only: a team commits .orchestrate/agents/; older runs kept their SQLite files in
+# .orchestrate/ itself
+EXCLUDE_LINES = ("/workspaces/", "/.orchestrate/state/", "/.orchestrate/*.sqlite*",
+                 "/.orchestrate/*.lock")
+_OLD_EXCLUDE = "/.orchestrate/"  # what versions before 0.2 wrote: it hid the agents too
 
 
 def repo_root(path: str | os.PathLike[str] | None) -> Path:
@@ -25,3 +37,80 @@ def repo_root(path: str | os.PathLike[str] | None) -> Path:
             f"not a git repository: {start_at} (run inside a repository or pass --repo PATH)"
         )
     return Path(proc.stdout.strip())
+
+
+def top_of(repo: Path) -> Path:
+    """The top level of the repository at ``repo``; a clear error if there is none."""
+    path = Path(repo).expanduser()
+    top = git_toplevel(path) if path.is_dir() else None
+    if top is None:
+        raise UsageError(f"not a git repository: {path} (run inside a repository or pass --repo)")
+    return top
+
+
+def probe(path: Path) -> tuple[Path, Path, str]:
+    """The repository's top level, its shared ``.git`` and its HEAD commit, in one git call."""
+    if path.is_dir():
+        found = git("rev-parse", "--show-toplevel", "--git-common-dir", "HEAD^{commit}",
+                    cwd=path, check=False)
+        lines = found.stdout.splitlines()
+        if found.returncode == 0 and len(lines) == 3:
+            top = Path(lines[0])
+            common = Path(lines[1])
+            return top, (common if common.is_absolute() else path / common).resolve(), lines[2]
+    top = top_of(path)  # not a repository, or no commit yet: say which
+    return top, common_dir(top), _head(top)
+
+
+def _head(top: Path) -> str:
+    result = git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=top, check=False)
+    if result.returncode != 0:
+        raise UsageError(f"repository has no commits yet: {top} (make a first commit)")
+    return result.stdout.strip()
+
+
+def ensure_excluded(top: Path, git_dir: Path | None = None) -> None:
+    """Keep ``EXCLUDE_LINES`` in the repository's ``info/exclude`` (and the old line out)."""
+    exclude = (git_dir or common_dir(top)) / "info" / "exclude"
+    exclude.parent.mkdir(parents=True, exist_ok=True)
+    # flock serialises concurrent runs so neither adds a line the other just added.
+    with open(exclude, "a+", encoding="utf-8") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            fh.seek(0)
+            current = fh.read()
+            lines = current.splitlines()
+            kept = [line for line in lines if line.strip() != _OLD_EXCLUDE]
+            present = {line.strip() for line in kept}
+            missing = [line for line in EXCLUDE_LINES if line not in present]
+            if missing or len(kept) != len(lines):
+                fh.seek(0)
+                fh.truncate()
+                fh.write("".join(f"{line}\n" for line in [*kept, *missing]))
+                fh.flush()
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def dirty_paths(top: Path) -> list[str]:
+    """What ``git status`` lists: changed, staged and untracked paths."""
+    out = git("status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=all",
+              cwd=top).stdout
+    return [p for p in out.split("\0") if p]
+
+
+def copy_dirty_state(top: Path, worktree: Path, git_dir: Path) -> None:
+    """Carry the checkout's uncommitted changes and untracked files into ``worktree``."""
+    diff = git("diff", "HEAD", "--binary", "--full-index", *DIFF_FLAGS, cwd=top,
+               text=False).stdout
+    if diff:
+        git("apply", "--whitespace=nowarn", "-", git_dir=git_dir, work_tree=worktree,
+            cwd=worktree, input=diff)
+    out = git("ls-files", "--others", "--exclude-standard", "-z", cwd=top).stdout
+    for rel in (p for p in out.split("\0") if p and not p.endswith("/")):
+        src, dst = top / rel, worktree / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_symlink():
+            os.symlink(os.readlink(src), dst)
+        elif src.is_file():
+            shutil.copy2(src, dst)

@@ -1,0 +1,158 @@
+"""Work a run does ahead of its critical path, each piece with the check that says, when it is
+used, whether it still holds: ``Ahead``, one per run (``RunContext.ahead``).
+
+- The worktree's tree, while the builder's model writes its next reply (``trees``: a
+  ``TreeAhead``). A build ends with a snapshot of the worktree (``Workspace.snapshot``: ``git
+  add -A`` and ``git write-tree`` into the run's own index, ~5 ms of git on a 2-core box),
+  which the checkpoint records and verify checks. Between the builder's tool calls nothing
+  writes to the worktree (a command's processes die with it: the sandbox's PID namespace ends),
+  so after every tool that may write a snapshot is started on a thread. The check is a write
+  counter: when the build ends, that snapshot is the answer only if no writing tool has started
+  since it began; else a new one is taken. Snapshots run one at a time, since they share the
+  index; one taken while a tool wrote is never used (the index's stat data makes the next one
+  re-read whatever changed). (With ``[sandbox] mode = "none"`` a process a command left running
+  could still write; verify snapshots the worktree again after its own commands, so what is
+  committed is what was checked.)
+- The run's commit, while the judges read the tree verify passed (``prepare_commit``). The
+  check is a compare-and-swap: the report (``commit``) uses it only if it was made for the same
+  message and tree and the run branch is still on the commit it was made on (``update-ref`` with
+  the old value, ``commits.py``); otherwise the commit is made again.
+- The diff of the tree verify checks, while its commands run (``diffing``). A tree never
+  changes, so its diff cannot go stale; the workspace keeps it for the judges and the report.
+- The repository's line counts for the citation check, when explorers start (``count_lines``):
+  counted once, on a thread of its own, from the run's commit, which never changes. A count that
+  fails there (the reader closed at the run's end) is left to ``LineCounts.of``, which counts
+  again and raises its own error.
+
+A failure of work done ahead is never raised where it was started, only by whoever needs the
+result (which then does the work again, or raises its own error).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from orchestrator.evidence.sources import FileSource, LineCounts
+from orchestrator.workspace.commits import PreparedCommit
+from orchestrator.workspace.worktree import Workspace
+
+
+class Ahead:
+    """One run's work ahead of its critical path (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self.line_counts = LineCounts()  # shared by the run's explorers
+        self._counting = threading.Lock()  # never the counts' own lock: a count holds that
+        self._counted = False
+        self._commit: asyncio.Task[PreparedCommit | None] | None = None
+
+    def trees(self, workspace: Workspace | None) -> TreeAhead:
+        """A ``WriteWatch`` for one build session, keeping a snapshot of the worktree ahead."""
+        return TreeAhead(workspace.snapshot if workspace is not None else _no_tree)
+
+    def prepare_commit(self, workspace: Workspace | None, message: str, tree: str) -> None:
+        """Start making the run's commit of ``tree`` on a thread; it replaces one made before
+        (a judge's requested changes made that one stale)."""
+        if workspace is None or not tree:
+            return
+        task = asyncio.get_running_loop().create_task(
+            asyncio.to_thread(workspace.prepare_commit, message, tree))
+        task.add_done_callback(_retrieved)  # one never awaited: its error is dropped
+        self._commit = task
+
+    async def commit(self, workspace: Workspace, message: str, tree: str | None) -> str | None:
+        """Put the commit of ``tree`` (default: the worktree now) on the run branch: the one
+        made ahead when it fits, else one made now; None if nothing changed."""
+        task, self._commit = self._commit, None
+        prepared = None
+        if task is not None:
+            await asyncio.wait([task])
+            prepared = None if task.cancelled() or task.exception() else task.result()
+        return await asyncio.to_thread(workspace.commit, message, tree, prepared)
+
+    @contextlib.asynccontextmanager
+    async def diffing(self, workspace: Workspace | None, tree: str) -> AsyncIterator[None]:
+        """Make ``tree``'s diff (``Workspace.patch``, kept by the workspace) on a thread while
+        the body runs; on leaving, wait for it without raising its error (the later reader of
+        the diff raises its own)."""
+        if workspace is None or not tree:
+            yield
+            return
+        task = asyncio.create_task(asyncio.to_thread(workspace.patch, tree))
+        try:
+            yield
+        finally:
+            await asyncio.wait([task])
+            _retrieved(task)
+
+    def count_lines(self, src: FileSource) -> None:
+        """Start counting the repository's lines from ``src`` on a thread of its own, once
+        (called on the event loop: it never waits for a count in progress)."""
+        counts = self.line_counts
+        with self._counting:
+            if self._counted or counts.counted:
+                return
+            self._counted = True
+
+        def count() -> None:
+            with contextlib.suppress(Exception):
+                counts.of(src)
+
+        threading.Thread(target=count, name="line-counts", daemon=True).start()
+
+
+class TreeAhead:
+    """A ``WriteWatch`` (``tools/base.py``) that keeps a snapshot of the worktree ahead; its
+    check is a counter of the writing tools started."""
+
+    def __init__(self, snapshot: Callable[[], str]) -> None:
+        self._snapshot = snapshot
+        self._writes = 0  # writing tools started so far
+        self._task: asyncio.Task[str] | None = None
+        self._task_after = -1  # how many writing tools had started when the task began
+
+    def started(self) -> None:
+        self._writes += 1
+
+    def finished(self) -> None:
+        before = self._task
+        self._task = asyncio.get_running_loop().create_task(self._take(before))
+        self._task_after = self._writes
+
+    async def _take(self, before: asyncio.Task[str] | None) -> str:
+        if before is not None:
+            await _settled(before)
+        return await asyncio.to_thread(self._snapshot)
+
+    async def tree(self) -> str:
+        """The worktree's tree now."""
+        task = self._task
+        if task is not None:
+            await _settled(task)
+            if self._task_after == self._writes and not task.cancelled() and not task.exception():
+                return task.result()
+        return await asyncio.to_thread(self._snapshot)
+
+    async def settle(self) -> None:
+        """Wait for a snapshot still being taken (before anything else uses the index)."""
+        if self._task is not None:
+            await _settled(self._task)
+
+
+def _no_tree() -> str:
+    return ""  # a run without a worktree of its own (``explore``)
+
+
+async def _settled(task: asyncio.Task[str]) -> None:
+    """Wait for ``task`` without raising its error (a later snapshot raises its own)."""
+    await asyncio.wait([task])
+    _retrieved(task)
+
+
+def _retrieved(task: asyncio.Task[Any]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: not logged as "never retrieved"
