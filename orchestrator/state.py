@@ -166,6 +166,8 @@ class ExplorerResult(Frozen):
     drops: dict[str, int] = Field(default_factory=dict)  # drop kind -> claims (all of them)
     verdicts: list[ClaimVerdict] = Field(default_factory=list)  # the first 100 claims
     model: str = ""  # the model that served the explorer's last call ("" when none did)
+    wall_s: float = 0.0  # from its start (candidates included) to its verified result
+    candidates: list[str] = Field(default_factory=list)  # the windows it was shown first
 
 
 class AssertLine(Frozen):

@@ -57,6 +57,8 @@ async def test_twenty_explorers_one_failing_still_give_a_digest(fresh_sim, sampl
 
 
 async def test_explorer_without_tool_calls_contributes_nothing(fresh_sim, sample_repo):
+    """It cites a file it was never shown (no tool call, and no candidate showed README.md):
+    the claim is dropped before verification, as unchecked, with the reason."""
     fresh_sim.set_scenario(scenario_with(**{
         "sim-planner": _planner(["Where is `median`?", "What is the entry point?"]),
         "sim-explorer": ModelBehavior(behavior="explorer-no-tools"),
@@ -64,7 +66,8 @@ async def test_explorer_without_tool_calls_contributes_nothing(fresh_sim, sample
     result = await api.aexplore("q", repo=sample_repo, roles=sim_roles(fresh_sim), env=run_env())
     for e in result.explorers:
         assert e.tool_calls == 0 and e.verified == 0 and e.dropped == 1 and not e.claims
-        assert "no tool call" in e.drop_reasons[0]
+        assert "never shown" in e.drop_reasons[0] and e.drops == {"unchecked": 1}
+        assert "README.md" not in " ".join(e.candidates)
     assert result.digest == "(no verified findings)"
 
 

@@ -134,6 +134,9 @@ class RunSettings(_Strict):
     protect_tests: bool = Field(
         True, description="Builders may not edit the failing tests the preflight found (they "
         "define the task); a command that changes them has its changes put back before verify.")
+    explore_candidates: int = Field(
+        4, ge=0, le=12, description="Candidate windows of code an explorer is shown before its "
+        "first call (found by searching for its question's names); 0: none, it searches alone.")
     explore_when_pinned: bool = Field(
         False, description="Run the explorers even when the preflight's failures already name "
         "the code to change (by default they are skipped then).")

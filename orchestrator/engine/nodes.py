@@ -1,16 +1,16 @@
 """The graph's nodes: the agent steps and the mechanical ones.
 
 Every role runs as ``agent_node(role, kind)`` (``agentstep.py``): its kind decides what it is
-told and what its submission does. ``explore_node(role)`` runs one explorer per question (a
-``Send``) and keeps the claims that verify; ``approve``, ``gather``, ``verify`` and ``report``
-are mechanical. Each node is ``async def node(state, runtime) -> partial update``: it reads the
+told and what its submission does. ``explore_node(role)`` (``explore.py``) runs one explorer per
+question (a ``Send``) and keeps the claims that verify; ``approve``, ``gather``, ``verify`` and
+``report`` are mechanical. Each node is ``async def node(state, runtime) -> partial update``: it reads the
 state, does its work through what ``runtime.context`` provides, and never mutates the state.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, cast
+from typing import Any
 
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
@@ -18,23 +18,14 @@ from langgraph.types import interrupt
 from orchestrator.config.prompts import text
 from orchestrator.engine.acceptance import run_checks
 from orchestrator.engine.agentstep import NodeFn, agent_node
+from orchestrator.engine.explore import explore_node
 from orchestrator.engine.prompting import acceptance_commands, plan_text
 from orchestrator.engine.runtime import RunContext
-from orchestrator.engine.sessions import run_session
 from orchestrator.engine.toolbox import policy_of, protected_tests
-from orchestrator.errors import BudgetExhausted, OrchestrateError
+from orchestrator.errors import OrchestrateError
 from orchestrator.evidence.digest import build_digest
-from orchestrator.evidence.known import for_explorer
-from orchestrator.evidence.verify import DirSource, Verified, verify_findings
 from orchestrator.localize import failures
-from orchestrator.models.errors import ModelRefused
 from orchestrator.state import (
-    ExplorerResult,
-    ExploreTask,
-    Findings,
-    KnownTests,
-    Role,
-    RoleLoss,
     RunState,
     VerifyResult,
 )
@@ -67,118 +58,6 @@ async def approve(state: RunState, runtime: Runtime[RunContext]) -> dict[str, An
                                    "plan": state.plan.model_dump()}))
     runtime.context.telemetry.emit("review", role="human", verdict="approve" if decision else "reject")
     return {} if decision else {"plan_rejected": True}
-
-
-def explore_node(role: Role) -> NodeFn:
-    """The node that runs one explorer of ``role`` per ``Send``."""
-
-    async def explore(payload: ExploreTask, runtime: Runtime[RunContext]) -> dict[str, Any]:
-        return await _explore(role, payload, runtime.context)
-
-    return explore
-
-
-async def _explore(role: Role, payload: ExploreTask, ctx: RunContext) -> dict[str, Any]:
-    """One explorer: answer one question, then keep only the claims that verify.
-
-    A refused call (key, unknown model) fails the run: the role map is wrong for every
-    explorer. Any other error loses this explorer only; the run goes on and reports the loss.
-    """
-    question, index = payload["question"], payload["index"]
-    sid = f"{role}-{index + 1}"
-    known = payload.get("tests")
-    task = ctx.agents[role].render_task(question=question, task=payload["task"],
-                                        known=for_explorer(known))
-    limit = ctx.roles.run.explorer_timeout_s
-    lost: RoleLoss | None = None
-    _count_lines_ahead(ctx)
-    try:
-        outcome = await asyncio.wait_for(run_session(ctx, role, task, n=index + 1), limit)
-    except (BudgetExhausted, ModelRefused):
-        raise  # a budget stops the run resumably (this explorer runs again on resume)
-    except TimeoutError:
-        result = ExplorerResult(question=question, index=index,
-                                error=f"timed out after {limit:g}s (run.explorer_timeout_s)")
-        lost = RoleLoss(role=role, session=sid, code="timeout",
-                        message=f"{_where(ctx, role)} ({sid}): {result.error}")
-    except (OrchestrateError, OSError) as exc:
-        result = ExplorerResult(question=question, index=index, error=_one_line(str(exc)))
-        said = result.error if str(result.error).startswith("role ") else (
-            f"{_where(ctx, role)} ({sid}): {result.error}")
-        lost = RoleLoss(role=role, session=sid, message=said,
-                        code=getattr(exc, "code", "os_error"))
-    else:
-        findings = cast(Findings, outcome.payload)
-        checked = await asyncio.to_thread(_verify, ctx, findings, outcome.tool_calls, known)
-        result = ExplorerResult(
-            question=question,
-            index=index,
-            claims=checked.claims,
-            answer=findings.answer,
-            submitted=checked.submitted,
-            verified=checked.verified,
-            adds_nothing=checked.adds_nothing,
-            dropped=checked.dropped,
-            tool_calls=outcome.tool_calls,
-            drop_reasons=checked.reasons[:20],
-            drops=checked.drops,
-            verdicts=checked.verdicts[:100],
-        )
-    model = _served_model(ctx, role, sid) or ctx.roles.model_for(role).id
-    result = result.model_copy(update={"model": model})
-    _keep_partial(ctx, result)  # on disk before anyone is told, so a cut run keeps it
-    ctx.telemetry.emit(
-        "explorer_finished", role=role, session=sid, model=result.model,
-        question=question, submitted=result.submitted, verified=result.verified,
-        adds_nothing=result.adds_nothing, dropped=result.dropped, error=result.error,
-        drops=[v.kind for v in result.verdicts if v.kind],
-    )
-    if lost is not None:
-        ctx.telemetry.lose(lost)
-    return {"explorers": [result]}
-
-
-def _where(ctx: RunContext, role: Role) -> str:
-    """``role explorer: model spark (gpt-x) at provider openai`` for the role's first model."""
-    alias = ctx.roles.roles[role].model
-    model = ctx.roles.models[alias]
-    return f"role {role}: model {alias} ({model.id}) at provider {model.provider}"
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _keep_partial(ctx: RunContext, result: ExplorerResult) -> None:
-    """Append the explorer's result to ``explorers.jsonl``, so a cut run keeps what finished."""
-    with (ctx.run_dir / "explorers.jsonl").open("a", encoding="utf-8") as fh:
-        fh.write(result.model_dump_json() + "\n")
-
-
-def _served_model(ctx: RunContext, role: Role, session: str) -> str:
-    """The model that answered the explorer's last call (its forks included), "" if none did
-    (then the explorer is counted against the role's configured model)."""
-    calls = [c for c in ctx.telemetry.calls if c.role == role and c.error is None
-             and (c.session == session or c.session.startswith(session + "."))]
-    return (calls[-1].served_model or calls[-1].requested_model) if calls else ""
-
-
-def _count_lines_ahead(ctx: RunContext) -> None:
-    """The repository's line counts, which the citation check needs (a read of every file),
-    are made while the explorers' models think (``Ahead.count_lines``), when there is a reader
-    that lives as long as the run (``RunContext.source``)."""
-    if ctx.workspace is None:
-        ctx.ahead.count_lines(DirSource(ctx.worktree))
-    elif ctx.citations is not None:
-        ctx.ahead.count_lines(ctx.citations)
-
-
-def _verify(ctx: RunContext, findings: Findings, tool_calls: int,
-            known: KnownTests | None) -> Verified:
-    """Check citations; the run's explorers share one count of the repository's lines."""
-    with ctx.source() as source:
-        return verify_findings(source, findings, tool_calls=tool_calls,
-                               line_counts=ctx.ahead.line_counts, known=known)
 
 
 async def gather(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:

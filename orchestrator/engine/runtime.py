@@ -18,6 +18,7 @@ from orchestrator.config.pipeline import DEFAULT_PIPELINE, Pipeline
 from orchestrator.config.schema import RoleMap
 from orchestrator.engine.ahead import Ahead
 from orchestrator.evidence.sources import DirSource, FileSource, GitCommitSource
+from orchestrator.localize.retrieve import Retriever
 from orchestrator.models.base import ModelClient
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.state import Role
@@ -56,6 +57,14 @@ class RunContext:
     # work done ahead of the critical path (the worktree's tree while the builder's model
     # writes, the commit while the judges read, the line counts while explorers think)
     ahead: Ahead = field(default_factory=Ahead)
+    # candidate windows for explorers' questions; its searches are shared by the run's explorers
+    _retriever: Retriever | None = field(default=None, repr=False)
+
+    def retriever(self) -> Retriever:
+        """The run's retrieval over its worktree (the run's commit; the checkout for explore)."""
+        if self._retriever is None:
+            self._retriever = Retriever(self.worktree)
+        return self._retriever
 
     def start_files(self) -> Callable[[str], bytes | None] | None:
         """A reader of the files at the commit the run started from, without a git process per

@@ -11,7 +11,7 @@ from orchestrator.errors import MissingCredentials
 from orchestrator.session.account import SessionOutcome
 from orchestrator.session.context import policy_for
 from orchestrator.session.handoff import Summarizer
-from orchestrator.session.loop import Session
+from orchestrator.session.loop import Session, SubmitCheck
 from orchestrator.state import Role
 from orchestrator.tools.base import Toolbox, WriteWatch
 
@@ -19,11 +19,13 @@ from orchestrator.tools.base import Toolbox, WriteWatch
 async def run_session(ctx: RunContext, role: Role, task: str, n: int, *, candidate: int = 1,
                       temperature: float | None = None,
                       protected: frozenset[str] = frozenset(),
-                      tools: bool = True, watch: WriteWatch | None = None) -> SessionOutcome:
+                      tools: bool = True, watch: WriteWatch | None = None,
+                      check: SubmitCheck | None = None) -> SessionOutcome:
     """One session of ``role`` on ``task``; ``candidate`` > 1 is a racing build's other
     candidates (``race.py``); ``temperature`` overrides the model's; ``protected`` files (the
     failing tests) cannot be edited; without ``tools`` the session can only submit; ``watch``
-    sees its writing tools run."""
+    sees its writing tools run; ``check`` may refuse a submission or fix it up (an explorer's
+    citations)."""
     agent = ctx.agents[role]
     spec = ctx.roles.roles[role]
     session = Session(
@@ -37,6 +39,7 @@ async def run_session(ctx: RunContext, role: Role, task: str, n: int, *, candida
         policy=policy_for(spec, ctx.roles.model_for(role)),
         summarizer=_summarizer(ctx) if agent.kind != "summarize" else None,
         run_dir=ctx.run_dir,
+        check=check,
     )
     return await session.run(task)
 

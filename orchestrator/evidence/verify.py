@@ -123,10 +123,16 @@ def verify_findings(
     tool_calls: int,
     line_counts: LineCounts | None = None,
     known: KnownTests | None = None,
+    screened: bool = False,
 ) -> Verified:
-    """A verdict per claim; the verified claims keep only their supporting citations."""
+    """A verdict per claim; the verified claims keep only their supporting citations.
+
+    Without ``screened``, an explorer that made no tool call gets nothing accepted (it saw
+    nothing); ``screened`` findings had every citation checked against what their explorer was
+    shown (``cite.Cited.screen``), which covers that case and candidates shown before any call.
+    """
     submitted = len(findings.claims)
-    if tool_calls == 0:
+    if tool_calls == 0 and not screened:
         unchecked = [ClaimVerdict(index=i, text=cl.text[:_TEXT_CHARS], status="dropped",
                                   kind="unchecked", reason="explorer made no tool call")
                      for i, cl in enumerate(findings.claims, 1)]

@@ -30,7 +30,7 @@ from typing import BinaryIO
 from orchestrator.errors import OrchestrateError
 from orchestrator.localize import repomap
 from orchestrator.tools.jail import Jail, open_regular
-from orchestrator.tools.search import LINE_CUT, Match, search
+from orchestrator.tools.search import LINE_CUT, Match, list_files, search
 
 MAX_TERMS = 10
 MATCHES = 300  # per search: past this a term is common; it still counts, weakly
@@ -267,6 +267,7 @@ class Retriever:
     _hits: dict[tuple[str, str], list[Match]] = field(default_factory=dict, repr=False)
     _symbols: dict[str, list[repomap.Symbol]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _files: list[str] | None = field(default=None, repr=False)
 
     def windows(self, question: str, *, budget_chars: int = 3000, limit: int = 4
                 ) -> list[Window]:
@@ -296,6 +297,18 @@ class Retriever:
                 made = [_boosted(w, NAMED_FILE) for w in made]
             candidates += made
         return _choose(candidates, budget_chars, limit)
+
+    def files(self) -> list[str]:
+        """The tree's files as ripgrep lists them (ignored and hidden ones left out), once."""
+        with self._lock:
+            if self._files is None:
+                try:
+                    listed = list_files(self.root, max_entries=200_000, timeout=self.timeout)
+                    self._files = [f for f in listed.splitlines()[1:]
+                                   if f and not f.startswith(("... and ", "no files"))]
+                except OrchestrateError:
+                    self._files = []
+            return self._files
 
     def _is_file(self, path: str) -> bool:
         try:

@@ -37,15 +37,13 @@ from orchestrator.models.base import (
     Route,
     ToolCallData,
 )
+from orchestrator.tools.shown import shown
 
 Structured = Literal["json_schema", "json_object", "prompt"]
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
 FINAL_TOOL = "submit"
 ARTIFACT_TOOL = "read_artifact"
 _DROP_KEYS = ("title", "$defs", "default")
-_READ_HEADER = re.compile(r"^(\S[^\n]*?) \(lines \d+-\d+ of \d+\):$")
-_READ_LINE = re.compile(r"^\s*(\d+)\| ?(.*)$")
-_SEARCH_LINE = re.compile(r"^([^\s:]+):(\d+): ?(.*)$")
 CITATION_FIELDS = frozenset({"path", "start_line", "end_line", "quote"})
 MAX_EVIDENCE = 160  # cited lines offered to the grammar, the most recent first
 MAX_ITEMS = 4  # per list in a json_schema submission: enough claims, short enough to finish
@@ -82,30 +80,11 @@ def flat_schema(schema: Mapping[str, Any], *, require_all: bool = False,
 
 def evidence(messages: Sequence[Mapping[str, Any]], limit: int = MAX_EVIDENCE
              ) -> list[dict[str, Any]]:
-    """The file lines that tool results showed, as one-line citations, newest first."""
-    found: dict[tuple[str, int], dict[str, Any]] = {}
-    for m in messages:
-        if m.get("role") != "tool":
-            continue
-        path = None
-        for line in str(m.get("content") or "").splitlines():
-            header, numbered, match = (_READ_HEADER.match(line), _READ_LINE.match(line),
-                                       _SEARCH_LINE.match(line))
-            if header:
-                path = header.group(1)
-                continue
-            if numbered and path:
-                where, text = (path, int(numbered.group(1))), numbered.group(2)
-            elif match:
-                where, text = (match.group(1), int(match.group(2))), match.group(3)
-            else:
-                path = None
-                continue
-            if text.strip():
-                found.pop(where, None)
-                found[where] = {"path": where[0], "start_line": where[1], "end_line": where[1],
-                                "quote": text.strip()}
-    return list(reversed(found.values()))[:limit]
+    """The file lines the session was shown (tool results, candidate windows), as one-line
+    citations, the most recently shown first."""
+    lines = shown(messages)
+    return [{"path": path, "start_line": line, "end_line": line, "quote": text.strip()}
+            for (path, line), (text, _) in reversed(lines.items())][:limit]
 
 
 def ground(schema: Mapping[str, Any], cited: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

@@ -136,6 +136,12 @@ class ExplorerFinished(EventBase):
     dropped: int
     error: str | None = None
     drops: list[str] = Field(default_factory=list, description="Each dropped claim's kind.")
+    candidates: list[str] = Field(default_factory=list, description="The windows of code "
+                                  "(path:start-end) it was shown before its first call.")
+    wall_s: float | None = Field(None, description="Its time, from the candidates to the "
+                                 "verified result.")
+    refused: int = Field(0, description="Submissions refused for citing places it was never "
+                         "shown.")
 
 
 class Forked(EventBase):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,11 @@ from orchestrator.state import Handoff, RoleLoss, submit_model
 from orchestrator.tools.artifacts import READ_ARTIFACT, ArtifactStore, paged_message, preview
 from orchestrator.tools.base import Toolbox
 
-__all__ = ["Session"]
+__all__ = ["Session", "SubmitCheck"]
+
+# What may look at a valid submission before it ends the session: the payload to accept (maybe
+# fixed up), or None and what to tell the model (it then submits again).
+SubmitCheck = Callable[[BaseModel, Sequence[Mapping[str, Any]]], tuple[BaseModel | None, str]]
 
 MAX_NUDGES = 3
 MAX_INVALID_SUBMITS = 2  # then the role's next fallback model takes over the session
@@ -96,6 +101,7 @@ class Session:
         run_dir: Path | None = None,
         parent: str | None = None,
         purpose: str = "task",
+        check: SubmitCheck | None = None,
     ) -> None:
         model = client.route.model
         self.agent = agent
@@ -111,6 +117,7 @@ class Session:
             self.toolbox = replace(toolbox,
                                    tools={**toolbox.tools, READ_ARTIFACT: self.store.tool()})
         self.parent, self.purpose = parent, purpose
+        self.check = check
         self.invalid_submits = 0
         self.messages: list[dict[str, Any]] = []
         self._session_turns = self._nudges = 0
@@ -321,6 +328,9 @@ class Session:
                 answer, payload = submission(submit_model(self.agent), call.arguments)
                 if payload is None:
                     self._invalid_submission()
+                elif self.check is not None:
+                    payload, refused = self.check(payload, self.messages)
+                    answer = refused or answer
             else:
                 answer = await self._tool(call)
             self._add({"role": "tool", "tool_call_id": call.id, "content": answer})

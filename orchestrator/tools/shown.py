@@ -1,0 +1,74 @@
+"""What a session was shown of the repository's files, read back from its messages.
+
+Three formats carry file lines to a model, and each is parsed here: ``read``'s numbered lines
+under its ``path (lines a-b of n):`` header, ``search``'s ``path:line: text`` matches, and the
+candidate windows an explorer is given before it asks anything (``[W1] path:a-b (symbol)``
+followed by ``read``'s line format). Two readers need this: citations are grounded in it (a
+grammar lets a weak model cite only shown lines, ``models/toolmode.py``) and checked against it
+(a claim may cite only what its session was shown, ``evidence/cite.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+READ_HEADER = re.compile(r"^(\S[^\n]*?) \(lines \d+-\d+ of \d+\):$")
+WINDOW_HEADER = re.compile(r"^\[(W\d+)\] (\S+?):(\d+)-(\d+)(?: \(.*\))?$")
+NUMBERED = re.compile(r"^\s*(\d+)\| ?(.*)$")
+SEARCH_LINE = re.compile(r"^([^\s:]+):(\d+): ?(.*)$")
+GAP = re.compile(r"^\s*…$")
+
+Where = tuple[str, int]  # (path, line)
+
+
+def lines_in(text: str, *, tool: bool) -> Iterable[tuple[Where, str, str]]:
+    """``((path, line), text, window id)`` for every file line ``text`` shows. A tool result
+    may hold ``read`` or ``search`` output; any message may hold candidate windows."""
+    path: str | None = None
+    window = ""
+    for line in text.splitlines():
+        head = WINDOW_HEADER.match(line)
+        if head:
+            path, window = head.group(2), head.group(1)
+            continue
+        if tool and (read := READ_HEADER.match(line)):
+            path, window = read.group(1), ""
+            continue
+        numbered = NUMBERED.match(line)
+        if numbered and path:
+            yield (path, int(numbered.group(1))), numbered.group(2), window
+            continue
+        if path and window and GAP.match(line):
+            continue  # lines left out of a window
+        match = SEARCH_LINE.match(line) if tool else None
+        if match:
+            yield (match.group(1), int(match.group(2))), match.group(3), ""
+        path, window = None, ""
+
+
+def shown(messages: Iterable[Mapping[str, Any]]) -> dict[Where, tuple[str, str]]:
+    """Every file line the messages showed, the most recently shown last: ``(path, line) ->
+    (text, window id or "")``. Lines of tool results and of the user's messages (where candidate
+    windows come) count; what the model itself wrote does not."""
+    found: dict[Where, tuple[str, str]] = {}
+    for m in messages:
+        role = m.get("role")
+        if role not in ("tool", "user"):
+            continue
+        for where, text, window in lines_in(str(m.get("content") or ""), tool=role == "tool"):
+            if text.strip():
+                window = window or found.get(where, ("", ""))[1]
+                found.pop(where, None)
+                found[where] = (text, window)
+    return found
+
+
+def windows(messages: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, list[int]]]:
+    """The candidate windows the messages showed: id -> (path, its line numbers)."""
+    out: dict[str, tuple[str, list[int]]] = {}
+    for (path, line), (_, window) in shown(messages).items():
+        if window:
+            out.setdefault(window, (path, []))[1].append(line)
+    return out
