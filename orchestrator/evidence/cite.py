@@ -40,6 +40,7 @@ MAX_PATH = 300  # characters: a longer "path" is a sentence
 MAX_SPAN = 40  # lines: a wider citation is narrowed to the lines that back the claim
 _WINDOW_ID = re.compile(r"^\[?(W\d+)\]?$")
 _TEXT_CHARS = 300
+_PROSE = ("#", "//", "/*", "*", '"""', "'''", "--")  # a comment or docstring
 
 Shown = dict[tuple[str, int], tuple[str, str]]
 
@@ -186,13 +187,19 @@ def _windows(seen: Shown) -> dict[str, tuple[str, list[int]]]:
     return out
 
 
-def _backing(claim: str, line: str) -> int:
+def _backing(claim: str, line: str) -> float:
     """How well a shown line backs a claim: 0 if it shares no name with it, else how many of
-    the claim's words its names hold."""
+    the claim's words its names hold (code ahead of a comment or docstring saying the same)."""
     if shared_name(claim, line) is None:
         return 0
     terms = claim_terms(claim)
-    return 1 + sum(name.lower() in terms for name in quote_names(line))
+    prose = line.strip().startswith(_PROSE)
+    names = sum(name.lower() in terms for name in quote_names(line))
+    # between lines holding the same names: the one holding more of the claim's other words
+    # ("returns" and a `return` line)
+    words = {w[:5] for w in re.findall(r"[a-z]{3,}", line.lower())}
+    said = sum(w[:5] in words for w in set(re.findall(r"[a-z]{3,}", claim.lower())))
+    return 1 + names + 0.1 * said - 0.5 * prose
 
 
 def _ranges(lines: list[int]) -> str:
