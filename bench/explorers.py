@@ -105,7 +105,8 @@ def bench_search(repeats: int) -> list[tuple[str, int, float, float, float]]:
     return rows
 
 
-async def _explore_time(n: int, delay: float, mode: str = "process") -> tuple[float, float]:
+async def _explore_time(n: int, delay: float, mode: str = "process",
+                        candidates: int = 4) -> tuple[float, float]:
     """(seconds from the first explorer's start to the last one's end, our CPU seconds)."""
     def plan(questions: list[str]) -> ModelBehavior:
         p = {"goal": "g", "steps": [], "questions": questions, "acceptance": []}
@@ -124,7 +125,8 @@ async def _explore_time(n: int, delay: float, mode: str = "process") -> tuple[fl
     with tempfile.TemporaryDirectory() as tmp, simulator(scenario, mode) as sim:
         repo = make_sample_repo(Path(tmp) / "r")
         roles = load_roles(base_text=scenario_path("demo-roles.toml").read_text(),
-                           sets=[*demo_roles_sets(sim.base_url), f"explorer.parallel={max(n, 1)}"])
+                           sets=[*demo_roles_sets(sim.base_url), f"explorer.parallel={max(n, 1)}",
+                                 f"run.explore_candidates={candidates}"])
         cpu = time.process_time()
         result = await api.aexplore("q", repo=repo, roles=roles, listeners=[events.append],
                                     env={"ORCHESTRATE_SIM_KEY": "k"})
@@ -135,13 +137,14 @@ async def _explore_time(n: int, delay: float, mode: str = "process") -> tuple[fl
     return max(ends) - min(starts), cpu
 
 
-def bench_fanout(delay: float, mode: str, repeats: int) -> list[tuple[float, float, float, float]]:
+def bench_fanout(delay: float, mode: str, repeats: int, candidates: int = 4
+                 ) -> list[tuple[float, float, float, float]]:
     """(1 explorer s, 20 explorers s, their CPU s) per round, one and twenty interleaved."""
     asyncio.run(_explore_time(1, delay, mode))  # warm-up: imports, tokenizer
     rows = []
     for _ in range(repeats):
-        single, single_cpu = asyncio.run(_explore_time(1, delay, mode))
-        swarm, swarm_cpu = asyncio.run(_explore_time(20, delay, mode))
+        single, single_cpu = asyncio.run(_explore_time(1, delay, mode, candidates))
+        swarm, swarm_cpu = asyncio.run(_explore_time(20, delay, mode, candidates))
         rows.append((single, swarm, single_cpu, swarm_cpu))
     return rows
 
@@ -200,6 +203,8 @@ def main() -> None:
     parser.add_argument("--delay", type=float, default=0.5)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--fanout-repeats", type=int, default=3)
+    parser.add_argument("--candidates", type=int, default=4,
+                        help="run.explore_candidates: windows each explorer is shown (0: none)")
     parser.add_argument("--sim", choices=("process", "thread"), default="process")
     parser.add_argument("--parts", default="search,fanout,verify")
     args = parser.parse_args()
@@ -207,7 +212,8 @@ def main() -> None:
     if "search" in parts:
         print_search(bench_search(args.repeats), args.repeats)
     if "fanout" in parts:
-        print_fanout(bench_fanout(args.delay, args.sim, args.fanout_repeats), args.delay, args.sim)
+        print_fanout(bench_fanout(args.delay, args.sim, args.fanout_repeats, args.candidates),
+                     args.delay, args.sim)
     if "verify" in parts:
         n, dir_rate, git_rate, build_s = bench_verify()
         files, distinct, django_s = bench_line_counts()

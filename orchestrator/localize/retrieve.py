@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal
 
 from orchestrator.errors import OrchestrateError
 from orchestrator.localize import repomap
@@ -41,6 +41,8 @@ CONSTANT_LINES = 60  # lines a constant's table may run over and still be one ca
 SMALL_DEFINITION = 30  # lines: a class this short is one candidate with its methods
 PLAIN_AROUND = 3  # lines each side of a hit in a file without a symbol map
 PARSE_LIMIT = 400_000  # bytes: larger files are windowed without parsing
+CORPUS_BYTES = 8_000_000  # a tree this small is searched in memory, with no process to start
+CORPUS_FILES = 5_000
 READ_LINE = 4096  # characters kept of a line of a large file
 MAX_PER_FILE = 3
 RELATIVE_FLOOR = 0.4  # a window scoring under this share of the best is not worth its tokens
@@ -268,6 +270,8 @@ class Retriever:
     _symbols: dict[str, list[repomap.Symbol]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _files: list[str] | None = field(default=None, repr=False)
+    _loaded: _Corpus | Literal[False] | None = field(default=None, repr=False)
+    _corpus_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def windows(self, question: str, *, budget_chars: int = 3000, limit: int = 4
                 ) -> list[Window]:
@@ -277,12 +281,20 @@ class Retriever:
         wanted = [t for t in asked if t.kind != "path"]
         if not wanted:
             return []
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            text_hits = list(pool.map(lambda t: self._search(t.rg()), wanted))
-            def_hits = pool.submit(self._search, _definitions_regex(wanted)).result()
-            # a file the question names is searched for every term, beyond the per-file cap
-            in_named = list(pool.map(lambda a: self._search(a[0].rg(), a[1]),
-                                     [(t, p) for p in named for t in wanted]))
+        searches = [t.rg() for t in wanted]
+        if any(t.kind == "word" for t in wanted):  # a name's definition is a hit already
+            searches.append(_definitions_regex(wanted))
+        # a file the question names is searched for every term, beyond the per-file cap
+        pairs: list[tuple[str, str | None]] = [(regex, None) for regex in searches]
+        pairs += [(t.rg(), p) for p in named for t in wanted]
+        if self._corpus_ready():  # in memory: no process to start
+            results = [self._search(regex, path) for regex, path in pairs]
+        else:
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                results = list(pool.map(lambda a: self._search(*a), pairs))
+        text_hits = results[:len(wanted)]
+        def_hits = results[len(wanted)] if len(searches) > len(wanted) else []
+        in_named = results[len(searches):]
         found = dict(zip(wanted, text_hits, strict=True))
         weights = _weights(found)
         if not weights:
@@ -297,6 +309,17 @@ class Retriever:
                 made = [_boosted(w, NAMED_FILE) for w in made]
             candidates += made
         return _choose(candidates, budget_chars, limit)
+
+    def _corpus_ready(self) -> bool:
+        return self._corpus() is not None
+
+    def _corpus(self) -> _Corpus | None:
+        """The tree in memory when it is small (``CORPUS_BYTES``), loaded once: then a search
+        starts no process. None for a larger tree (ripgrep searches it)."""
+        with self._corpus_lock:
+            if self._loaded is None:
+                self._loaded = _Corpus.load(self.root, self.files()) or False
+            return self._loaded if isinstance(self._loaded, _Corpus) else None
 
     def files(self) -> list[str]:
         """The tree's files as ripgrep lists them (ignored and hidden ones left out), once."""
@@ -322,6 +345,12 @@ class Retriever:
             cached = self._hits.get(key)
         if cached is not None:
             return cached
+        corpus = self._corpus()
+        if corpus is not None:
+            hits = corpus.search(regex, path)
+            with self._lock:
+                self._hits[key] = hits
+            return hits
         try:
             result = search(self.root, regex, path=path, max_matches=MATCHES,
                             per_file=None if path else PER_FILE,
@@ -401,6 +430,9 @@ class Retriever:
     def _lines(self, path: str, wanted: Sequence[int]) -> Lines | None:
         """The file's lines: all of a file small enough to parse, else only the lines around
         ``wanted`` (each cut), read in chunks, so a huge file costs kilobytes."""
+        corpus = self._corpus()
+        if corpus is not None and path in corpus.files:
+            return corpus.files[path]
         try:
             with open_regular(Jail(self.root).resolve(path), path) as fh:
                 if b"\0" in fh.read(8192):
@@ -426,6 +458,47 @@ class Retriever:
         with self._lock:
             self._symbols[path] = found
         return found
+
+
+class _Corpus:
+    """A small tree's text files in memory, searched with the same regexes ripgrep is given
+    (the files ripgrep lists: ignored, hidden and binary files left out)."""
+
+    def __init__(self, files: dict[str, list[str]]) -> None:
+        self.files = files
+
+    @classmethod
+    def load(cls, root: Path, listed: Sequence[str]) -> _Corpus | None:
+        if len(listed) > CORPUS_FILES:
+            return None
+        jail, files, total = Jail(root), {}, 0
+        for path in listed:
+            try:
+                with open_regular(jail.resolve(path), path) as fh:
+                    data = fh.read(CORPUS_BYTES + 1)
+            except (OrchestrateError, OSError):
+                continue
+            total += len(data)
+            if total > CORPUS_BYTES or len(data) > PARSE_LIMIT:
+                return None  # a large file: ripgrep searches faster than a regex line by line
+            if b"\0" not in data[:8192]:
+                files[path] = data.decode("utf-8", "replace").split("\n")
+        return cls(files)
+
+    def search(self, regex: str, path: str | None = None) -> list[Match]:
+        rx = _compiled(regex)
+        out: list[Match] = []
+        for name, lines in ([(path, self.files.get(path, []))] if path else self.files.items()):
+            found = 0
+            for n, line in enumerate(lines, 1):
+                if rx.search(line):
+                    out.append(Match(name, n, _cut(line)))
+                    found += 1
+                    if len(out) >= MATCHES:
+                        return out
+                    if path is None and found >= PER_FILE:
+                        break
+        return out
 
 
 class _Sparse:
