@@ -175,3 +175,42 @@ async def test_an_explorer_that_keeps_inventing_has_its_claim_dropped_not_verifi
     assert e.submitted == 2 and e.verified == 1 and e.drops == {"path": 1}
     assert [v.index for v in e.verdicts] == [1, 2] and e.verdicts[0].kind == "path"
     assert any("src/utils/median.py" in r and "never shown" in r for r in e.drop_reasons)
+
+
+async def test_answer_first_an_unbacked_answer_opens_the_tools(fresh_sim, sample_repo):
+    """Shown candidates, the explorer may only submit; its first answer cites a candidate that
+    does not back the claim, so it is told why and its tools open; it searches, then cites
+    what the search showed."""
+    unbacked = {"answer": "x", "claims": [
+        {"text": "the test suite class is StatsTest", "citations": [
+            {"path": "W1", "start_line": 9, "end_line": 15, "quote": ""}]}]}
+    backed = {"answer": "tests/test_stats.py", "claims": [
+        {"text": "StatsTest is the test class", "citations": [
+            {"path": "tests/test_stats.py", "start_line": 6, "end_line": 6, "quote": ""}]}]}
+    fresh_sim.set_scenario(scenario_with(**{"sim-explorer": _explorer(
+        _submit(unbacked),
+        Reply(tool_calls=[ToolCallSpec(name="search", arguments={"pattern": "class StatsTest"})]),
+        _submit(backed))}))
+    result = await api.aexplore("Where is `median` tested?", repo=sample_repo,
+                                roles=sim_roles(fresh_sim), env=run_env(), split=False)
+    [e] = result.explorers
+    assert e.verified == 1 and e.tool_calls == 1
+    requests = fresh_sim.state.requests_for("sim-explorer")
+    assert _tools(requests[0]) == ["submit"]  # answer first
+    assert "search" in _tools(requests[1])  # the tools opened
+    assert "none of your claims is backed" in json.dumps(requests[1].body)
+
+
+async def test_answer_first_can_be_turned_off(fresh_sim, sample_repo):
+    findings = {"answer": "stats.py", "claims": [{"text": "median returns ordered[mid]",
+                "citations": [{"path": "W1", "start_line": 9, "end_line": 15, "quote": ""}]}]}
+    fresh_sim.set_scenario(scenario_with(**{"sim-explorer": _explorer(_submit(findings))}))
+    roles = sim_roles(fresh_sim, "run.explore_answer_first=false")
+    result = await api.aexplore("Where is `median` defined?", repo=sample_repo, roles=roles,
+                                env=run_env(), split=False)
+    assert result.explorers[0].verified == 1
+    assert "search" in _tools(fresh_sim.state.requests_for("sim-explorer")[0])
+
+
+def _tools(request) -> list[str]:
+    return [t.get("function", {}).get("name", "") for t in request.body.get("tools") or []]

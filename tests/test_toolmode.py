@@ -207,8 +207,12 @@ def test_flat_schema_inlines_refs_and_can_require_everything():
                              "required": ["a"]}}}
 
 
-def test_evidence_is_the_lines_tool_results_showed():
+def test_evidence_is_the_places_tool_results_and_candidates_showed():
+    """A read is one place (its lines, quote empty: copied at submit), a search match one line
+    with its text; the most recent first, then the candidate windows in their rank order."""
     messages = [
+        {"role": "user", "content": "Question\n[W1] stats.py:9-15 (function median)\n"
+                                    "   9| def median(values):\n   …\n  15|     return x"},
         {"role": "tool", "tool_call_id": "1",
          "content": "stats.py (lines 8-10 of 15):\n   8| \n   9| def median(values):\n  10|     x = 1"},
         {"role": "tool", "tool_call_id": "2",
@@ -217,8 +221,8 @@ def test_evidence_is_the_lines_tool_results_showed():
     ]
     assert evidence(messages) == [
         {"path": "tests/t.py", "start_line": 3, "end_line": 3, "quote": "from stats import median"},
-        {"path": "stats.py", "start_line": 10, "end_line": 10, "quote": "x = 1"},
-        {"path": "stats.py", "start_line": 9, "end_line": 9, "quote": "def median(values):"},
+        {"path": "stats.py", "start_line": 9, "end_line": 10, "quote": ""},
+        {"path": "stats.py", "start_line": 9, "end_line": 15, "quote": ""},
     ]
 
 
@@ -246,10 +250,10 @@ def _submit(**arguments: object) -> str:
     return json.dumps({"tool": "submit", "arguments": arguments})
 
 
-async def test_citations_in_json_mode_are_limited_to_lines_the_tools_showed(fresh_sim,
-                                                                            sample_repo):
+async def test_citations_in_json_mode_are_limited_to_places_the_tools_showed(fresh_sim,
+                                                                             sample_repo):
     seen: list[ChatRequestView] = []
-    cite = {"path": "stats.py", "start_line": 9, "end_line": 9, "quote": "def median(values):"}
+    cite = {"path": "stats.py", "start_line": 1, "end_line": 15, "quote": ""}
     replies = [json.dumps({"tool": "read", "arguments": {"path": "stats.py"}}),
                _submit(answer="stats.py", claims=[{"text": "defined here", "citations": [cite]}])]
     fresh_sim.set_scenario(scenario_with(**{"sim-explorer": _json_model(seen, replies)}))
@@ -259,10 +263,9 @@ async def test_citations_in_json_mode_are_limited_to_lines_the_tools_showed(fres
     before = _arguments(seen[0].response_format["json_schema"]["schema"], "submit")
     after = _arguments(seen[1].response_format["json_schema"]["schema"], "submit")
     citations = after["properties"]["claims"]["items"]["properties"]["citations"]
-    assert cite in citations["items"]["enum"] and citations["minItems"] == 1
-    assert len(citations["items"]["enum"]) == 11  # the non-blank lines of stats.py
+    assert citations["items"]["enum"] == [cite] and citations["minItems"] == 1  # the one read
     assert "enum" not in json.dumps(before)  # nothing read yet: nothing to narrow to
-    assert "one line shown in a tool result" in seen[1].last_user_text()
+    assert "one of the places you were shown" in seen[1].last_user_text()
     assert seen[1].system_text() == seen[0].system_text()
     assert "read_artifact" not in seen[1].system_text()  # no artifact named: not offered
 

@@ -137,6 +137,10 @@ class RunSettings(_Strict):
     explore_candidates: int = Field(
         4, ge=0, le=12, description="Candidate windows of code an explorer is shown before its "
         "first call (found by searching for its question's names); 0: none, it searches alone.")
+    explore_answer_first: bool = Field(
+        True, description="An explorer shown candidates answers from them first (only submit "
+        "is offered); when no claim of that answer verifies, it is told why and its tools "
+        "open.")
     explore_when_pinned: bool = Field(
         False, description="Run the explorers even when the preflight's failures already name "
         "the code to change (by default they are skipped then).")

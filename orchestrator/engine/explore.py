@@ -58,12 +58,15 @@ async def explore_one(role: Role, payload: ExploreTask, ctx: RunContext) -> dict
     task = ctx.agents[role].render_task(question=question, task=payload["task"],
                                         known=for_explorer(known),
                                         candidates=_candidates_text(windows))
-    cited = Cited(files=ctx.retriever().files)
+    first = bool(windows) and ctx.roles.run.explore_answer_first
+    cited = Cited(files=ctx.retriever().files,
+                  verify=(lambda f: _backed(ctx, f, known)) if first else None)
     limit = ctx.roles.run.explorer_timeout_s
     lost: RoleLoss | None = None
     try:
         outcome = await asyncio.wait_for(
-            run_session(ctx, role, task, n=index + 1, check=cited.check), limit)
+            run_session(ctx, role, task, n=index + 1, check=cited.check, submit_first=first),
+            limit)
     except (BudgetExhausted, ModelRefused):
         raise  # a budget stops the run resumably (this explorer runs again on resume)
     except TimeoutError:
@@ -130,6 +133,13 @@ def _checked(ctx: RunContext, question: str, index: int, outcome: SessionOutcome
         drop_reasons=([f"claim {v.index} dropped ({v.kind}): {v.reason}" for v in unseen]
                       + checked.reasons)[:20],
         drops=drops, verdicts=verdicts[:100])
+
+
+def _backed(ctx: RunContext, findings: Findings, known: KnownTests | None
+            ) -> tuple[int, list[str]]:
+    """How many claims of an answer verify, and why the others do not (answer first)."""
+    checked = _verify(ctx, findings, 1, known)
+    return checked.verified + checked.adds_nothing, checked.reasons
 
 
 def _renumbered(findings: Findings, screened: Findings, checked: Verified,

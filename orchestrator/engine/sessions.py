@@ -20,12 +20,13 @@ async def run_session(ctx: RunContext, role: Role, task: str, n: int, *, candida
                       temperature: float | None = None,
                       protected: frozenset[str] = frozenset(),
                       tools: bool = True, watch: WriteWatch | None = None,
-                      check: SubmitCheck | None = None) -> SessionOutcome:
+                      check: SubmitCheck | None = None,
+                      submit_first: bool = False) -> SessionOutcome:
     """One session of ``role`` on ``task``; ``candidate`` > 1 is a racing build's other
     candidates (``race.py``); ``temperature`` overrides the model's; ``protected`` files (the
     failing tests) cannot be edited; without ``tools`` the session can only submit; ``watch``
     sees its writing tools run; ``check`` may refuse a submission or fix it up (an explorer's
-    citations)."""
+    citations); ``submit_first`` offers only ``submit`` until a submission is refused."""
     agent = ctx.agents[role]
     spec = ctx.roles.roles[role]
     session = Session(
@@ -40,6 +41,7 @@ async def run_session(ctx: RunContext, role: Role, task: str, n: int, *, candida
         summarizer=_summarizer(ctx) if agent.kind != "summarize" else None,
         run_dir=ctx.run_dir,
         check=check,
+        submit_first=submit_first,
     )
     return await session.run(task)
 

@@ -13,9 +13,13 @@ from orchestrator.engine.runtime import RunContext
 from orchestrator.state import Role, RunState
 from orchestrator.tools.base import Tool, Toolbox, WriteWatch
 from orchestrator.tools.edit import edit_tools
-from orchestrator.tools.explorer import explorer_tools
+from orchestrator.tools.explorer import MAX_BYTES, explorer_tools
 from orchestrator.tools.gitread import GitHistory
 from orchestrator.tools.shell import DEFAULT_DENY, CommandPolicy, scrubbed_env, shell_tool
+
+CHARS_PER_TOKEN = 3.5
+TOOL_SHARE = 0.12  # of the role model's window: what one read or search may return
+MIN_TOOL_BYTES = 2_500
 
 
 def policy_of(ctx: RunContext) -> CommandPolicy:
@@ -37,7 +41,10 @@ def toolbox_for(ctx: RunContext, role: Role, protected: frozenset[str] = frozens
                 watch: WriteWatch | None = None) -> Toolbox:
     """The tools the role's agent file asks for; ``watch`` sees the writing ones run."""
     wanted = set(ctx.agents[role].tools)
-    available: list[Tool] = list(explorer_tools(ctx.worktree, history=_history(ctx)))
+    window = ctx.roles.model_for(role).context_window
+    cap = int(min(MAX_BYTES, max(MIN_TOOL_BYTES, window * TOOL_SHARE * CHARS_PER_TOKEN)))
+    available: list[Tool] = list(explorer_tools(ctx.worktree, history=_history(ctx),
+                                                max_bytes=cap))
     if wanted & set(EDIT_TOOLS):
         available += edit_tools(ctx.worktree, edit_format=ctx.roles.model_for(role).edits,
                                 protected=protected)

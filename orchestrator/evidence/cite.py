@@ -65,7 +65,11 @@ class Cited:
     """One explorer session's citations: checked at submit against what it was shown."""
 
     files: Callable[[], Sequence[str]]  # the repository's files, for "did you mean"
+    # answer first: the claims of a first submission that verify (None: no such check); a
+    # first answer of which none does is refused once, and the session's tools open
+    verify: Callable[[Findings], tuple[int, list[str]]] | None = None
     refusals: int = 0
+    answered: bool = False
     events: list[str] = field(default_factory=list)  # what was refused or filled, for the report
 
     def check(self, payload: BaseModel, messages: Sequence[Mapping[str, Any]]
@@ -91,6 +95,13 @@ class Cited:
             self.events.append(f"refused ({len(problems)}): " + "; ".join(problems)[:500])
             return None, _t("session", "citations_refused", problems="\n".join(
                 f"- {p}" for p in problems[:8]), shown=_shown_files(seen))
+        first, self.answered = not self.answered, True
+        if first and self.verify is not None:
+            verified, reasons = self.verify(checked)
+            if verified == 0:
+                self.events.append("first answer backed by nothing: the tools open")
+                return None, _t("session", "answer_unbacked", reasons="\n".join(
+                    f"- {r}" for r in reasons[:6]) or "- no claim cited anything")
         return checked, ""
 
     def _cite(self, claim: str, c: Citation, seen: Shown,

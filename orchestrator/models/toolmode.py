@@ -37,7 +37,7 @@ from orchestrator.models.base import (
     Route,
     ToolCallData,
 )
-from orchestrator.tools.shown import shown
+from orchestrator.tools.shown import places
 
 Structured = Literal["json_schema", "json_object", "prompt"]
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
@@ -80,11 +80,9 @@ def flat_schema(schema: Mapping[str, Any], *, require_all: bool = False,
 
 def evidence(messages: Sequence[Mapping[str, Any]], limit: int = MAX_EVIDENCE
              ) -> list[dict[str, Any]]:
-    """The file lines the session was shown (tool results, candidate windows), as one-line
-    citations, the most recently shown first."""
-    lines = shown(messages)
-    return [{"path": path, "start_line": line, "end_line": line, "quote": text.strip()}
-            for (path, line), (text, _) in reversed(lines.items())][:limit]
+    """The places the session was shown (``tools/shown.py``: reads, search matches, candidate
+    windows) as citations, the most recent first."""
+    return places(messages)[:limit]
 
 
 def ground(schema: Mapping[str, Any], cited: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

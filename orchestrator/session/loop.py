@@ -102,6 +102,7 @@ class Session:
         parent: str | None = None,
         purpose: str = "task",
         check: SubmitCheck | None = None,
+        submit_first: bool = False,
     ) -> None:
         model = client.route.model
         self.agent = agent
@@ -118,6 +119,7 @@ class Session:
                                    tools={**toolbox.tools, READ_ARTIFACT: self.store.tool()})
         self.parent, self.purpose = parent, purpose
         self.check = check
+        self._open = not submit_first  # answer first: only submit, until an answer is refused
         self.invalid_submits = 0
         self.messages: list[dict[str, Any]] = []
         self._session_turns = self._nudges = 0
@@ -199,7 +201,7 @@ class Session:
                 and self.max_turns - self.account.turns <= FINAL_TURNS)
 
     def _offered(self) -> list[dict[str, Any]]:
-        return self.tools[-1:] if self._final_window() else self.tools
+        return self.tools[-1:] if self._final_window() or not self._open else self.tools
 
     # --- one model call, fitted to the window -------------------------------------------------
 
@@ -331,6 +333,7 @@ class Session:
                 elif self.check is not None:
                     payload, refused = self.check(payload, self.messages)
                     answer = refused or answer
+                    self._open = self._open or payload is None
             else:
                 answer = await self._tool(call)
             self._add({"role": "tool", "tool_call_id": call.id, "content": answer})

@@ -15,6 +15,10 @@ from orchestrator.tools.base import Tool
 from orchestrator.tools.reading import read
 from orchestrator.tools.search import list_files, search
 
+MAX_BYTES = 20_000  # what one call returns by default
+MAX_LINES = 400
+MIN_LINES = 60
+
 
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -41,16 +45,25 @@ class ListArgs(_Args):
 
 
 def explorer_tools(
-    root: Path, *, git_root: Path | None = None, history: gitread.GitHistory | None = None
+    root: Path, *, git_root: Path | None = None, history: gitread.GitHistory | None = None,
+    max_bytes: int = MAX_BYTES,
 ) -> list[Tool]:
     """The read-only tools an explorer gets for the tree at ``root`` (plus git history).
 
     ``history`` says where git history comes from; ``git_root`` is a shorthand for a trusted
-    repository's own history at HEAD.
+    repository's own history at HEAD. ``max_bytes`` caps what one call returns (a small model's
+    window is ~8k tokens: one read of 400 lines would fill half of it).
     """
+    lines = max(MIN_LINES, min(MAX_LINES, max_bytes // 40))
+    matches = max(20, min(100, max_bytes // 120))
+
+    def read_tool(a: ReadArgs) -> str:
+        return read(root, a.path, a.start_line, a.end_line, max_bytes=max_bytes, max_lines=lines)
+
     tools = [
-        Tool("search", _SEARCH_DOC, SearchArgs, lambda a: _search_tool(root, a)),
-        Tool("read", _READ_DOC, ReadArgs, lambda a: read(root, a.path, a.start_line, a.end_line)),
+        Tool("search", _SEARCH_DOC.format(matches=matches), SearchArgs,
+             lambda a: _search_tool(root, a, max_bytes, matches)),
+        Tool("read", _READ_DOC.format(lines=lines), ReadArgs, read_tool),
         Tool("list", _LIST_DOC, ListArgs, lambda a: list_files(root, a.glob, a.path)),
     ]
     if history is None and git_root is not None:
@@ -58,19 +71,21 @@ def explorer_tools(
     return tools + (gitread.git_tools(history) if history is not None else [])
 
 
-def _search_tool(root: Path, a: SearchArgs) -> str:
+def _search_tool(root: Path, a: SearchArgs, max_bytes: int, matches: int) -> str:
     options = a.model_dump(exclude={"pattern"})
-    return search(root, a.pattern, **options).format_for_model()
+    return search(root, a.pattern, max_matches=matches, max_bytes=max_bytes,
+                  **options).format_for_model()
+
 
 
 _SEARCH_DOC = (
     "Search file contents with ripgrep (Rust regex; set fixed_strings=true for literal text). "
-    "Returns up to 100 'path:line: text' lines (context lines as 'path-line- text'). Skips "
+    "Returns up to {matches} 'path:line: text' lines (context lines as 'path-line- text'). Skips "
     ".gitignored, hidden, binary and large files. Narrow with glob or path. Before citing, "
     "read the lines to quote them exactly."
 )
 _READ_DOC = (
-    "Read a text file as numbered lines '  12| text', up to 400 lines per call; page with "
+    "Read a text file as numbered lines '  12| text', up to {lines} lines per call; page with "
     "start_line/end_line. Cite quotes copied verbatim from these lines, without the number prefix."
 )
 _LIST_DOC = (

@@ -72,3 +72,41 @@ def windows(messages: Iterable[Mapping[str, Any]]) -> dict[str, tuple[str, list[
         if window:
             out.setdefault(window, (path, []))[1].append(line)
     return out
+
+
+def places(messages: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The places a session was shown, as citations a grammar can offer a weak model to pick:
+    each ``read`` (its path and the lines it showed) and each ``search`` match (its line and
+    text), the most recent first, then the candidate windows in their rank order. A read's or a
+    window's quote is empty: the line that backs the claim is copied from it at submit
+    (``evidence/cite.py``)."""
+    shown_reads: list[dict[str, Any]] = []
+    windows: list[dict[str, Any]] = []
+    for m in messages:
+        role = m.get("role")
+        if role not in ("tool", "user"):
+            continue
+        blocks: dict[tuple[str, str], list[int]] = {}
+        for (path, line), text, window in lines_in(str(m.get("content") or ""),
+                                                   tool=role == "tool"):
+            if not text.strip():
+                continue
+            if window or (role == "tool" and _is_read_line(m, path)):
+                blocks.setdefault((path, window), []).append(line)
+            elif role == "tool":
+                shown_reads.append({"path": path, "start_line": line, "end_line": line,
+                                    "quote": text.strip()})
+        for (path, window), lines in blocks.items():
+            place = {"path": path, "start_line": min(lines), "end_line": max(lines), "quote": ""}
+            (windows if window else shown_reads).append(place)
+    unique = list(dict.fromkeys(_key(p) for p in [*reversed(shown_reads), *windows]))
+    by_key = {_key(p): p for p in [*shown_reads, *windows]}
+    return [by_key[k] for k in unique]
+
+
+def _is_read_line(message: Mapping[str, Any], path: str) -> bool:
+    return f"{path} (lines " in str(message.get("content") or "")
+
+
+def _key(place: Mapping[str, Any]) -> tuple[str, int, int, str]:
+    return (place["path"], place["start_line"], place["end_line"], place["quote"])
