@@ -133,3 +133,29 @@ def test_cli_bench_runs_the_builtin_explore_suite_with_simulated_models(tmp_path
     printed = cli("bench", "builtin-explore", "--sim", "--task", "intrange-clamp", "--out",
                   str(tmp_path / "out2"), env=run_env())
     assert "Explorer models" in printed.stdout and "bad path" in printed.stdout
+
+
+def test_each_record_says_what_the_explorer_was_shown_and_when_it_first_verified(report):
+    for rec in report.records:
+        assert rec.candidates and rec.candidate_hit is not None
+        assert rec.first_verified_s is not None and 0 < rec.first_verified_s <= rec.wall_s + 1
+    careful = report.summaries[0]
+    assert careful.shown == 6 and careful.first_verified_s.median is not None
+    assert 0 <= careful.candidate_hits <= 6
+
+
+def test_keep_leaves_the_repository_and_every_run_under_out(tmp_path):
+    root = make_suite(tmp_path / "suite")
+    suite = load_explore_suite(root).select(["tax"])
+    out = tmp_path / "out"
+
+    async def go():
+        async with BenchSimulator(None) as sim:
+            return await arun_explore_bench(suite, [sim.role_map("bench-careful")], out_dir=out,
+                                            env=sim.env(run_env()), keep=True)
+
+    kept = asyncio.run(go())
+    [rec] = kept.records
+    run_dir = Path(rec.run_dir)
+    assert run_dir.is_dir() and run_dir.is_relative_to(out / "runs")
+    assert (run_dir / "events.jsonl").is_file() and (run_dir / "explorers.jsonl").is_file()

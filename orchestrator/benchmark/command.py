@@ -48,7 +48,7 @@ def bench_main(
         raise UsageError("name at least one role map: --roles A.toml [--roles B.toml] (or --sim)")
     if is_explore_suite(suite):
         return _explore(suite, files, repeat=repeat, jobs=jobs, out=out, as_json=as_json,
-                        sim=sim, questions=tasks, env=env, console=console)
+                        sim=sim, questions=tasks, env=env, console=console, keep=keep)
     loaded = load_suite(suite).select(list(tasks))
     with BenchSimulator(loaded) if sim else contextlib.nullcontext() as simulator:
         url = simulator.base_url if simulator else None
@@ -64,7 +64,8 @@ def bench_main(
 
 def _explore(suite: str | os.PathLike[str], files: Sequence[str | os.PathLike[str]], *,
              repeat: int, jobs: int, out: str | os.PathLike[str] | None, as_json: bool, sim: bool,
-             questions: Sequence[str], env: Mapping[str, str] | None, console: Console) -> int:
+             questions: Sequence[str], env: Mapping[str, str] | None, console: Console,
+             keep: bool = False) -> int:
     loaded = load_explore_suite(suite).select(list(questions))
     with BenchSimulator(None) if sim else contextlib.nullcontext() as simulator:
         url = simulator.base_url if simulator else None
@@ -72,7 +73,7 @@ def _explore(suite: str | os.PathLike[str], files: Sequence[str | os.PathLike[st
         run_env = simulator.env(env) if simulator else env
         report: ExploreReport = asyncio.run(arun_explore_bench(
             loaded, maps, repeat=repeat, jobs=jobs, env=run_env,
-            out_dir=Path(out) if out else DEFAULT_OUT,
+            out_dir=Path(out) if out else DEFAULT_OUT, keep=keep,
             progress=None if as_json else _explore_progress(console)))
     if as_json:
         console.print_json(report.model_dump_json())
@@ -84,8 +85,10 @@ def _explore(suite: str | os.PathLike[str], files: Sequence[str | os.PathLike[st
 def _explore_progress(console: Console):
     def show(rec: ExploreRecord) -> None:
         mark = {"answered": "ok", "unanswered": "miss", "error": "ERROR"}[rec.outcome]
+        found = {True: " candidates hit", False: " candidates missed", None: ""}[rec.candidate_hit]
         console.print(f"  {mark:5} {rec.question} [{rec.role_map} · {rec.model} #{rec.repeat + 1}] "
                       f"{rec.wall_s:.1f}s claims {rec.claims.verified}/{rec.claims.submitted}"
+                      f" tools {rec.tool_calls}{found}"
                       + (f"  {rec.error[:100]}" if rec.error else ""),
                       highlight=False, markup=False)
 

@@ -43,6 +43,13 @@ class ExploreRecord(BaseModel):
     answered_by: str = ""
     claims: ClaimStats = Field(default_factory=ClaimStats)
     wall_s: float = 0.0
+    first_verified_s: float | None = Field(
+        None, description="From the start to the first explorer whose claims verified.")
+    tool_calls: int = 0
+    candidates: tuple[str, ...] = Field((), description="The windows the explorers were shown.")
+    candidate_hit: bool | None = Field(
+        None, description="A candidate window held an answer range (None: none was shown).")
+    run_dir: str = Field("", description="The run's record (kept with --keep).")
     tokens: int = Field(0, description="Explorer prompt + output tokens.")
     calls: int = 0
     cost_usd: float = 0.0
@@ -70,6 +77,9 @@ class ExploreSummary(BaseModel):
     answered_by_repeat: Spread
     claims: ClaimStats
     wall_s: Spread
+    first_verified_s: Spread
+    candidate_hits: int = 0
+    shown: int = Field(0, description="Questions whose explorers were shown candidates.")
     tokens_per_question: float
     cost_usd: float
 
@@ -108,6 +118,9 @@ def summarize(records: Sequence[ExploreRecord], role_map: str, model: str) -> Ex
         errors=sum(r.outcome == "error" for r in mine),
         answered_by_repeat=spread(sum(r.answered for r in rs) / len(rs) for rs in by_repeat.values()),
         claims=total, wall_s=spread(r.wall_s for r in mine),
+        first_verified_s=spread(r.first_verified_s for r in mine if r.first_verified_s is not None),
+        candidate_hits=sum(bool(r.candidate_hit) for r in mine),
+        shown=sum(r.candidate_hit is not None for r in mine),
         tokens_per_question=statistics.fmean(r.tokens for r in mine) if mine else 0.0,
         cost_usd=sum(r.cost_usd for r in mine),
     )
@@ -126,7 +139,8 @@ def build_report(suite: Any, order: Sequence[str], records: Sequence[ExploreReco
 
 
 def csv_row(rec: ExploreRecord) -> dict[str, Any]:
-    row = rec.model_dump(exclude={"claims", "cited", "reasons", "verdicts"})
+    row = rec.model_dump(exclude={"claims", "cited", "reasons", "verdicts", "candidates"})
+    row["candidates"] = " ".join(rec.candidates)
     row.update({k: getattr(rec.claims, k) for k in ("submitted", "verified", "adds_nothing",
                                                      "dropped", *DROP_KINDS)})
     row["cited"] = " ".join(rec.cited)
@@ -163,8 +177,8 @@ def question_table(report: ExploreReport, role_map: str) -> Table:
     table = Table(title=f"{role_map}: {report.suite}, {report.repeat} repeat(s)",
                   title_justify="left")
     for col in ("question", "answered", "cited in range", "claims v/s", "dropped because",
-                "wall", "tokens"):
-        table.add_column(col, justify="right" if col in ("wall", "tokens") else "left")
+                "candidates", "tools", "wall", "tokens"):
+        table.add_column(col, justify="right" if col in ("wall", "tokens", "tools") else "left")
     for qid in report.questions:
         runs = [r for r in report.records if r.role_map == role_map and r.question == qid]
         if not runs:
@@ -177,16 +191,23 @@ def question_table(report: ExploreReport, role_map: str) -> Table:
             qid, f"{sum(r.answered for r in runs)}/{len(runs)}",
             ", ".join(sorted({r.answered_by for r in runs} - {""})) or "-",
             f"{total.verified}/{total.submitted}", errors or _drops(total),
+            _hits(runs), str(sum(r.tool_calls for r in runs)),
             f"{statistics.median(r.wall_s for r in runs):.1f}s",
             str(sum(r.tokens for r in runs) // len(runs)))
     return table
+
+
+def _hits(runs: Sequence[ExploreRecord]) -> str:
+    shown = [r for r in runs if r.candidate_hit is not None]
+    return f"{sum(bool(r.candidate_hit) for r in shown)}/{len(shown)} hit" if shown else "-"
 
 
 def summary_table(report: ExploreReport) -> Table:
     """One row per role map and explorer model: truthfulness first, then time and tokens."""
     table = Table(title="Explorer models", title_justify="left")
     for col in ("role map", "model", "answered", "claims", "verified", "bad path", "misquoted",
-                "unsupported", "wall/question", "tokens/question"):
+                "unsupported", "candidates hit", "wall/question", "first verified",
+                "tokens/question"):
         table.add_column(col, justify="left" if col in ("role map", "model") else "right",
                          overflow="fold")
     for s in report.summaries:
@@ -196,7 +217,9 @@ def summary_table(report: ExploreReport) -> Table:
             str(n), f"{c.verified} {_pct(c.verified, n)}", f"{c.path} {_pct(c.path, n)}",
             f"{c.quote} {_pct(c.quote, n)}",
             f"{c.trivial + c.unrelated} {_pct(c.trivial + c.unrelated, n)}",
+            f"{s.candidate_hits}/{s.shown}" if s.shown else "-",
             "-" if s.wall_s.median is None else f"{s.wall_s.median:.1f}s",
+            "-" if s.first_verified_s.median is None else f"{s.first_verified_s.median:.1f}s",
             f"{s.tokens_per_question:.0f}")
     return table
 
@@ -207,7 +230,9 @@ def print_explore_report(report: ExploreReport, console: Console | None = None) 
         console.print(question_table(report, name))
     console.print(summary_table(report))
     console.print(ANSWERED + "; unsupported: the quote exists but is trivial or shares no name "
-                  "with its claim.", highlight=False, markup=False)
+                  "with its claim; candidates hit: a candidate window shown before the first "
+                  "call held an answer range; first verified: median time to the first "
+                  "explorer whose claims verified.", highlight=False, markup=False)
     if report.source:
         console.print(f"suite code: {report.source} ({report.license})", highlight=False,
                       markup=False)

@@ -57,10 +57,16 @@ def _record(question: Question, map_name: str, roles: RoleMap, repeat: int,
     model = next((e.model for e in explorers if e.model), "") or roles.model_for("explorer").id
     errors = "; ".join(e.error for e in explorers if e.error)
     hit = in_range(question, src, result)
+    candidates = tuple(c for e in explorers for c in e.candidates)
+    verified_at = [e.wall_s for e in explorers if e.verified]
     return ExploreRecord(
         question=question.id, role_map=map_name, repeat=repeat, model=model,
         outcome="answered" if hit else ("error" if errors and not claims.verified else "unanswered"),
         answered_by=hit, claims=claims, wall_s=result.time_split.get("wall_s", wall_s),
+        first_verified_s=min(verified_at) if verified_at else None,
+        tool_calls=sum(e.tool_calls for e in explorers), candidates=candidates,
+        candidate_hit=_held(question, candidates) if candidates else None,
+        run_dir=str(result.run_dir or ""),
         tokens=usage.prompt_tokens + usage.output_tokens,
         calls=usage.calls, cost_usd=result.cost_usd, error=errors or None,
         answer=" ".join(e.answer for e in explorers)[:500],
@@ -69,6 +75,17 @@ def _record(question: Question, map_name: str, roles: RoleMap, repeat: int,
         reasons=tuple(r for e in explorers for r in e.drop_reasons)[:10],
         verdicts=tuple(v for e in explorers for v in e.verdicts),
     )
+
+
+def _held(question: Question, candidates: tuple[str, ...]) -> bool:
+    """Whether a candidate window (``path:start-end``) holds an answer range."""
+    for where in candidates:
+        path, _, lines = where.rpartition(":")
+        start, _, end = lines.partition("-")
+        if start.isdigit() and end.isdigit() and any(
+                a.overlaps(path, int(start), int(end)) for a in question.answers):
+            return True
+    return False
 
 
 async def ask_one(question: Question, map_name: str, roles: RoleMap, repeat: int, repo: Path,
@@ -95,14 +112,21 @@ async def arun_explore_bench(
     out_dir: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     progress: Progress | None = None,
+    keep: bool = False,
 ) -> ExploreReport:
-    """Ask every question under each ``(name, RoleMap)``; write JSON and CSV to ``out_dir``."""
+    """Ask every question under each ``(name, RoleMap)``; write JSON and CSV to ``out_dir``;
+    with ``keep`` the repository and every run's record stay under ``out_dir/runs``."""
     names = [n for n, _ in role_maps]
     if not names or len(set(names)) != len(names):
         raise UsageError(f"role maps need distinct names (got {names}): rename a file")
     if repeat < 1 or jobs < 1:
         raise UsageError("--repeat and --jobs must be at least 1")
-    workdir = Path(tempfile.mkdtemp(prefix="orchestrate-explore-bench-"))
+    if keep and out_dir is None:
+        raise UsageError("--keep needs --out: the runs are kept under OUT/runs")
+    workdir = (Path(out_dir) / "runs" / time.strftime("%Y%m%d-%H%M%S")
+               if keep and out_dir is not None
+               else Path(tempfile.mkdtemp(prefix="orchestrate-explore-bench-")))
+    workdir.mkdir(parents=True, exist_ok=True)
     gate = asyncio.Semaphore(jobs)
     started = time.time()
 
@@ -118,6 +142,7 @@ async def arun_explore_bench(
         records = await asyncio.gather(*(one(q, name, roles, rep) for rep in range(repeat)
                                          for q in suite.questions for name, roles in role_maps))
     finally:
-        await asyncio.to_thread(shutil.rmtree, workdir, True)
+        if not keep:
+            await asyncio.to_thread(shutil.rmtree, workdir, True)
     report = build_report(suite, names, records, repeat=repeat, jobs=jobs, started=started)
     return write_outputs(report, Path(out_dir)) if out_dir is not None else report
