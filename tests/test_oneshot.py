@@ -223,3 +223,36 @@ async def test_a_one_shot_neither_reads_nor_writes_outside_the_worktree(sample_r
     assert (outside / "linked.py").read_text() == "LINKED = 'outside-linked'\n"
     assert stat.S_ISFIFO(os.lstat(root / "fifo.py").st_mode)
     assert not (root / ".git" / "config").read_text().count("pwned")
+
+
+async def test_the_file_the_explorers_found_is_shown_whole_when_the_failure_does_not_pin_it(
+        fresh_sim, tmp_path):
+    """An explore task: the test imports only the entry point, the wrong rate sits two modules
+    away. The explorer cites the candidate table; the one-shot prompt shows that file whole
+    (the failure alone pins only the entry modules), and the builder's fix there passes."""
+    from orchestrator.benchmark.suite import copy_repo, load_suite
+
+    task = load_suite("live").select(["xp-invoice-tax"]).tasks[0]
+    repo = copy_repo(task.repo, tmp_path / "repo")
+    path, old, new = task.sim.path, task.sim.old, task.sim.new
+    fixed = (repo / path).read_text(encoding="utf-8").replace(old, new)
+    plan = {"goal": "fix the QC rate", "steps": ["fix it"], "acceptance": list(task.acceptance),
+            "questions": ["Where is the sales tax rate for Quebec (QC) defined?"]}
+    found = {"answer": "COMBINED_RATES", "claims": [{
+        "text": "COMBINED_RATES gives QC a rate of 0.05",
+        "citations": [{"path": "W1", "start_line": 1, "end_line": 99, "quote": ""}]}]}
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": ModelBehavior(script=[_call("submit", **plan)]),
+        "sim-explorer": ModelBehavior(script=[_call("submit", **found)]),
+        "sim-builder": ModelBehavior(script=[Reply(content=f"{path}\n```python\n{fixed}```\n")]),
+    }))
+    result = await api.arun(task.instruction, repo=repo,
+                            role_files=[scenario_path("demo-roles.toml")], env=run_env(),
+                            sets=[*demo_roles_sets(fresh_sim.base_url), "builder.one_shot=true",
+                                  "run.explore_when_pinned=true",
+                                  f'verify.commands=["{task.acceptance[0]}"]'])
+    assert result.status == "succeeded", result.reason
+    assert result.explorers[0].verified == 1
+    [first] = _builder_requests(fresh_sim)
+    shown = json.dumps(first.messages)
+    assert f"{path}\\n```" in shown and "COMBINED_RATES = {" in shown

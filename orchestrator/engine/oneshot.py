@@ -73,15 +73,19 @@ class Shown:
     tests: dict[str, str]
 
 
-def shown_files(root: Path, loc: Localization | None) -> Shown | None:
-    """The pinned source files (whole) and the failing tests, read from the worktree; ``None``
-    when there is nothing pinned or a pinned file is too large to show whole."""
-    if loc is None or not loc.pinned:
+def shown_files(root: Path, loc: Localization | None, found: Sequence[str] = ()) -> Shown | None:
+    """The source files to change (whole) and the failing tests, read from the worktree:
+    first the files the explorers' verified claims cite (``found``: they were asked where the
+    code is), then those the failure pins; ``None`` when there is nothing pinned or found, or
+    the files are too large to show whole."""
+    if loc is None or not (loc.pinned or found):
         return None
     jail = Jail(root)
     sources: dict[str, str] = {}
     used = 0
-    for path in loc.suspects[:MAX_FILES]:
+    failing = set(loc.tests)
+    for path in list(dict.fromkeys([*(f for f in found if f not in failing), *loc.suspects]))[
+            :MAX_FILES]:
         body = _read(jail, path)
         if body is None or len(body) > MAX_FILE_CHARS or used + len(body) > MAX_TOTAL_CHARS:
             continue
@@ -146,6 +150,17 @@ async def write_files(root: Path, changed: Mapping[str, str], protected: frozens
     return written, refused
 
 
+def found_files(state: RunState) -> list[str]:
+    """The files the explorers' verified claims cite, most cited first."""
+    counts: dict[str, int] = {}
+    for explorer in state.explorers:
+        for claim in explorer.claims:
+            for c in claim.citations:
+                path = c.path.removeprefix("./")
+                counts[path] = counts.get(path, 0) + 1
+    return sorted(counts, key=lambda p: -counts[p])
+
+
 async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
                 temperature: float | None, protected: frozenset[str]) -> SessionOutcome | None:
     """Build attempt ``n`` as one call for whole files; ``None`` when the failure pins no file
@@ -155,7 +170,7 @@ async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
     again = n > 1
     if again and (state.verify is None or state.verify.passed or not state.feedback):
         return None  # a judge's requested changes: the tool loop takes those
-    shown = await asyncio.to_thread(shown_files, ctx.worktree, loc)
+    shown = await asyncio.to_thread(shown_files, ctx.worktree, loc, found_files(state))
     if shown is None or loc is None:
         return None
     client = ctx.pool.for_role(role, temperature=temperature)
