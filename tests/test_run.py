@@ -91,7 +91,9 @@ async def test_explorers_run_in_parallel(fresh_sim, sample_repo):
         "sim-explorer": ModelBehavior(delay_s=1.0, script=[one_reply]),
     }))
     events = []
-    result = await api.arun(DEMO_TASK, repo=sample_repo, roles=sim_roles(fresh_sim),
+    # one reply each (answering first would refuse an answer with no claim and ask again)
+    result = await api.arun(DEMO_TASK, repo=sample_repo,
+                            roles=sim_roles(fresh_sim, "run.explore_answer_first=false"),
                             env=run_env(), listeners=[events.append])
     assert len(result.explorers) == 4
     starts = [e.t for e in events if e.kind == "role_started" and e.role == "explorer"]

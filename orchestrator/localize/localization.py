@@ -65,6 +65,8 @@ class Localization(_Frozen):
     tests: tuple[str, ...] = ()
     spans: tuple[Span, ...] = ()
     repo_map: str = ""
+    traced: bool = False  # a traceback frame lies in the repository's non-test code
+    unshown: int = 0  # the repository's source files no span shows (not tests)
 
     @property
     def passed(self) -> bool:
@@ -73,8 +75,11 @@ class Localization(_Frozen):
 
     @property
     def pinned(self) -> bool:
-        """The failure already names the code to change."""
-        return bool(self.suspects) and bool(self.spans)
+        """The failure already names the code to change: it shows source lines, and either its
+        traceback runs through them or the repository has no other source file to look in (a
+        failure that only asserts on a value, in a project of many files, pins nothing: the
+        code behind the value may be anywhere)."""
+        return bool(self.suspects) and bool(self.spans) and (self.traced or self.unshown == 0)
 
 
 def is_test(path: str) -> bool:
@@ -124,9 +129,13 @@ def localize(checks: Sequence[Check], *, files: Sequence[str], read: Reader,
     suspects = _unique([*suspects, *(s.path for s in spans if not is_test(s.path))])
     mapped = [*suspects, *tests] or [f for f in files if repomap.supported(f)][:12]
     texts = {p: t for p in mapped if (t := read(p)) is not None}
+    shown_paths = {s.path for s in spans[:MAX_SPANS]}
+    unshown = [f for f in files if repomap.supported(f) and not is_test(f)
+               and f not in shown_paths and (read(f) or "").strip()]
     return Localization(checks=tuple(checks), reports=reports, suspects=tuple(suspects),
                         tests=tuple(tests), spans=tuple(spans[:MAX_SPANS]),
-                        repo_map=repomap.render_map(texts, limit=map_limit))
+                        repo_map=repomap.render_map(texts, limit=map_limit),
+                        traced=any(not is_test(p) for _, p in in_repo), unshown=len(unshown))
 
 
 def _unique(items: Sequence[str]) -> list[str]:
