@@ -40,6 +40,7 @@ MAX_PATH = 300  # characters: a longer "path" is a sentence
 MAX_SPAN = 40  # lines: a wider citation is narrowed to the lines that back the claim
 _WINDOW_ID = re.compile(r"^\[?(W\d+)\]?$")
 _TEXT_CHARS = 300
+PROSE_WEIGHT = 0.4
 _PROSE = ("#", "//", "/*", "*", '"""', "'''", "--")  # a comment or docstring
 
 Shown = dict[tuple[str, int], tuple[str, str]]
@@ -134,7 +135,8 @@ class Cited:
         quote = " ".join(c.quote.split())
         if quote and quote in " ".join(shown_text.split()) and c.end_line - c.start_line < MAX_SPAN:
             return c
-        best = max(inside, key=lambda n: _backing(claim, seen[(c.path, n)][0]))
+        prose = _prose(seen, c.path)
+        best = max(inside, key=lambda n: _backing(claim, seen[(c.path, n)][0], n in prose))
         if _backing(claim, seen[(c.path, best)][0]) <= 0 and c.end_line - c.start_line < MAX_SPAN:
             if quote:
                 return c  # nothing better: verification judges the model's own quote
@@ -198,19 +200,34 @@ def _windows(seen: Shown) -> dict[str, tuple[str, list[int]]]:
     return out
 
 
-def _backing(claim: str, line: str) -> float:
+def _backing(claim: str, line: str, prose: bool = False) -> float:
     """How well a shown line backs a claim: 0 if it shares no name with it, else how many of
-    the claim's words its names hold (code ahead of a comment or docstring saying the same)."""
+    the claim's words its names hold; a comment or docstring line counts for less than code
+    that shares a name (the answer is the code; prose about it restates it)."""
     if shared_name(claim, line) is None:
         return 0
     terms = claim_terms(claim)
-    prose = line.strip().startswith(_PROSE)
     names = sum(name.lower() in terms for name in quote_names(line))
     # between lines holding the same names: the one holding more of the claim's other words
     # ("returns" and a `return` line)
     words = {w[:5] for w in re.findall(r"[a-z]{3,}", line.lower())}
     said = sum(w[:5] in words for w in set(re.findall(r"[a-z]{3,}", claim.lower())))
-    return 1 + names + 0.1 * said - 0.5 * prose
+    score = 1 + names + 0.1 * said
+    return score * PROSE_WEIGHT if prose or line.strip().startswith(_PROSE) else score
+
+
+def _prose(seen: Shown, path: str) -> set[int]:
+    """The shown lines of ``path`` inside a docstring or a block comment, as far as the shown
+    lines tell (a triple quote opens and closes one)."""
+    inside, out = False, set()
+    for n in sorted(n for (p, n) in seen if p == path):
+        text = seen[(path, n)][0]
+        quotes = text.count('"""') + text.count("'''")
+        if inside or quotes:
+            out.add(n)
+        if quotes % 2:
+            inside = not inside
+    return out
 
 
 def _ranges(lines: list[int]) -> str:
