@@ -30,6 +30,7 @@ from orchestrator.evidence.sources import DirSource
 from orchestrator.evidence.verify import Verified, verify_findings
 from orchestrator.localize.retrieve import Window, render
 from orchestrator.models.errors import ModelRefused
+from orchestrator.record.events import ExplorerFinished
 from orchestrator.session.account import SessionOutcome
 from orchestrator.state import ExplorerResult, ExploreTask, Findings, KnownTests, Role, RoleLoss
 
@@ -84,13 +85,13 @@ async def explore_one(role: Role, payload: ExploreTask, ctx: RunContext) -> dict
         "model": model, "wall_s": round(time.monotonic() - started, 3),
         "candidates": [f"{w.path}:{w.start}-{w.end}" for w in windows]})
     _keep_partial(ctx, result)  # on disk before anyone is told, so a cut run keeps it
-    ctx.telemetry.emit(
-        "explorer_finished", role=role, session=sid, model=result.model,
+    ctx.telemetry.emit(ExplorerFinished(
+        role=role, session=sid, model=result.model,
         question=question, submitted=result.submitted, verified=result.verified,
         adds_nothing=result.adds_nothing, dropped=result.dropped, error=result.error,
         drops=[v.kind for v in result.verdicts if v.kind], candidates=result.candidates,
         wall_s=result.wall_s, refused=cited.refusals,
-    )
+    ))
     if lost is not None:
         ctx.telemetry.lose(lost)
     return {"explorers": [result]}

@@ -33,6 +33,7 @@ from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.localize import failures
 from orchestrator.localize.localization import Localization
+from orchestrator.record.events import Warned
 from orchestrator.session.account import Account, SessionOutcome
 from orchestrator.state import BuildReport, Role, RunState
 from orchestrator.tools.base import Toolbox
@@ -175,8 +176,8 @@ async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
     written, refused = await write_files(ctx.worktree, changed, protected)
     account.tool_calls = len(written)
     for why in refused:
-        ctx.telemetry.emit("warning", role=role, session=account.session,
-                           message=f"one-shot write refused: {why}")
+        ctx.telemetry.emit(Warned(role=role, session=account.session,
+                                  message=f"one-shot write refused: {why}"))
     why = "; ".join(refused) or "no fenced file under a path it may change"
     summary = (text("oneshot", "wrote", files=", ".join(written)) if written else
                text("oneshot", "wrote_nothing", why=why))

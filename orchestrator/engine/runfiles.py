@@ -21,7 +21,7 @@ from orchestrator.errors import ConfigError, OrchestrateError, UsageError
 from orchestrator.evidence.claimstats import UNKNOWN_MODEL, by_model, of_result
 from orchestrator.models.journal import CallJournal
 from orchestrator.models.pool import ClientPool
-from orchestrator.record.events import Forked, Warned
+from orchestrator.record.events import Forked, RunFinished, Warned
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.results import EXIT_USAGE, ExploreResult, RunResult
 from orchestrator.state import ExplorerResult, RunState
@@ -85,7 +85,7 @@ def write_failure(run_dir: Path, task: str, exc: BaseException, telemetry: Telem
                   **extra: Any) -> None:
     """``report.json`` of a run that an error ended, so ``runs`` and ``show`` say why."""
     reason = " ".join(str(exc).split())
-    telemetry.emit("run_finished", status="failed", reason=reason)
+    telemetry.emit(RunFinished(status="failed", reason=reason))
     report = {"run_id": telemetry.run_id, "task": task, "status": "failed", "reason": reason,
               "error": getattr(exc, "code", type(exc).__name__), **extra,
               "cost_usd": sum(c.cost_usd for c in telemetry.calls),
@@ -188,7 +188,7 @@ def explore_report(result: ExploreResult, telemetry: Telemetry) -> str:
     answered = result.exit_code != 1
     reason = (f"{sum(e.verified for e in result.explorers)} verified claim(s) from "
               f"{len(result.explorers)} explorer(s)" if answered else "no verified findings")
-    telemetry.emit("run_finished", status="succeeded" if answered else "failed", reason=reason)
+    telemetry.emit(RunFinished(status="succeeded" if answered else "failed", reason=reason))
     report = result.model_dump(mode="json")
     report.update(kind="explore", task=result.question, branch="",
                   status="succeeded" if answered else "failed", reason=reason,
