@@ -166,7 +166,7 @@ async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
         commands=acceptance_commands(ctx, state),
         failure=state.feedback if again else None, goal=state.plan.goal if state.plan else "",
         feedback=text("oneshot", "again", previous=previous) if again else "")
-    account = Account(ctx.telemetry, role, session_of(role, n, 1))
+    account = Account(ctx.telemetry, role, session_of(role, n, 1), ctx.agents[role].kind)
     window = client.route.model.context_window
     account.started(client.route, window=window, purpose="one_shot")
     completion = await account.call(client, prompt, window=window)

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from orchestrator.config.kinds import Kind
 from orchestrator.state import CallRecord
 
 _BASE = frozenset({"kind", "run_id", "t", "at", "role", "session"})
@@ -82,6 +83,8 @@ class RoleStarted(EventBase):
     parent: str | None = None
     purpose: Purpose = "task"
     window: int
+    role_kind: Kind | None = Field(None, description="What the role is (plan, explore, build, "
+                                   "review, check, summarize): its agent file's kind.")
 
 
 class RoleFinished(EventBase):

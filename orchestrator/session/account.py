@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from orchestrator.config.kinds import Kind
 from orchestrator.models.base import Completion, ModelClient, Route
 from orchestrator.record.events import (
     Progress,
@@ -53,6 +54,7 @@ class Account:
     telemetry: Telemetry
     role: str
     session: str
+    kind: Kind  # what the role is (its agent file's kind)
     tool_calls: int = 0
     turns: int = 0
     forks: int = 0
@@ -71,7 +73,7 @@ class Account:
         self.telemetry.emit(RoleStarted(
             role=self.role, session=self.session, model=route.model.id,
             provider=route.provider_name, tier=route.tier, effort=route.effort, parent=parent,
-            purpose=purpose, window=window,
+            purpose=purpose, window=window, role_kind=self.kind,
         ))
 
     def forked(self) -> str:

@@ -108,7 +108,7 @@ class Session:
         self.agent = agent
         self.client = client
         self.telemetry = telemetry
-        self.account = Account(telemetry, agent.role, session_id)
+        self.account = Account(telemetry, agent.role, session_id, agent.kind)
         self.max_turns = max_turns
         self.policy = policy or ContextPolicy(model.context_window, max_output=model.max_output)
         self.summarizer = summarizer
