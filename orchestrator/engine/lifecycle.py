@@ -351,7 +351,8 @@ class OpenRun:
 
     def _record(self, result: RunResult) -> None:
         (self.run_dir / "report.json").write_text(report_json(result, self.telemetry), "utf-8")
-        problem = record_claims(self.pool, result.run_id, result.explorers)
+        problem = record_claims(self.pool, result.run_id, result.explorers,
+                                role=self.ctx.pipeline.explore)
         if problem:
             self.telemetry.emit(Warned(message=problem))
         assert self.registry is not None
@@ -362,7 +363,7 @@ class OpenRun:
         """An explore run's result; writes report.json, so a run cut short leaves its findings."""
         result = explore_result(self.ctx, final)
         problem = await asyncio.to_thread(record_claims, self.pool, result.run_id,
-                                          result.explorers)
+                                          result.explorers, role=self.ctx.pipeline.explore)
         if problem:
             self.telemetry.emit(Warned(message=problem))
         (self.run_dir / "report.json").write_text(explore_report(result, self.telemetry),

@@ -158,14 +158,16 @@ def explore_result(ctx: RunContext, final: RunState) -> ExploreResult:
     )
 
 
-def record_claims(pool: ClientPool, run_id: str, explorers: Sequence[ExplorerResult]) -> str | None:
+def record_claims(pool: ClientPool, run_id: str, explorers: Sequence[ExplorerResult], *,
+                  role: str | None) -> str | None:
     """Each explorer's claim counts into the quota ledger's history, once per run and session
-    (a resumed run replaces its rows), so `orchestrate quota` shows each model's record.
-    Returns why that failed, if it did: history is never worth failing a finished run for."""
+    (``role``, the explore role, names the sessions), so `orchestrate quota` shows each model's
+    record; a resumed run replaces its rows. Returns why that failed, if it did: history is
+    never worth failing a finished run for."""
     now = datetime.now(UTC)
     try:
         for e in explorers:
-            pool.routing.ledger.record_claims(run_id, f"explorer-{e.index + 1}",
+            pool.routing.ledger.record_claims(run_id, f"{role}-{e.index + 1}",
                                               e.model or UNKNOWN_MODEL, of_result(e).model_dump(),
                                               now)
     except Exception as exc:  # sqlite3 / psycopg errors alike
