@@ -73,9 +73,9 @@ async def explore_one(role: Role, payload: ExploreTask, ctx: RunContext) -> dict
         lost = RoleLoss(role=role, session=sid, code="timeout",
                         message=f"{_where(ctx, role)} ({sid}): {result.error}")
     except (OrchestrateError, OSError) as exc:
-        result = ExplorerResult(question=question, index=index, error=_one_line(str(exc)))
-        said = result.error if str(result.error).startswith("role ") else (
-            f"{_where(ctx, role)} ({sid}): {result.error}")
+        error = _one_line(str(exc))
+        result = ExplorerResult(question=question, index=index, error=error)
+        said = error if error.startswith("role ") else f"{_where(ctx, role)} ({sid}): {error}"
         lost = RoleLoss(role=role, session=sid, message=said,
                         code=getattr(exc, "code", "os_error"))
     else:

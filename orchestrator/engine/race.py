@@ -28,7 +28,7 @@ from orchestrator.models.errors import ModelRefused
 from orchestrator.record.events import CandidateFinished, RaceFinished
 from orchestrator.sandbox import build_sandbox
 from orchestrator.session.account import SessionOutcome
-from orchestrator.state import Candidate, CheckResult, Race, Role
+from orchestrator.state import Candidate, CandidateStatus, CheckResult, Race, Role
 from orchestrator.tools.shell import CommandPolicy
 from orchestrator.workspace.worktree import Workspace
 
@@ -57,7 +57,7 @@ class _Run:
     def passed(self) -> bool:
         return self.checks is not None and all(c.exit_code == 0 for c in self.checks)
 
-    def record(self, status: str) -> Candidate:
+    def record(self, status: CandidateStatus) -> Candidate:
         files, lines = self.size
         failing = [c.command for c in self.checks or [] if c.exit_code]
         return Candidate(index=self.index, session=self.session, temperature=self.temperature,
@@ -92,7 +92,7 @@ async def race(ctx: RunContext, role: Role, n: int, *, commands: list[str],
     tasks = {asyncio.create_task(_attempt(r, commands, policy, session, sorted(protected))): r
              for r in runs}
     winner: _Run | None = None
-    statuses: dict[int, str] = {}
+    statuses: dict[int, CandidateStatus] = {}
     try:
         pending = set(tasks)
         while pending:
@@ -192,7 +192,7 @@ def _adopt(main: Workspace, winner: _Run, runs: list[_Run]) -> None:
         main.restore(tree)
 
 
-def _announce(ctx: RunContext, role: Role, run: _Run, status: str) -> None:
+def _announce(ctx: RunContext, role: Role, run: _Run, status: CandidateStatus) -> None:
     files, lines = run.size
     ctx.telemetry.emit(CandidateFinished(
         role=role, session=run.session, index=run.index, status=status,

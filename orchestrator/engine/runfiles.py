@@ -23,7 +23,7 @@ from orchestrator.models.journal import CallJournal
 from orchestrator.models.pool import ClientPool
 from orchestrator.record.events import Forked, RunFinished, Warned
 from orchestrator.record.telemetry import Telemetry
-from orchestrator.results import EXIT_USAGE, ExploreResult, RunResult
+from orchestrator.results import EXIT_USAGE, ExploreResult, RunResult, RunStatus
 from orchestrator.state import ExplorerResult, RunState
 from orchestrator.workspace.worktree import Workspace
 
@@ -117,6 +117,7 @@ def run_result(
 ) -> RunResult:
     """The ``RunResult`` of a run that ended (or paused, ``pending`` a plan approval)."""
     t = ctx.telemetry
+    status: RunStatus
     if pending:
         status, reason = "awaiting_approval", f"the plan awaits approval: orchestrate resume {ws.run_id} --approve (or --reject)"
     elif final.status == "running":

@@ -20,7 +20,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from orchestrator.config.kinds import Kind
-from orchestrator.state import CallRecord
+from orchestrator.state import CallRecord, CandidateStatus
 
 _BASE = frozenset({"kind", "run_id", "t", "at", "role", "session"})
 _STAMPED = frozenset({"run_id", "t", "at"})  # the telemetry's to fill in
@@ -208,7 +208,7 @@ class CandidateFinished(EventBase):
 
     kind: Literal["candidate_finished"] = "candidate_finished"
     index: int
-    status: Literal["passed", "failed", "cancelled", "error"]
+    status: CandidateStatus
     temperature: float | None = None
     duration_s: float
     files_changed: int = 0
