@@ -234,13 +234,16 @@ class VerifyResult(Frozen):
     checks: list[CheckResult] = Field(default_factory=list)
 
 
+CandidateStatus = Literal["passed", "failed", "cancelled", "error"]
+
+
 class Candidate(Frozen):
     """One candidate build of a race (a build role with ``parallel`` > 1)."""
 
     index: int = Field(description="1-based; candidate 1 is the session a single build would be.")
     session: str
     temperature: float | None = None
-    status: Literal["passed", "failed", "cancelled", "error"]
+    status: CandidateStatus
     duration_s: float = 0.0
     files_changed: int = 0
     diff_lines: int = 0

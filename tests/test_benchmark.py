@@ -296,6 +296,25 @@ def test_packaged_role_maps_load_by_name():
 # --- the baseline without orchestration, and kept runs ---------------------------------------
 
 
+CODER = "---\nname: coder\nkind: build\ndescription: The team's builder.\n---\nYou build.\n"
+
+
+def test_the_baseline_asks_the_build_role_whatever_its_name(tmp_path):
+    from orchestrator.benchmark import load_role_map
+    from orchestrator.benchmark.single import build_role
+
+    (tmp_path / ".orchestrate" / "agents").mkdir(parents=True)
+    (tmp_path / ".orchestrate" / "agents" / "coder.md").write_text(CODER, encoding="utf-8")
+    _, roles = load_role_map("single:bench-careful", sets=[
+        'pipeline.steps=["planner", "explorer", "coder", "reviewer"]',
+        'roles.coder.model="builder-careful"'])
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    assert build_role(roles, tmp_path, env) == "coder"
+    _, packaged = load_role_map("single:bench-careful")
+    assert build_role(packaged, tmp_path, env) == "builder"
+
+
+
 def test_single_prompt_baseline_and_kept_runs(tmp_path):
     """``single:MAP`` asks MAP's builder model once with the repository's files, writes the
     whole files it sends back and lets the same acceptance commands decide; --keep leaves each

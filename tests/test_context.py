@@ -8,7 +8,7 @@ import pytest
 
 from orchestrator.config.schema import ModelSpec, RoleSpec
 from orchestrator.errors import ToolError
-from orchestrator.record.events import make_event
+from orchestrator.record.events import BY_KIND
 from orchestrator.session.context import (
     MASK_PREFIX,
     ContextPolicy,
@@ -148,7 +148,7 @@ def test_transcript_fits_the_budget_and_keeps_opening_and_latest():
 
 def test_session_tree_from_event_records():
     def ev(kind: str, **fields):
-        return make_event(kind, run_id="r", **fields)
+        return BY_KIND[kind](run_id="r", **fields)
 
     started = {"provider": "p", "window": 4096, "model": "m"}
     finished = {"turns": 1, "tool_calls": 0, "lineage_peak_context": 0.1, "forks": 0,

@@ -159,3 +159,31 @@ def test_keep_leaves_the_repository_and_every_run_under_out(tmp_path):
     run_dir = Path(rec.run_dir)
     assert run_dir.is_dir() and run_dir.is_relative_to(out / "runs")
     assert (run_dir / "events.jsonl").is_file() and (run_dir / "explorers.jsonl").is_file()
+
+SCOUT = """\
+---
+name: scout
+kind: explore
+description: The team's explore role under its own name.
+---
+You are a scout: answer one question about the repository with checked citations.
+"""
+
+
+def test_an_explore_role_under_another_name_is_the_one_measured(tmp_path):
+    suite = load_explore_suite(make_suite(tmp_path / "suite"))
+    agents = tmp_path / "config" / "orchestrate" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "scout.md").write_text(SCOUT, encoding="utf-8")
+
+    async def go():
+        async with BenchSimulator(None) as sim:
+            scout = sim.role_map("bench-careful", 'pipeline.steps=["planner", "scout"]',
+                                 'roles.scout.model="explorer-careful"')
+            env = sim.env(run_env(XDG_CONFIG_HOME=str(tmp_path / "config")))
+            return await arun_explore_bench(suite, [scout], env=env)
+
+    report = asyncio.run(go())
+    (summary,) = report.summaries
+    assert (summary.model, summary.asked, summary.answered) == ("sim-bench-explorer", 3, 3)
+    assert all(r.calls > 0 and r.tokens > 0 for r in report.records)

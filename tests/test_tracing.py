@@ -4,6 +4,7 @@ standard environment variables, received by a collector on 127.0.0.1."""
 
 from __future__ import annotations
 
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -91,6 +92,45 @@ async def test_a_run_becomes_run_role_session_call_and_tool_spans(exporter, fres
     for span in spans:
         assert not set(CONTENT_KEYS) & set(span.attributes or {})
         assert not any(DEMO_TASK in str(v) for v in (span.attributes or {}).values())
+
+
+SCOUT = """\
+---
+name: scout
+kind: explore
+description: The team's explore role under its own name.
+---
+You are a scout: answer one question about the repository with checked citations.
+"""
+
+
+async def test_a_renamed_explore_role_still_gets_its_claim_counts(exporter, fresh_sim,
+                                                                  sample_repo):
+    agents = sample_repo / ".orchestrate" / "agents"
+    agents.mkdir(parents=True)
+    (agents / "scout.md").write_text(SCOUT, encoding="utf-8")
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "add", "."],
+                   cwd=sample_repo, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m",
+                    "scout"], cwd=sample_repo, check=True)
+    roles = sim_roles(fresh_sim, 'pipeline.steps=["planner", "scout", "builder", "reviewer"]',
+                      'roles.scout.model="explorer-sim"', 'roles.scout.tier="ultrafast"')
+    events = []
+    result = await api.arun(DEMO_TASK, repo=sample_repo, roles=roles, env=run_env(),
+                            listeners=[events.append])
+    assert result.status == "succeeded", result.reason
+    assert result.explorers and {e.role_kind for e in events if e.kind == "role_started"
+                                 and e.role == "scout"} == {"explore"}
+    roles = [s for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent ")]
+    assert {s.attributes["gen_ai.agent.name"] for s in roles} == {
+        "planner", "scout", "builder", "reviewer"}
+    scouts = sorted((s for s in roles if s.attributes["gen_ai.agent.name"] == "scout"),
+                    key=lambda s: s.attributes["gen_ai.agent.id"])
+    assert [s.attributes["gen_ai.agent.id"] for s in scouts] == [
+        f"scout-{i + 1}" for i in range(len(result.explorers))]
+    assert [s.attributes["orchestrate.claims.verified"] for s in scouts] == [
+        e.verified for e in result.explorers]
+    assert all(s.status.status_code != StatusCode.ERROR for s in scouts)
 
 
 async def test_message_content_is_kept_only_when_asked_and_secrets_are_redacted(

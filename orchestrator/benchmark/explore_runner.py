@@ -11,6 +11,7 @@ raises is recorded as an error and the suite goes on.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
 import tempfile
 import time
@@ -25,8 +26,10 @@ from orchestrator.benchmark.explore_report import (
     write_outputs,
 )
 from orchestrator.benchmark.explore_suite import ExploreSuite, Question
+from orchestrator.config.layers import resolve_setup
+from orchestrator.config.pipeline import pipeline_of
 from orchestrator.config.schema import RoleMap
-from orchestrator.errors import UsageError
+from orchestrator.errors import ConfigError, UsageError
 from orchestrator.evidence.claimstats import ClaimStats, of_result
 from orchestrator.evidence.verify import DirSource, locate_quote
 from orchestrator.results import ExploreResult
@@ -47,14 +50,23 @@ def in_range(question: Question, src: DirSource, result: ExploreResult) -> str:
     return ""
 
 
-def _record(question: Question, map_name: str, roles: RoleMap, repeat: int,
+def explore_role(roles: RoleMap, repo: Path, env: Mapping[str, str] | None = None) -> str:
+    """The role map's explore role as a run in ``repo`` finds it: by its kind, not its name."""
+    role_map, registry = resolve_setup(repo, roles, env=os.environ if env is None else env)
+    role = pipeline_of(role_map, registry, need_build=False).explore
+    if role is None:
+        raise ConfigError("[pipeline] steps: the explore bench needs an explore role")
+    return role
+
+
+def _record(question: Question, map_name: str, roles: RoleMap, role: str, repeat: int,
             result: ExploreResult, src: DirSource, wall_s: float) -> ExploreRecord:
     explorers = result.explorers
     claims = ClaimStats()
     for e in explorers:
         claims = claims + of_result(e)
-    usage = result.per_role.get("explorer") or RoleUsage()
-    model = next((e.model for e in explorers if e.model), "") or roles.model_for("explorer").id
+    usage = result.per_role.get(role) or RoleUsage()
+    model = next((e.model for e in explorers if e.model), "") or roles.model_for(role).id
     errors = "; ".join(e.error for e in explorers if e.error)
     hit = in_range(question, src, result)
     candidates = tuple(c for e in explorers for c in e.candidates)
@@ -92,14 +104,16 @@ async def ask_one(question: Question, map_name: str, roles: RoleMap, repeat: int
                   *, env: Mapping[str, str] | None = None) -> ExploreRecord:
     """One question under one role map; never raises for the run's own failures."""
     t0 = time.monotonic()
+    role = None
     try:
+        role = await asyncio.to_thread(explore_role, roles, repo, env)
         result = await aexplore(question.question, repo=repo, roles=roles, env=env, split=False)
     except Exception as exc:  # a crashed run is a result of the benchmark, not its end
         message = f"{type(exc).__name__}: {exc}".strip()[:2000]
         return ExploreRecord(question=question.id, role_map=map_name, repeat=repeat,
-                             model=roles.model_for("explorer").id, outcome="error",
+                             model=roles.model_for(role).id if role else "", outcome="error",
                              error=message, wall_s=time.monotonic() - t0)
-    return await asyncio.to_thread(_record, question, map_name, roles, repeat, result,
+    return await asyncio.to_thread(_record, question, map_name, roles, role, repeat, result,
                                    DirSource(repo), time.monotonic() - t0)
 
 

@@ -20,6 +20,9 @@ from typing import Any
 from orchestrator.benchmark.records import RunRecord, failed_run
 from orchestrator.benchmark.spec import RunSpec, check_acceptance
 from orchestrator.benchmark.suite import materialize
+from orchestrator.config.layers import resolve_setup
+from orchestrator.config.pipeline import pipeline_of
+from orchestrator.config.schema import RoleMap
 from orchestrator.engine.oneshot import fenced, parse_files
 from orchestrator.models.pool import ClientPool
 from orchestrator.tools.base import Toolbox
@@ -33,6 +36,14 @@ MAX_PROMPT_CHARS = 40_000
 def is_single(map_name: str) -> bool:
     """True for the baseline's role maps (``single:NAME``)."""
     return map_name.startswith(SINGLE)
+
+
+def build_role(roles: RoleMap, repo: Path, env: Mapping[str, str]) -> str:
+    """The role map's build role as a run in ``repo`` finds it: by its kind, not its name."""
+    role_map, registry = resolve_setup(repo, roles, env=env)
+    role = pipeline_of(role_map, registry).build
+    assert role is not None  # pipeline_of refuses a run's role map without one
+    return role
 
 
 def _template() -> tuple[str, str]:
@@ -79,7 +90,8 @@ async def run_single(spec: RunSpec, dest: Path, *, env: Mapping[str, str] | None
         repo = await asyncio.to_thread(materialize, spec.task, dest)
         files = await asyncio.to_thread(repo_files, repo)
         messages = render_prompt(spec.task.instruction, spec.task.acceptance, files)
-        completion = await pool.for_role("builder").complete(messages, session="single-1")
+        builder = await asyncio.to_thread(build_role, spec.roles, repo, run_env)
+        completion = await pool.for_role(builder).complete(messages, session="single-1")
         changed = parse_files(completion.content or "", files)
         tools = Toolbox.of(edit_tools(repo, edit_format="whole"))
         for path, text in changed.items():

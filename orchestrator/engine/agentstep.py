@@ -36,6 +36,7 @@ from orchestrator.engine.toolbox import policy_of, protected_tests
 from orchestrator.evidence import questions
 from orchestrator.evidence.known import known_tests
 from orchestrator.localize import localization as localize
+from orchestrator.record.events import ExploreSkipped, Verdict, Warned
 from orchestrator.session.account import SessionOutcome
 from orchestrator.state import BuildReport, KnownTests, Plan, Review, Role, RunState
 
@@ -186,11 +187,11 @@ async def _plan_apply(ctx: RunContext, state: RunState, asked: Asked, payload: B
         update["tests"] = await asyncio.to_thread(_known_tests, ctx, result, state.task, loc)
     if _skip_explore(ctx, result, loc):
         update["explore_skipped"] = True
-        ctx.telemetry.emit(
-            "explore_skipped", role=ctx.pipeline.explore, questions=list(result.questions),
+        ctx.telemetry.emit(ExploreSkipped(
+            role=ctx.pipeline.explore, questions=list(result.questions),
             suspects=list(loc.suspects) if loc else [],
             reason="the failing tests already point at the code to change "
-                   "(run.explore_when_pinned = true explores anyway)")
+                   "(run.explore_when_pinned = true explores anyway)"))
     return update
 
 
@@ -217,8 +218,9 @@ def _clean_questions(ctx: RunContext, plan: Plan, state: RunState, asked: Asked)
     kept, dropped = questions.clean(plan.questions, prompt=prompt, allowed=[state.task])
     if not dropped:
         return plan
-    ctx.telemetry.emit("warning", role=asked.role, session=f"{asked.role}-1",
-                       message=f"{len(dropped)} question(s) dropped: " + "; ".join(dropped)[:500])
+    ctx.telemetry.emit(Warned(
+        role=asked.role, session=f"{asked.role}-1",
+        message=f"{len(dropped)} question(s) dropped: " + "; ".join(dropped)[:500]))
     return plan.model_copy(update={"questions": kept})
 
 
@@ -257,7 +259,7 @@ async def _judge_apply(ctx: RunContext, state: RunState, asked: Asked, payload: 
     role = asked.role
     result = cast(Review, payload)
     await _discard_changes(ctx, state, role)
-    ctx.telemetry.emit("review", role=role, verdict=result.verdict, comments=result.comments)
+    ctx.telemetry.emit(Verdict(role=role, verdict=result.verdict, comments=result.comments))
     feedback, unaddressed = "", ""
     if result.verdict == "request_changes":
         comments = "\n".join(f"- {c}" for c in result.comments)
@@ -279,8 +281,8 @@ async def _discard_changes(ctx: RunContext, state: RunState, role: Role) -> None
         return
     if await ctx.worktree_tree() != state.worktree_tree:
         await asyncio.to_thread(ws.restore, state.worktree_tree or None)
-        ctx.telemetry.emit("warning", role=role, message=f"{role}'s commands changed files in "
-                           "the worktree; the changes were discarded (judges are read-only)")
+        ctx.telemetry.emit(Warned(role=role, message=f"{role}'s commands changed files in the "
+                                  "worktree; the changes were discarded (judges are read-only)"))
 
 
 _STEPS: dict[str, _Step] = {

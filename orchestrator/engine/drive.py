@@ -26,6 +26,7 @@ from orchestrator.engine.lifecycle import OpenRun
 from orchestrator.engine.options import Approver
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import BudgetExhausted, UsageError
+from orchestrator.record.events import WorktreeRestored
 from orchestrator.state import Plan, RunState
 
 
@@ -111,7 +112,7 @@ async def _restore_worktree(ctx: RunContext, state: RunState) -> None:
         return
     tree = state.worktree_tree or None
     await asyncio.to_thread(ws.restore, tree)
-    ctx.telemetry.emit("worktree_restored", tree=tree or "start commit")
+    ctx.telemetry.emit(WorktreeRestored(tree=tree or "start commit"))
 
 
 async def _decide(approver: Approver | None, values: Mapping[str, Any]) -> Command | None:

@@ -30,6 +30,7 @@ from orchestrator.evidence.sources import DirSource
 from orchestrator.evidence.verify import Verified, verify_findings
 from orchestrator.localize.retrieve import Window, render
 from orchestrator.models.errors import ModelRefused
+from orchestrator.record.events import ExplorerFinished
 from orchestrator.session.account import SessionOutcome
 from orchestrator.state import ExplorerResult, ExploreTask, Findings, KnownTests, Role, RoleLoss
 
@@ -75,9 +76,9 @@ async def explore_one(role: Role, payload: ExploreTask, ctx: RunContext) -> dict
         lost = RoleLoss(role=role, session=sid, code="timeout",
                         message=f"{_where(ctx, role)} ({sid}): {result.error}")
     except (OrchestrateError, OSError) as exc:
-        result = ExplorerResult(question=question, index=index, error=_one_line(str(exc)))
-        said = result.error if str(result.error).startswith("role ") else (
-            f"{_where(ctx, role)} ({sid}): {result.error}")
+        error = _one_line(str(exc))
+        result = ExplorerResult(question=question, index=index, error=error)
+        said = error if error.startswith("role ") else f"{_where(ctx, role)} ({sid}): {error}"
         lost = RoleLoss(role=role, session=sid, message=said,
                         code=getattr(exc, "code", "os_error"))
     else:
@@ -87,13 +88,13 @@ async def explore_one(role: Role, payload: ExploreTask, ctx: RunContext) -> dict
         "model": model, "wall_s": round(time.monotonic() - started, 3),
         "candidates": [f"{w.path}:{w.start}-{w.end}" for w in windows]})
     _keep_partial(ctx, result)  # on disk before anyone is told, so a cut run keeps it
-    ctx.telemetry.emit(
-        "explorer_finished", role=role, session=sid, model=result.model,
+    ctx.telemetry.emit(ExplorerFinished(
+        role=role, session=sid, model=result.model,
         question=question, submitted=result.submitted, verified=result.verified,
         adds_nothing=result.adds_nothing, dropped=result.dropped, error=result.error,
         drops=[v.kind for v in result.verdicts if v.kind], candidates=result.candidates,
         wall_s=result.wall_s, refused=cited.refusals,
-    )
+    ))
     if lost is not None:
         ctx.telemetry.lose(lost)
     return {"explorers": [result]}

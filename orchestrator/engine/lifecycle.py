@@ -53,6 +53,7 @@ from orchestrator.models.pool import ClientPool, check_credentials
 from orchestrator.models.quota import QuotaLedger, WriteBehindLedger
 from orchestrator.models.quota_pg import build_ledger
 from orchestrator.models.routing import telemetry_listener
+from orchestrator.record.events import RunFinished, RunResumed, RunStarted, Warned
 from orchestrator.record.registry import RunRegistry, new_record, open_registry
 from orchestrator.record.store import open_checkpointer
 from orchestrator.record.telemetry import Telemetry
@@ -316,18 +317,19 @@ class OpenRun:
     def announce(self) -> None:
         ws = self.ws
         if ws is None:
-            self.telemetry.emit("run_started", repo=str(self.ctx.repo), mode="explore")
+            self.telemetry.emit(RunStarted(repo=str(self.ctx.repo), mode="explore"))
             return
         info = self.sandbox.info if self.sandbox else None
-        self.telemetry.emit("run_resumed" if self.resumed else "run_started", repo=str(ws.repo),
-                            branch=ws.branch, base_commit=ws.base_commit, dirty=ws.dirty,
-                            included_dirty=ws.included_dirty,
-                            sandbox=info.summary() if info else "")
+        started = RunResumed if self.resumed else RunStarted
+        self.telemetry.emit(started(repo=str(ws.repo), branch=ws.branch,
+                                    base_commit=ws.base_commit, dirty=ws.dirty,
+                                    included_dirty=ws.included_dirty,
+                                    sandbox=info.summary() if info else ""))
         if info and info.warning:
-            self.telemetry.emit("warning", message=info.warning)
+            self.telemetry.emit(Warned(message=info.warning))
         if self.leftovers:
-            self.telemetry.emit("warning", message=f"killed {self.leftovers} process(es) left "
-                                "running by the interrupted run")
+            self.telemetry.emit(Warned(message=f"killed {self.leftovers} process(es) left "
+                                       "running by the interrupted run"))
 
     def initial_state(self) -> RunState | None:
         """What a new run's graph starts from; None for a resumed run (its checkpoint)."""
@@ -343,15 +345,16 @@ class OpenRun:
         with self.telemetry.busy("finish"):
             result = await asyncio.to_thread(run_result, self.ctx, self.ws, final, pending,
                                              self.journal)
-        self.telemetry.emit("run_finished", status=result.status, reason=result.reason)
+        self.telemetry.emit(RunFinished(status=result.status, reason=result.reason))
         await asyncio.to_thread(self._record, result)
         return result
 
     def _record(self, result: RunResult) -> None:
         (self.run_dir / "report.json").write_text(report_json(result, self.telemetry), "utf-8")
-        problem = record_claims(self.pool, result.run_id, result.explorers)
+        problem = record_claims(self.pool, result.run_id, result.explorers,
+                                role=self.ctx.pipeline.explore)
         if problem:
-            self.telemetry.emit("warning", message=problem)
+            self.telemetry.emit(Warned(message=problem))
         assert self.registry is not None
         self.registry.record_finish(result.run_id, result.status, result.reason,
                                     result.cost_usd, result.commit)
@@ -360,9 +363,9 @@ class OpenRun:
         """An explore run's result; writes report.json, so a run cut short leaves its findings."""
         result = explore_result(self.ctx, final)
         problem = await asyncio.to_thread(record_claims, self.pool, result.run_id,
-                                          result.explorers)
+                                          result.explorers, role=self.ctx.pipeline.explore)
         if problem:
-            self.telemetry.emit("warning", message=problem)
+            self.telemetry.emit(Warned(message=problem))
         (self.run_dir / "report.json").write_text(explore_report(result, self.telemetry),
                                                   "utf-8")
         return result

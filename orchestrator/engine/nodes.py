@@ -25,6 +25,7 @@ from orchestrator.engine.toolbox import policy_of, protected_tests
 from orchestrator.errors import OrchestrateError
 from orchestrator.evidence.digest import build_digest
 from orchestrator.localize import failures
+from orchestrator.record.events import TestResult, Verdict, Warned
 from orchestrator.state import (
     RunState,
     VerifyResult,
@@ -56,7 +57,8 @@ async def approve(state: RunState, runtime: Runtime[RunContext]) -> dict[str, An
         return {}
     decision = approved(interrupt({"run_id": runtime.context.run_id, "question": APPROVE_QUESTION,
                                    "plan": state.plan.model_dump()}))
-    runtime.context.telemetry.emit("review", role="human", verdict="approve" if decision else "reject")
+    runtime.context.telemetry.emit(
+        Verdict(role="human", verdict="approve" if decision else "reject"))
     return {} if decision else {"plan_rejected": True}
 
 
@@ -83,9 +85,9 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     put_back = (await asyncio.to_thread(ctx.workspace.put_back, protected, ctx.start_files())
                 if protected and ctx.workspace else [])
     if put_back:
-        ctx.telemetry.emit("warning", role="verify", category="tests_put_back",
-                           message="the builder changed the failing tests "
-                                   f"{', '.join(put_back)}; they were put back before verify")
+        ctx.telemetry.emit(Warned(role="verify", category="tests_put_back",
+                                  message="the builder changed the failing tests "
+                                  f"{', '.join(put_back)}; they were put back before verify"))
     # the diff of what the builder left, which the judges and the report read, is made while
     # the commands run (unless those change a file, it is the diff of the tree checked)
     async with ctx.ahead.diffing(ctx.workspace, state.worktree_tree):
@@ -93,10 +95,10 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         tree = await ctx.worktree_tree()  # the commands may have written files
     result = VerifyResult(passed=all(c.exit_code == 0 for c in checks), checks=checks)
     failed = [c for c in checks if c.exit_code]
-    ctx.telemetry.emit(
-        "test_result", role="verify", passed=result.passed, attempt=state.attempts,
+    ctx.telemetry.emit(TestResult(
+        role="verify", passed=result.passed, attempt=state.attempts,
         commands=[c.command for c in checks], exit_codes=[c.exit_code for c in checks],
-    )
+    ))
     if result.passed:  # the commit is made while the judges read; the report moves the branch
         ctx.ahead.prepare_commit(ctx.workspace, _commit_message(ctx, state), tree)
         return {"verify": result, "feedback": "", "worktree_tree": tree}

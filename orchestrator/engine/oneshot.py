@@ -33,6 +33,7 @@ from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.localize import failures
 from orchestrator.localize.localization import Localization
+from orchestrator.record.events import Warned
 from orchestrator.session.account import Account, SessionOutcome
 from orchestrator.state import BuildReport, Role, RunState
 from orchestrator.tools.base import Toolbox
@@ -180,7 +181,7 @@ async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
         commands=acceptance_commands(ctx, state),
         failure=state.feedback if again else None, goal=state.plan.goal if state.plan else "",
         feedback=text("oneshot", "again", previous=previous) if again else "")
-    account = Account(ctx.telemetry, role, session_of(role, n, 1))
+    account = Account(ctx.telemetry, role, session_of(role, n, 1), ctx.agents[role].kind)
     window = client.route.model.context_window
     account.started(client.route, window=window, purpose="one_shot")
     completion = await account.call(client, prompt, window=window)
@@ -190,8 +191,8 @@ async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
     written, refused = await write_files(ctx.worktree, changed, protected)
     account.tool_calls = len(written)
     for why in refused:
-        ctx.telemetry.emit("warning", role=role, session=account.session,
-                           message=f"one-shot write refused: {why}")
+        ctx.telemetry.emit(Warned(role=role, session=account.session,
+                                  message=f"one-shot write refused: {why}"))
     why = "; ".join(refused) or "no fenced file under a path it may change"
     summary = (text("oneshot", "wrote", files=", ".join(written)) if written else
                text("oneshot", "wrote_nothing", why=why))

@@ -18,6 +18,7 @@ from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.localize import failures
 from orchestrator.localize.localization import Check, Localization, localize
+from orchestrator.record.events import Localized, Warned
 from orchestrator.tools.search import rg_binary
 from orchestrator.tools.shell import CommandPolicy, run_command, scrubbed_env
 
@@ -52,16 +53,17 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
             reports = tuple(failures.parse(c.output, command=c.command, exit_code=c.exit_code)
                             for c in checks if c.exit_code != 0)
             loc = Localization(checks=tuple(checks), reports=reports)
-            ctx.telemetry.emit("warning", role="verify", category="preflight_timeout",
-                               message=f"the analysis of the preflight's failures took over "
-                                       f"{limit:g}s (run.preflight_analysis_s): the planner and "
-                                       "builder get the failing commands' output only")
-    ctx.telemetry.emit(
-        "localized", role="verify", passed=loc.passed, pinned=loc.pinned,
+            ctx.telemetry.emit(Warned(
+                role="verify", category="preflight_timeout",
+                message=f"the analysis of the preflight's failures took over {limit:g}s "
+                        "(run.preflight_analysis_s): the planner and builder get the failing "
+                        "commands' output only"))
+    ctx.telemetry.emit(Localized(
+        role="verify", passed=loc.passed, pinned=loc.pinned,
         commands=[c.command for c in checks], exit_codes=[c.exit_code for c in checks],
         suspects=list(loc.suspects), tests=list(loc.tests),
         failing=[t.name for r in loc.reports for t in r.failures][:10],
-    )
+    ))
     return loc
 
 

@@ -25,9 +25,10 @@ from orchestrator.engine.acceptance import run_checks
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import BudgetExhausted, OrchestrateError
 from orchestrator.models.errors import ModelRefused
+from orchestrator.record.events import CandidateFinished, RaceFinished
 from orchestrator.sandbox import build_sandbox
 from orchestrator.session.account import SessionOutcome
-from orchestrator.state import Candidate, CheckResult, Race, Role
+from orchestrator.state import Candidate, CandidateStatus, CheckResult, Race, Role
 from orchestrator.tools.shell import CommandPolicy
 from orchestrator.workspace.worktree import Workspace
 
@@ -56,7 +57,7 @@ class _Run:
     def passed(self) -> bool:
         return self.checks is not None and all(c.exit_code == 0 for c in self.checks)
 
-    def record(self, status: str) -> Candidate:
+    def record(self, status: CandidateStatus) -> Candidate:
         files, lines = self.size
         failing = [c.command for c in self.checks or [] if c.exit_code]
         return Candidate(index=self.index, session=self.session, temperature=self.temperature,
@@ -91,7 +92,7 @@ async def race(ctx: RunContext, role: Role, n: int, *, commands: list[str],
     tasks = {asyncio.create_task(_attempt(r, commands, policy, session, sorted(protected))): r
              for r in runs}
     winner: _Run | None = None
-    statuses: dict[int, str] = {}
+    statuses: dict[int, CandidateStatus] = {}
     try:
         pending = set(tasks)
         while pending:
@@ -130,9 +131,10 @@ async def race(ctx: RunContext, role: Role, n: int, *, commands: list[str],
     record = Race(round=n, pick=spec.pick, winner=winner.index if winner.passed else None,
                   candidates=[r.record(statuses.get(r.index, "failed")) for r in runs],
                   duration_s=round(time.monotonic() - started, 3))
-    ctx.telemetry.emit("race_finished", role=role, session=session_of(role, n, 1),
-                       round=n, pick=spec.pick, winner=record.winner, kept=winner.index,
-                       candidates=len(runs), duration_s=record.duration_s)
+    ctx.telemetry.emit(RaceFinished(
+        role=role, session=session_of(role, n, 1), round=n, pick=spec.pick,
+        winner=record.winner, kept=winner.index, candidates=len(runs),
+        duration_s=record.duration_s))
     assert winner.outcome is not None  # kept candidates all ran their acceptance commands
     return record, winner.outcome
 
@@ -190,10 +192,10 @@ def _adopt(main: Workspace, winner: _Run, runs: list[_Run]) -> None:
         main.restore(tree)
 
 
-def _announce(ctx: RunContext, role: Role, run: _Run, status: str) -> None:
+def _announce(ctx: RunContext, role: Role, run: _Run, status: CandidateStatus) -> None:
     files, lines = run.size
-    ctx.telemetry.emit("candidate_finished", role=role, session=run.session, index=run.index,
-                       status=status, temperature=run.temperature,
-                       duration_s=round(time.monotonic() - run.started, 3),
-                       files_changed=files, diff_lines=lines, error=run.error)
+    ctx.telemetry.emit(CandidateFinished(
+        role=role, session=run.session, index=run.index, status=status,
+        temperature=run.temperature, duration_s=round(time.monotonic() - run.started, 3),
+        files_changed=files, diff_lines=lines, error=run.error))
 

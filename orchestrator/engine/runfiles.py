@@ -21,9 +21,9 @@ from orchestrator.errors import ConfigError, OrchestrateError, UsageError
 from orchestrator.evidence.claimstats import UNKNOWN_MODEL, by_model, of_result
 from orchestrator.models.journal import CallJournal
 from orchestrator.models.pool import ClientPool
-from orchestrator.record.events import Forked, Warned
+from orchestrator.record.events import Forked, RunFinished, Warned
 from orchestrator.record.telemetry import Telemetry
-from orchestrator.results import EXIT_USAGE, ExploreResult, RunResult
+from orchestrator.results import EXIT_USAGE, ExploreResult, RunResult, RunStatus
 from orchestrator.state import ExplorerResult, RunState
 from orchestrator.workspace.worktree import Workspace
 
@@ -85,7 +85,7 @@ def write_failure(run_dir: Path, task: str, exc: BaseException, telemetry: Telem
                   **extra: Any) -> None:
     """``report.json`` of a run that an error ended, so ``runs`` and ``show`` say why."""
     reason = " ".join(str(exc).split())
-    telemetry.emit("run_finished", status="failed", reason=reason)
+    telemetry.emit(RunFinished(status="failed", reason=reason))
     report = {"run_id": telemetry.run_id, "task": task, "status": "failed", "reason": reason,
               "error": getattr(exc, "code", type(exc).__name__), **extra,
               "cost_usd": sum(c.cost_usd for c in telemetry.calls),
@@ -117,6 +117,7 @@ def run_result(
 ) -> RunResult:
     """The ``RunResult`` of a run that ended (or paused, ``pending`` a plan approval)."""
     t = ctx.telemetry
+    status: RunStatus
     if pending:
         status, reason = "awaiting_approval", f"the plan awaits approval: orchestrate resume {ws.run_id} --approve (or --reject)"
     elif final.status == "running":
@@ -158,14 +159,16 @@ def explore_result(ctx: RunContext, final: RunState) -> ExploreResult:
     )
 
 
-def record_claims(pool: ClientPool, run_id: str, explorers: Sequence[ExplorerResult]) -> str | None:
+def record_claims(pool: ClientPool, run_id: str, explorers: Sequence[ExplorerResult], *,
+                  role: str | None) -> str | None:
     """Each explorer's claim counts into the quota ledger's history, once per run and session
-    (a resumed run replaces its rows), so `orchestrate quota` shows each model's record.
-    Returns why that failed, if it did: history is never worth failing a finished run for."""
+    (``role``, the explore role, names the sessions), so `orchestrate quota` shows each model's
+    record; a resumed run replaces its rows. Returns why that failed, if it did: history is
+    never worth failing a finished run for."""
     now = datetime.now(UTC)
     try:
         for e in explorers:
-            pool.routing.ledger.record_claims(run_id, f"explorer-{e.index + 1}",
+            pool.routing.ledger.record_claims(run_id, f"{role}-{e.index + 1}",
                                               e.model or UNKNOWN_MODEL, of_result(e).model_dump(),
                                               now)
     except Exception as exc:  # sqlite3 / psycopg errors alike
@@ -188,7 +191,7 @@ def explore_report(result: ExploreResult, telemetry: Telemetry) -> str:
     answered = result.exit_code != 1
     reason = (f"{sum(e.verified for e in result.explorers)} verified claim(s) from "
               f"{len(result.explorers)} explorer(s)" if answered else "no verified findings")
-    telemetry.emit("run_finished", status="succeeded" if answered else "failed", reason=reason)
+    telemetry.emit(RunFinished(status="succeeded" if answered else "failed", reason=reason))
     report = result.model_dump(mode="json")
     report.update(kind="explore", task=result.question, branch="",
                   status="succeeded" if answered else "failed", reason=reason,

@@ -208,7 +208,8 @@ class ServerSettings:
     def options(self, repo: str | None, listener: Listener) -> api.RunOptions:
         """What a run or an explore of this call is given (its own arguments come on top)."""
         env = dict(os.environ if self.env is None else self.env)
-        return api.RunOptions(repo=self.repo_for(repo), role_files=self.role_files,
+        return api.RunOptions(repo=self.repo_for(repo),
+                              role_files=tuple(Path(f) for f in self.role_files),
                               sets=self.sets, team=self.team, env=env, listeners=(listener,))
 
 

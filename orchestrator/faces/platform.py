@@ -172,7 +172,8 @@ class LiveRuns:
         if starting:
             await asyncio.to_thread(_refuse_a_second_task, config, run_id)
         stream = _Stream()
-        options = RunOptions(repo=config.repo or None, role_files=tuple(config.role_files),
+        options = RunOptions(repo=Path(config.repo) if config.repo else None,
+                             role_files=tuple(Path(f) for f in config.role_files),
                              sets=tuple(config.sets), team=config.team,
                              include_dirty=config.include_dirty, approve_plan=approve_plan,
                              listeners=(stream,))

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from orchestrator.record.events import CallFailed, Warned
 from orchestrator.state import CallRecord
 
 if TYPE_CHECKING:
@@ -69,10 +70,9 @@ def telemetry_listener(telemetry: Telemetry) -> RoutingListener:
         rec = event.record
         session = rec.session if rec is not None else None
         if event.kind == "attempt_failed" and rec is not None:
-            telemetry.emit("call_failed", role=event.role, session=session,
-                           **rec.model_dump(exclude={"role", "session"}))
+            telemetry.emit(CallFailed(**{**dict(rec), "role": event.role}))
         else:
-            telemetry.emit("warning", role=event.role, session=session, category=event.kind,
-                           message=event.message)
+            telemetry.emit(Warned(role=event.role, session=session, category=event.kind,
+                                  message=event.message))
 
     return listen

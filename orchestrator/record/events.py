@@ -5,6 +5,9 @@ line, ``kind`` first), what ``orchestrate run --json --events`` streams and the 
 ``custom`` chunks carry, and what ``runs``, ``show`` and the session tree read back.
 ``event_schema()`` is the JSON Schema for bot authors (``orchestrate schema events``). Logs of
 older runs (``"event": KIND`` lines) read back through ``parse_event`` too.
+
+Whoever emits an event builds its model (``telemetry.emit(RoleFinished(role=..., turns=...))``);
+the telemetry fills in what it owns, the run id, the time and the date (``stamp``).
 """
 
 from __future__ import annotations
@@ -12,13 +15,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from orchestrator.state import CallRecord
+from orchestrator.config.kinds import Kind
+from orchestrator.state import CallRecord, CandidateStatus
 
 _BASE = frozenset({"kind", "run_id", "t", "at", "role", "session"})
+_STAMPED = frozenset({"run_id", "t", "at"})  # the telemetry's to fill in
+Purpose = Literal["task", "fork", "handoff", "one_shot"]
 
 
 class EventBase(BaseModel):
@@ -27,7 +33,7 @@ class EventBase(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     kind: str
-    run_id: str
+    run_id: str = ""  # the emitting telemetry's; every written event has one (``event_schema``)
     t: float = Field(0.0, description="Seconds since the run (this process of it) started.")
     at: str | None = Field(None, description="UTC time, ISO 8601, as written to events.jsonl.")
     role: str | None = Field(None, description="The role (planner, a check role, verify, human).")
@@ -75,8 +81,10 @@ class RoleStarted(EventBase):
     tier: str | None = None
     effort: str | None = None
     parent: str | None = None
-    purpose: Literal["task", "fork", "handoff", "one_shot"] = "task"
+    purpose: Purpose = "task"
     window: int
+    role_kind: Kind | None = Field(None, description="What the role is (plan, explore, build, "
+                                   "review, check, summarize): its agent file's kind.")
 
 
 class RoleFinished(EventBase):
@@ -200,7 +208,7 @@ class CandidateFinished(EventBase):
 
     kind: Literal["candidate_finished"] = "candidate_finished"
     index: int
-    status: Literal["passed", "failed", "cancelled", "error"]
+    status: CandidateStatus
     temperature: float | None = None
     duration_s: float
     files_changed: int = 0
@@ -290,14 +298,43 @@ _ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 _RENAMED = {("run_started", "kind"): "mode", ("warning", "kind"): "category"}
 
 
-def make_event(kind: str, **fields: Any) -> Event:
-    """The event of ``kind`` with ``fields`` (a wrong field is a bug: it raises)."""
-    return cast(Event, BY_KIND[kind](**fields))
+E = TypeVar("E", bound=EventBase)
+
+
+def stamp(event: E, *, run_id: str, t: float, at: str | None) -> E:
+    """``event`` with its run id, its time since the run started and its date: the event
+    itself, filled in, when it was never emitted (no copy per event); a copy of one that was
+    (an event listeners hold never changes)."""
+    if event.run_id:
+        return event.model_copy(update={"run_id": run_id, "t": t, "at": at})
+    # a frozen model's fields live in its __dict__; nobody else holds this one yet
+    fields = event.__dict__
+    fields["run_id"], fields["t"], fields["at"] = run_id, t, at
+    event.__pydantic_fields_set__.update(_STAMPED)
+    return event
 
 
 def event_schema() -> dict[str, Any]:
     """The JSON Schema of one event (any kind), for bot authors."""
-    return _ADAPTER.json_schema(mode="serialization")
+    schema = _ADAPTER.json_schema(mode="serialization")
+    defs = schema["$defs"]
+    for name, spec in defs.items():  # a written event always has its run id
+        if "run_id" in spec.get("properties", {}):
+            defs[name] = _run_id_required(spec)
+    return schema
+
+
+def _run_id_required(spec: dict[str, Any]) -> dict[str, Any]:
+    props = spec["properties"]
+    props["run_id"].pop("default", None)
+    required = {"run_id", *spec.get("required", ())}
+    out: dict[str, Any] = {}
+    for key, value in spec.items():  # in pydantic's order, for the same text
+        if key != "required":
+            out[key] = value
+        if key == "properties":
+            out["required"] = [name for name in props if name in required]
+    return out
 
 
 def parse_event(entry: dict[str, Any]) -> Event | None:
@@ -307,6 +344,8 @@ def parse_event(entry: dict[str, Any]) -> Event | None:
         if entry.get("event") not in BY_KIND:
             return None
         entry = _legacy(entry)
+    if "run_id" not in entry:  # every event the telemetry wrote has one
+        return None
     try:
         return _ADAPTER.validate_python(entry)
     except ValidationError:

@@ -17,17 +17,19 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any
 
 from orchestrator.record.events import (
     CallFinished,
+    CallReplayed,
     Event,
     EventBase,
     EventKind,
+    Progress,
     RoleLost,
     Warned,
-    make_event,
     read_events,
+    stamp,
 )
 from orchestrator.record.tracing import span_hook
 from orchestrator.state import CallRecord, RoleLoss, RoleUsage
@@ -72,16 +74,16 @@ class Telemetry:
             log_path.parent.mkdir(parents=True, exist_ok=True)
             self._file = log_path.open("a", encoding="utf-8")
 
-    def emit(
-        self, kind: EventKind, /, *, role: str | None = None, session: str | None = None, **data: Any
-    ) -> None:
-        """Record an event of ``kind`` (its fields are checked: a wrong one is a bug) and tell
-        the listeners."""
-        event = make_event(kind, run_id=self.run_id, t=time.monotonic() - self.started,
-                           role=role, session=session, **data)
-        if kind != "progress":  # streaming ticks are for live displays, not the record
-            if self._file is not None:
-                event = cast(Event, event.model_copy(update={"at": datetime.now(UTC).isoformat()}))
+    def emit(self, event: Event) -> None:
+        """Record ``event`` and tell the listeners. Its builder gives its kind's fields, role
+        and session; this fills in the run id, the time since the run started and, when it is
+        written to the log, the date."""
+        recorded = not isinstance(event, Progress)  # ticks are for live displays, not the record
+        written = recorded and self._file is not None
+        event = stamp(event, run_id=self.run_id, t=time.monotonic() - self.started,
+                      at=datetime.now(UTC).isoformat() if written else None)
+        if recorded:
+            if written:
                 self._write(event)
             self.events.append(event)
             if self._spans is not None:
@@ -104,19 +106,18 @@ class Telemetry:
     ) -> None:
         """One model call; ``messages`` and ``reply`` reach only spans that were asked to keep them."""
         if record.replayed:  # already counted by the process that paid for it
-            self.emit("call_replayed", role=record.role, session=record.session)
+            self.emit(CallReplayed(role=record.role, session=record.session))
             return
         self.calls.append(record)  # its model time is a phase the client recorded
         if self._spans is not None:
             self._spans.call(record, busy, messages=messages, reply=reply)
-        data = record.model_dump(exclude={"role", "session"})
-        self.emit("call_finished", role=record.role, session=record.session, **data)
+        self.emit(CallFinished(**dict(record)))
 
     def lose(self, loss: RoleLoss) -> None:
         """Record a role session lost to an error while the run goes on (a warning)."""
         self.losses.append(loss)
-        self.emit("role_lost", role=loss.role, session=loss.session, code=loss.code,
-                  message=loss.message)
+        self.emit(RoleLost(role=loss.role, session=loss.session, code=loss.code,
+                           message=loss.message))
 
     @property
     def intervals(self) -> dict[str, list[tuple[float, float]]]:

@@ -137,6 +137,7 @@ class SpanHook:
         self._roles: dict[str, Any] = {}  # root session id -> the role's span
         self._sessions: dict[str, Any] = {}  # session id -> its span
         self._routes: dict[str, dict[str, Any]] = {}  # session id -> model, provider, tier
+        self._kinds: dict[str, Any] = {}  # session id -> its role's kind (plan, explore, ...)
         self._started = self._finished = False
 
     # --- events ---------------------------------------------------------------------------------
@@ -168,6 +169,7 @@ class SpanHook:
         role = event.role or "?"
         self._routes[sid] = {"model": data.get("model"), "provider": data.get("provider"),
                              "tier": data.get("tier"), "effort": data.get("effort")}
+        self._kinds[sid] = data.get("role_kind")
         if data.get("purpose") == "handoff":
             parent = self._sessions.get(str(data.get("parent"))) or self._role(_root_of(sid), role)
         else:
@@ -205,13 +207,14 @@ class SpanHook:
                 "orchestrate.forks": data.get("forks"),
             }))
             span.end()
-        if event.role == "explorer":  # explorer_finished ends it, with the claim counts
-            return
+        if self._kinds.pop(event.session or "", None) == "explore":
+            return  # explorer_finished ends the role's span, with the claim counts
         root = self._roles.pop(str(data.get("root")), None)
         if root is not None:
             root.end()
 
     def _forked(self, event: Event) -> None:
+        self._kinds.pop(event.session or "", None)  # its child goes on under its own id
         span = self._sessions.pop(event.session or "", None)
         if span is not None:
             span.set_attributes(_clean({"orchestrate.fork.reason": event.data.get("reason"),

@@ -16,7 +16,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from orchestrator.config.kinds import Kind
 from orchestrator.models.base import Completion, ModelClient, Route
+from orchestrator.record.events import (
+    Progress,
+    Purpose,
+    RoleFinished,
+    RoleStarted,
+    ToolCalled,
+    Warned,
+)
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.tools.base import ToolOutcome
 
@@ -45,6 +54,7 @@ class Account:
     telemetry: Telemetry
     role: str
     session: str
+    kind: Kind  # what the role is (its agent file's kind)
     tool_calls: int = 0
     turns: int = 0
     forks: int = 0
@@ -59,12 +69,12 @@ class Account:
         self.root, self.lineage = self.session, [self.session]
 
     def started(self, route: Route, *, window: int, parent: str | None = None,
-                purpose: str = "task") -> None:
-        self.telemetry.emit(
-            "role_started", role=self.role, session=self.session, model=route.model.id,
+                purpose: Purpose = "task") -> None:
+        self.telemetry.emit(RoleStarted(
+            role=self.role, session=self.session, model=route.model.id,
             provider=route.provider_name, tier=route.tier, effort=route.effort, parent=parent,
-            purpose=purpose, window=window,
-        )
+            purpose=purpose, window=window, role_kind=self.kind,
+        ))
 
     def forked(self) -> str:
         """The next child's id, now this account's session; the parent's is returned."""
@@ -90,8 +100,8 @@ class Account:
         fraction = used / window
         self.peak = max(self.peak, fraction)
         self.session_peak = max(self.session_peak, fraction)
-        self.telemetry.emit("progress", role=self.role, session=self.session, context=fraction,
-                            estimate=estimate, prompt_tokens=record.prompt_tokens)
+        self.telemetry.emit(Progress(role=self.role, session=self.session, context=fraction,
+                                     estimate=estimate, prompt_tokens=record.prompt_tokens))
         return completion
 
     def _ticker(self, started: float) -> Any:
@@ -106,8 +116,8 @@ class Account:
             if now < due or not self.telemetry.listeners:
                 return
             due = now + PROGRESS_EVERY_S
-            self.telemetry.emit("progress", role=self.role, session=self.session, pieces=pieces,
-                                elapsed=now - started)
+            self.telemetry.emit(Progress(role=self.role, session=self.session, pieces=pieces,
+                                         elapsed=now - started))
 
         return progress
 
@@ -115,20 +125,20 @@ class Account:
         """A tool call ended (a refused one is also counted as a policy violation)."""
         if outcome.policy_violation:
             self.telemetry.count("policy_violations")
-            self.telemetry.emit("warning", role=self.role, session=self.session,
-                                category="policy_violation",
-                                message=f"policy violation: {name}: {outcome.text}")
-        self.telemetry.emit("tool_called", role=self.role, session=self.session, tool=name,
-                            ok=outcome.ok, chars=len(outcome.text),
-                            duration_s=round(time.monotonic() - started, 4))
+            self.telemetry.emit(Warned(role=self.role, session=self.session,
+                                       category="policy_violation",
+                                       message=f"policy violation: {name}: {outcome.text}"))
+        self.telemetry.emit(ToolCalled(role=self.role, session=self.session, tool=name,
+                                       ok=outcome.ok, chars=len(outcome.text),
+                                       duration_s=round(time.monotonic() - started, 4)))
 
     def finished(self, payload: BaseModel, messages: list[dict[str, Any]]) -> SessionOutcome:
         """The session submitted ``payload``: say so, with the lineage's counts."""
-        self.telemetry.emit(
-            "role_finished", role=self.role, session=self.session, turns=self.turns,
+        self.telemetry.emit(RoleFinished(
+            role=self.role, session=self.session, turns=self.turns,
             tool_calls=self.tool_calls, peak_context=round(self.session_peak, 4),
             lineage_peak_context=round(self.peak, 4), forks=self.forks, masked=self.masked,
             paged=self.paged, root=self.root,
-        )
+        ))
         return SessionOutcome(self.session, payload, self.tool_calls, self.turns, messages,
                               self.forks, self.peak, tuple(self.lineage))

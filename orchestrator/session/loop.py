@@ -37,6 +37,7 @@ from orchestrator.models.base import Completion, ModelClient, ToolCallData
 from orchestrator.models.errors import ModelRefused
 from orchestrator.models.fallback import demote
 from orchestrator.models.toolmode import parse_tool_calls
+from orchestrator.record.events import Forked, Purpose
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.session.account import Account, SessionOutcome
 from orchestrator.session.context import (
@@ -100,7 +101,7 @@ class Session:
         summarizer: Summarizer | None = None,
         run_dir: Path | None = None,
         parent: str | None = None,
-        purpose: str = "task",
+        purpose: Purpose = "task",
         check: SubmitCheck | None = None,
         submit_first: bool = False,
     ) -> None:
@@ -108,7 +109,7 @@ class Session:
         self.agent = agent
         self.client = client
         self.telemetry = telemetry
-        self.account = Account(telemetry, agent.role, session_id)
+        self.account = Account(telemetry, agent.role, session_id, agent.kind)
         self.max_turns = max_turns
         self.policy = policy or ContextPolicy(model.context_window, max_output=model.max_output)
         self.summarizer = summarizer
@@ -282,12 +283,12 @@ class Session:
         peak = account.session_peak
         parent = account.forked()
         self._begin(text("session", "continue", task=task, handoff=handoff.render()))
-        self.telemetry.emit(
-            "fork", role=self.agent.role, session=parent, child=self.id, reason=fork.reason,
+        self.telemetry.emit(Forked(
+            role=self.agent.role, session=parent, child=self.id, reason=fork.reason,
             tokens_before=fork.tokens, tokens_after=self.ledger.estimate(), window=window,
             peak_context=round(peak, 4), transcript=str(transcript), summarizer=writer,
             tool_calls=account.tool_calls,
-        )
+        ))
         account.started(self.client.route, window=self.policy.window, parent=parent,
                         purpose="fork")
 
