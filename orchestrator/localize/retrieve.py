@@ -18,211 +18,62 @@ shows a few lines around the hits of a long definition, not all of it.
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import Literal
 
 from orchestrator.errors import OrchestrateError
 from orchestrator.localize import repomap
+from orchestrator.localize.candidates import (
+    CONSTANT_LINES,
+    LOOSE_LINES,
+    PLAIN_AROUND,
+    candidates_of,
+    cut_around,
+    definition_bonus,
+    file_factor,
+    shown_lines,
+    term_weights,
+)
+from orchestrator.localize.terms import STOP, Term, definitions_regex, terms
+from orchestrator.localize.texts import MATCHES, PARSE_LIMIT, PER_FILE, Corpus, Lines, Sparse
 from orchestrator.tools.jail import Jail, open_regular
 from orchestrator.tools.search import LINE_CUT, Match, list_files, search
 
-MAX_TERMS = 10
-MATCHES = 300  # per search: past this a term is common; it still counts, weakly
-PER_FILE = 30  # matches per file and search, so one file cannot take them all
-SHOWN_LINES = 16  # a window shows at most this many lines
-LOOSE_LINES = 0.6  # weight of hits outside every definition of a parsed file
-CONSTANT_LINES = 60  # lines a constant's table may run over and still be one candidate
-SMALL_DEFINITION = 30  # lines: a class this short is one candidate with its methods
-PLAIN_AROUND = 3  # lines each side of a hit in a file without a symbol map
-PARSE_LIMIT = 400_000  # bytes: larger files are windowed without parsing
-CORPUS_BYTES = 8_000_000  # a tree this small is searched in memory, with no process to start
-CORPUS_FILES = 5_000
-READ_LINE = 4096  # characters kept of a line of a large file
 MAX_PER_FILE = 3
 RELATIVE_FLOOR = 0.4  # a window scoring under this share of the best is not worth its tokens
 LOG_RARE = 2  # a warning whose shape occurs at most this often in a log is shown
 LOG_LEVELS = r"\b(WARN|WARNING|ERROR|FATAL|CRITICAL|SEVERE|PANIC)\b"
 _LEVEL = re.compile(LOG_LEVELS)
 NAMED_FILE = 2.0  # a file the question names: its windows count this many times
-_DEF_WORDS = r"(?:def|class|function|func|fn|struct|interface|enum|trait|type)"
 
-_QUOTED = re.compile(r"`([^`\n]{2,80})`|\"([^\"\n]{2,80})\"|'([^'\n]{3,80})'")
-_FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][\w-]*)")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
-_CODE = re.compile(r"[A-Z]{2,5}")  # QC, HTTP, EOF: an all-caps code names a thing
-_CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")
-_PATH = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.\w+|(?<![\w/.-])[\w-]+\.(?:py|js|ts|jsx|tsx|go|"
-                   r"rs|java|rb|c|h|cc|cpp|sh|md|rst|txt|json|ya?ml|toml|ini|cfg|log|csv|sql)\b")
-_CONSTANT = re.compile(r"^(?:export\s+)?(?:const\s+)?([A-Z][A-Z0-9_]*)\s*[:=][^=]")
-_SEPARATOR = re.compile(r"(?<=[A-Za-z0-9])([=:/@#|,;])(?=[A-Za-z0-9])")
 _SHAPE = re.compile(r"0x[0-9a-f]+|[0-9a-f]{8,}|\d+(?:\.\d+)?")
 _TIMESTAMP = re.compile(r"^\S*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
-_TESTY = re.compile(r"(^|/)(tests?|spec|__tests__)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$")
-_DOCS = (".md", ".rst", ".txt", ".adoc")
 _LOGS = (".log", ".out")
-_PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-
-# Words of a question that name no thing in code.
-STOP = frozenset("""
-a an the and or but of to in on at by for with from as is are was were be been being it its this
-that these those which what where when how why who whom whose there here has have had do does
-did not no can could should would will may might must than then so such also only just into
-onto over under about after before between both each either every all any some many much more
-most other same own i we you they he she them us our your their my me if else while until get
-gets got give gives given make makes made let lets use uses used using via instead whether
-happen happens happened find found show shows shown look looks tell tells explain mean means
-code function functions method methods class classes file files line lines module modules
-variable variables value values returned return returns thing things way ways work works
-""".split())
-
-# Programming abbreviations: a question says "parameter", the code says "param".
-ABBREVIATIONS = {
-    "boolean": "bool", "booleans": "bool", "parameter": "param", "parameters": "param",
-    "integer": "int", "integers": "int", "string": "str", "strings": "str",
-    "directory": "dir", "directories": "dir", "configuration": "config", "argument": "arg",
-    "arguments": "arg", "option": "opt", "options": "opt", "message": "msg",
-    "messages": "msg", "maximum": "max", "minimum": "min", "environment": "env",
-    "variable": "var", "exception": "exc", "exceptions": "exc", "error": "err",
-    "errors": "err", "request": "req", "requests": "req", "response": "resp",
-    "responses": "resp", "length": "len", "attribute": "attr", "attributes": "attr",
-    "reference": "ref", "initialize": "init", "initialise": "init", "database": "db",
-    "connection": "conn", "connections": "conn", "temporary": "tmp", "previous": "prev",
-    "character": "char", "characters": "char", "authentication": "auth",
-    "authorization": "auth", "information": "info", "utility": "util", "utilities": "util",
-    "command": "cmd", "commands": "cmd", "context": "ctx", "position": "pos",
-    "dictionary": "dict",
-}
 
 
-@dataclass(frozen=True)
-class Term:
-    """What is searched for: a literal ``pattern`` of the question, how strongly it names a
-    thing, and whether it is a whole name (case and word boundaries kept) or a word's start."""
-
-    pattern: str
-    kind: str  # "name" | "flag" | "quoted" | "separator" | "path" | "word"
-    weight: float
-
-    @property
-    def whole(self) -> bool:
-        return self.kind != "word"
-
-    def rg(self) -> str:
-        """The ripgrep regex: a whole name, a separator as a string literal (``"="``), or a
-        word that starts a word or a camel-case hump."""
-        lit = re.escape(self.pattern)
-        if self.kind == "separator":
-            return f"\"{lit}\"|'{lit}'"
-        if self.whole:
-            edge = r"\b" if self.pattern[:1].isalnum() or self.pattern[:1] == "_" else ""
-            tail = r"\b" if self.pattern[-1:].isalnum() or self.pattern[-1:] == "_" else ""
-            return f"{edge}{lit}{tail}"
-        hump = re.escape(self.pattern[:1].upper() + self.pattern[1:])
-        return f"(?i:\\b{lit}|_{lit})|[a-z0-9]{hump}"
-
-    @property
-    def rx(self) -> re.Pattern[str]:
-        return _compiled(self.rg())
-
-    def found_in(self, text: str) -> bool:
-        return self.rx.search(text) is not None
 
 
-_RX: dict[str, re.Pattern[str]] = {}
 
 
-def _compiled(regex: str) -> re.Pattern[str]:
-    found = _RX.get(regex)
-    if found is None:
-        found = _RX[regex] = re.compile(regex)
-    return found
 
 
-def terms(question: str, limit: int = MAX_TERMS) -> list[Term]:
-    """The question's names, flags, quoted strings and informative words, strongest first."""
-    found: dict[str, Term] = {}
-    rest = question
-    for m in _PATH.finditer(question):  # a file the question names: searched like a name
-        _add(found, Term(m.group(0).strip("`'\""), "path", 3.0))
-        rest = rest.replace(m.group(0), " ")
-    for m in _QUOTED.finditer(rest):
-        quoted = next(g for g in m.groups() if g is not None).strip()
-        rest = rest.replace(m.group(0), " ") + _quoted_terms(found, quoted)
-    for m in _FLAG.finditer(rest):
-        if len(m.group(1)) > 3:
-            _add(found, Term(m.group(1), "flag", 3.0))
-    first = True
-    for token in _NAME.findall(rest):
-        for part in token.split("."):
-            for term in _token_terms(part, first):
-                _add(found, term)
-        first = token.endswith((".", "?", "!"))
-    ranked = sorted(found.values(), key=lambda t: -t.weight)  # stable: the question's order
-    return ranked[:limit]
 
 
-def _add(found: dict[str, Term], term: Term) -> None:
-    key = term.pattern.lower()
-    if key not in found or found[key].weight < term.weight:
-        found[key] = term
 
 
-def _quoted_terms(found: dict[str, Term], quoted: str) -> str:
-    """Terms of a quoted string (added to ``found``); the text whose words still count."""
-    if _FLAG.fullmatch(quoted):
-        _add(found, Term(quoted, "flag", 3.0))
-    elif _NAME.fullmatch(quoted):
-        for part in quoted.split("."):  # `Response.ok`: both are names
-            if len(part) >= 2:
-                _add(found, Term(part, "name", 3.0))
-    elif len(quoted) >= 3:
-        _add(found, Term(quoted, "quoted", 2.5))
-        for sep in sorted(set(_SEPARATOR.findall(quoted))):  # `--name=value` is split on "="
-            _add(found, Term(sep, "separator", 1.5))
-        return " " + quoted  # its parts still count
-    return ""
 
 
-def _token_terms(part: str, first: bool) -> list[Term]:
-    """A word of the question as terms: a name code uses, a capitalised name mid-sentence
-    ("a Session": a class the question names, and its word), or an informative word."""
-    if _is_identifier(part) or _CODE.fullmatch(part):
-        return [Term(part, "name", 3.0)]
-    word = _word_pattern(part)
-    if part[:1].isupper() and not first and part.lower() not in STOP and len(part) > 2:
-        named = [Term(part, "name", 2.0)]
-        return named + ([Term(word, "word", 1.0)] if word and word != part.lower() else [])
-    return [Term(word, "word", 1.0)] if word else []
 
 
-def _is_identifier(token: str) -> bool:
-    """A name only code uses: snake_case, CamelCase, or letters with digits."""
-    return ("_" in token.strip("_") or bool(_CAMEL.search(token))
-            or (any(c.isdigit() for c in token) and any(c.isalpha() for c in token)))
 
 
-def _word_pattern(word: str) -> str | None:
-    low = word.lower()
-    if len(low) < 3 or low in STOP or low.isdigit():
-        return None
-    if low in ABBREVIATIONS:
-        return ABBREVIATIONS[low]
-    if low.endswith("y") and len(low) >= 5 and low[-2] not in "aeiou":
-        return low[:-1]  # retry -> retr: retries, retried
-    for suffix in ("ing", "ies", "ed", "es", "s"):  # clamping -> clamp, timeouts -> timeout
-        if low.endswith(suffix) and not low.endswith(("ss", "us", "is")) \
-                and len(low) - len(suffix) >= 4:
-            stem = low[: -len(suffix)]
-            if suffix in ("ing", "ed") and stem[-1] == stem[-2] and stem[-1] not in "lsz":
-                stem = stem[:-1]  # mapping -> map, logged -> log; billing stays bill
-            return stem
-    return low
+
+
 
 
 # --- windows ------------------------------------------------------------------------------------
@@ -270,7 +121,7 @@ class Retriever:
     _symbols: dict[str, list[repomap.Symbol]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _files: list[str] | None = field(default=None, repr=False)
-    _loaded: _Corpus | Literal[False] | None = field(default=None, repr=False)
+    _loaded: Corpus | Literal[False] | None = field(default=None, repr=False)
     _corpus_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def windows(self, question: str, *, budget_chars: int = 3000, limit: int = 4
@@ -283,7 +134,7 @@ class Retriever:
             return []
         searches = [t.rg() for t in wanted]
         if any(t.kind == "word" for t in wanted):  # a name's definition is a hit already
-            searches.append(_definitions_regex(wanted))
+            searches.append(definitions_regex(wanted))
         # a file the question names is searched for every term, beyond the per-file cap
         pairs: list[tuple[str, str | None]] = [(regex, None) for regex in searches]
         pairs += [(t.rg(), p) for p in named for t in wanted]
@@ -296,7 +147,7 @@ class Retriever:
         def_hits = results[len(wanted)] if len(searches) > len(wanted) else []
         in_named = results[len(searches):]
         found = dict(zip(wanted, text_hits, strict=True))
-        weights = _weights(found)
+        weights = term_weights(found)
         if not weights:
             return []
         by_file: dict[str, set[int]] = {}
@@ -313,13 +164,13 @@ class Retriever:
     def _corpus_ready(self) -> bool:
         return self._corpus() is not None
 
-    def _corpus(self) -> _Corpus | None:
+    def _corpus(self) -> Corpus | None:
         """The tree in memory when it is small (``CORPUS_BYTES``), loaded once: then a search
         starts no process. None for a larger tree (ripgrep searches it)."""
         with self._corpus_lock:
             if self._loaded is None:
-                self._loaded = _Corpus.load(self.root, self.files()) or False
-            return self._loaded if isinstance(self._loaded, _Corpus) else None
+                self._loaded = Corpus.load(self.root, self.files()) or False
+            return self._loaded if isinstance(self._loaded, Corpus) else None
 
     def files(self) -> list[str]:
         """The tree's files as ripgrep lists them (ignored and hidden ones left out), once."""
@@ -370,15 +221,15 @@ class Retriever:
         if path.endswith(_LOGS):
             return self._log_windows(path, lines, hit_lines, weights)
         syms = self._symbols_of(path, lines)
-        units = _units(lines, syms, hit_lines)
-        factor = _file_factor(path)
+        units = candidates_of(lines, syms, hit_lines)
+        factor = file_factor(path)
         out = []
         for (start, end, symbol), hits in units.items():
-            shown = _shown(lines, start, end, hits, weights)
+            shown = shown_lines(lines, start, end, hits, weights)
             text = "\n".join(lines[n - 1] for n, _ in shown)
             held = [t for t in weights if t.found_in(text)]
             score = sum(weights[t] for t in held) * (1 + len(held) / len(weights))
-            score = (score + _definition_bonus(symbol, weights)) * factor
+            score = (score + definition_bonus(symbol, weights)) * factor
             if not symbol and syms:  # lines outside any definition of a code file: a
                 score *= LOOSE_LINES  # docstring or imports say less than the code itself
             out.append(Window(path, shown[0][0], shown[-1][0], shown, score, symbol,
@@ -399,7 +250,7 @@ class Retriever:
             return []
         best = max(strength(n) for n in valid)
         first = min(n for n in valid if strength(n) >= best * 0.999)
-        text = _cut(lines[first - 1])
+        text = cut_around(lines[first - 1])
         held = tuple(t.pattern for t in weights if t.found_in(text))
         out = [Window(path, first, first, ((first, text),), best * 1.5, held=held,
                       note="the first line that matches")]
@@ -424,7 +275,7 @@ class Retriever:
         rare.sort(key=lambda m: (-len(_words(m.text) & about), m.line))
         kept = sorted(rare[:6], key=lambda m: m.line)
         return Window(path, kept[0].line, kept[-1].line,
-                      tuple((m.line, _cut(m.text)) for m in kept), sum(weights.values()) * 2,
+                      tuple((m.line, cut_around(m.text)) for m in kept), sum(weights.values()) * 2,
                       note=f"rare warnings and errors logged before line {before}")
 
     def _lines(self, path: str, wanted: Sequence[int]) -> Lines | None:
@@ -443,7 +294,7 @@ class Retriever:
                     return fh.read().decode("utf-8", "replace").split("\n")
                 fh.seek(0)
                 near = {k for n in wanted for k in range(n - CONSTANT_LINES, n + PLAIN_AROUND + 1)}
-                return _Sparse.read(fh, near)
+                return Sparse.read(fh, near)
         except (OrchestrateError, OSError):
             return None
 
@@ -460,244 +311,36 @@ class Retriever:
         return found
 
 
-class _Corpus:
-    """A small tree's text files in memory, searched with the same regexes ripgrep is given
-    (the files ripgrep lists: ignored, hidden and binary files left out)."""
-
-    def __init__(self, files: dict[str, list[str]]) -> None:
-        self.files = files
-
-    @classmethod
-    def load(cls, root: Path, listed: Sequence[str]) -> _Corpus | None:
-        if len(listed) > CORPUS_FILES:
-            return None
-        jail, files, total = Jail(root), {}, 0
-        for path in listed:
-            try:
-                with open_regular(jail.resolve(path), path) as fh:
-                    data = fh.read(CORPUS_BYTES + 1)
-            except (OrchestrateError, OSError):
-                continue
-            total += len(data)
-            if total > CORPUS_BYTES or len(data) > PARSE_LIMIT:
-                return None  # a large file: ripgrep searches faster than a regex line by line
-            if b"\0" not in data[:8192]:
-                files[path] = data.decode("utf-8", "replace").split("\n")
-        return cls(files)
-
-    def search(self, regex: str, path: str | None = None) -> list[Match]:
-        rx = _compiled(regex)
-        out: list[Match] = []
-        for name, lines in ([(path, self.files.get(path, []))] if path else self.files.items()):
-            found = 0
-            for n, line in enumerate(lines, 1):
-                if rx.search(line):
-                    out.append(Match(name, n, _cut(line)))
-                    found += 1
-                    if len(out) >= MATCHES:
-                        return out
-                    if path is None and found >= PER_FILE:
-                        break
-        return out
 
 
-class _Sparse:
-    """Some lines of a large file, by number (others read as empty), and how many it has."""
-
-    def __init__(self, kept: dict[int, str], total: int) -> None:
-        self.kept, self.total = kept, total
-
-    def __len__(self) -> int:
-        return self.total
-
-    def __getitem__(self, index: int) -> str:
-        return self.kept.get(index + 1, "")
-
-    @classmethod
-    def read(cls, fh: BinaryIO, wanted: set[int]) -> _Sparse:
-        kept: dict[int, str] = {}
-        n, current, keep = 1, bytearray(), 1 in wanted
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            start = 0
-            while True:
-                end = chunk.find(b"\n", start)
-                piece = chunk[start:] if end < 0 else chunk[start:end]
-                if keep and len(current) < READ_LINE:
-                    current += piece[: READ_LINE - len(current)]
-                if end < 0:
-                    break
-                if keep:
-                    kept[n] = current.decode("utf-8", "replace")
-                n, current, start = n + 1, bytearray(), end + 1
-                keep = n in wanted
-        if current or keep:
-            kept[n] = current.decode("utf-8", "replace")
-        return cls(kept, n if current else n - 1)
 
 
-Lines = list[str] | _Sparse
 
 
-def _definitions_regex(wanted: Sequence[Term]) -> str:
-    """One regex for definitions whose names hold a term: ``def``/``class``/``function``
-    lines (any case) and module constants (``DEFAULT_POOLSIZE = 10``)."""
-    alts = "|".join(re.escape(t.pattern) for t in wanted if t.pattern[:1].isalnum()
-                     or t.pattern[:1] == "_")
-    upper = "|".join(re.escape(t.pattern.upper()) for t in wanted
-                     if re.fullmatch(r"[A-Za-z0-9_]+", t.pattern))
-    parts = [f"(?i:\\b{_DEF_WORDS}\\s+[\\w$]*(?:{alts}))"] if alts else []
-    if upper:
-        parts.append(f"^(?:export\\s+)?(?:const\\s+)?[A-Z0-9_]*(?:{upper})[A-Z0-9_]*\\s*[:=][^=]")
-    return "|".join(parts) or "(?!)"
 
 
-def _weights(found: dict[Term, list[Match]]) -> dict[Term, float]:
-    """Each found term's weight: how strongly it names a thing, times how rare it is."""
-    out = {}
-    for term, hits in found.items():
-        if not hits:
-            continue
-        # how rare a term is, counted in the code: tests and docs repeat the code's names
-        files = len({m.path for m in hits if _file_factor(m.path) == 1.0}) or 1
-        common = len(hits) >= MATCHES
-        out[term] = term.weight / math.log2(2 + files) * (0.5 if common else 1.0)
-    return out
 
 
-def _unit(line: int, syms: Sequence[repomap.Symbol], total: int) -> tuple[int, int, str]:
-    """The candidate a hit belongs to: the outermost definition around it that is short (a
-    small class with its methods), else the innermost one, else the lines around the hit."""
-    around = [s for s in syms if s.line <= line <= s.end_line]
-    if not around:
-        return max(1, line - PLAIN_AROUND), min(total, line + PLAIN_AROUND), ""
-    small = [s for s in around if s.end_line - s.line + 1 <= SMALL_DEFINITION]
-    inner = (max(small, key=lambda s: s.end_line - s.line) if small
-             else min(around, key=lambda s: s.end_line - s.line))
-    owner = f"{inner.parent}." if inner.parent else ""
-    return inner.line, inner.end_line, f"{inner.kind} {owner}{inner.name}"
 
 
-def _units(lines: Lines, syms: Sequence[repomap.Symbol], hit_lines: Sequence[int]
-           ) -> dict[tuple[int, int, str], list[int]]:
-    """The candidates of one file, each with its hit lines: definitions, constants' tables,
-    and the lines around the other hits (stopping where a definition or a table begins)."""
-    units: dict[tuple[int, int, str], list[int]] = {}
-    plain: list[int] = []
-    for line in hit_lines:
-        table = _constant_at(lines, line) if not repomap.enclosing(syms, line) else None
-        unit = table or _unit(line, syms, len(lines))
-        if unit[2]:
-            units.setdefault(unit, []).append(line)
-        else:
-            plain.append(line)
-    taken = {n for start, end, _ in units for n in range(start, end + 1)}
-    for cluster in _clusters(plain):
-        start = max(1, cluster[0] - PLAIN_AROUND)
-        end = min(len(lines), cluster[-1] + PLAIN_AROUND)
-        before = [n for n in range(start, cluster[0]) if n in taken]
-        after = [n for n in range(cluster[-1] + 1, end + 1) if n in taken]
-        start, end = (max(before) + 1 if before else start), (min(after) - 1 if after else end)
-        if start <= end and not any(n in taken for n in cluster):
-            units[(start, end, "")] = cluster
-    return units
 
 
-def _constant_at(lines: Lines, line: int) -> tuple[int, int, str] | None:
-    """The module constant whose definition holds ``line``: its first line, or any line of the
-    table or list it opens (``RATES = {`` ... ``}``), as the candidate ``constant NAME``."""
-    for start in range(line, max(0, line - CONSTANT_LINES), -1):
-        m = _CONSTANT.match(lines[start - 1])
-        if m is None:
-            if start < line and not lines[start - 1][:1].isspace() \
-                    and lines[start - 1].strip() and lines[start - 1][:1] not in ")]}":
-                return None  # another top-level statement in between
-            continue
-        end = _literal_end(lines, start)
-        return (start, end, f"constant {m.group(1)}") if end >= line else None
-    return None
 
 
-def _literal_end(lines: Lines, start: int) -> int:
-    """The last line of the literal a constant's definition opens (its own line if none)."""
-    depth = 0
-    for n in range(start, min(len(lines), start + CONSTANT_LINES) + 1):
-        text = re.sub(r"([\"'])(?:\\.|(?!\1).)*\1|#.*$", "", lines[n - 1])  # strings, comments
-        depth += sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
-        if depth <= 0:
-            return n
-    return start
 
 
 def _boosted(w: Window, factor: float) -> Window:
     return Window(w.path, w.start, w.end, w.lines, w.score * factor, w.symbol, w.held, w.note)
 
 
-def _clusters(lines: list[int]) -> list[list[int]]:
-    """Hit lines that lie within ``2 * PLAIN_AROUND`` of each other, grouped."""
-    out: list[list[int]] = []
-    for n in sorted(set(lines)):
-        if out and n - out[-1][-1] <= 2 * PLAIN_AROUND:
-            out[-1].append(n)
-        else:
-            out.append([n])
-    return out
 
 
-def _shown(lines: Lines, start: int, end: int, hits: Sequence[int],
-           weights: dict[Term, float]) -> tuple[tuple[int, str], ...]:
-    """The lines of a candidate to show: all of a short one; else its first line and the
-    lines around its hits, those holding the most terms first, within ``SHOWN_LINES``."""
-    end = min(end, len(lines))
-    if end - start + 1 <= SHOWN_LINES:
-        return tuple((n, _cut(lines[n - 1], weights)) for n in range(start, end + 1))
-
-    def value(n: int) -> float:
-        return sum(w for t, w in weights.items() if t.found_in(lines[n - 1]))
-
-    keep = {start}
-    for n in sorted(set(hits), key=lambda n: (-value(n), n)):
-        around = [k for k in (n - 1, n, n + 1) if start <= k <= end]
-        if len(keep | set(around)) > SHOWN_LINES:
-            break
-        keep.update(around)
-    return tuple((n, _cut(lines[n - 1], weights)) for n in sorted(keep))
 
 
-def _definition_bonus(symbol: str, weights: dict[Term, float]) -> float:
-    """A candidate that defines what the question names: the name itself, or its parts (the
-    class a method belongs to counts half)."""
-    if not symbol:
-        return 0.0
-    qualified = symbol.split(" ", 1)[-1]
-    owner, _, name = qualified.rpartition(".")
-    bonus = 0.0
-    for term, weight in weights.items():
-        if term.pattern == name or term.pattern.lower() == name.lower():
-            bonus += 2.0 * weight
-        elif _names_part(term, name):
-            bonus += 1.5 * weight
-        elif owner and (term.pattern == owner or _names_part(term, owner)):
-            bonus += 0.35 * weight
-    return bonus
 
 
-def _names_part(term: Term, name: str) -> bool:
-    if term.kind != "word":
-        return False
-    for part in (p.lower() for p in _PARTS.findall(name) + name.split("_")):
-        # a word starts a part, or sits inside a long one (POOLSIZE holds "size")
-        if part.startswith(term.pattern) or (len(part) >= len(term.pattern) + 3
-                                            and term.pattern in part):
-            return True
-    return False
 
 
-def _file_factor(path: str) -> float:
-    if _TESTY.search(path):
-        return 0.5
-    if path.endswith(_DOCS) or path.startswith(("docs/", "doc/")):
-        return 0.4
-    return 1.0
 
 
 def _choose(candidates: Iterable[Window], budget_chars: int, limit: int) -> list[Window]:
@@ -724,16 +367,6 @@ def _choose(candidates: Iterable[Window], budget_chars: int, limit: int) -> list
             for i, w in enumerate(chosen, 1)]
 
 
-def _cut(text: str, weights: dict[Term, float] | None = None) -> str:
-    """The line, or the part of a long line around the first term it holds."""
-    text = text.rstrip("\r")
-    if len(text) <= LINE_CUT:
-        return text
-    found = [m.start() for t in (weights or {}) if (m := t.rx.search(text))]
-    start = max(0, min(min(found, default=0) - LINE_CUT // 3, len(text) - LINE_CUT))
-    head = "…" if start else ""
-    tail = "…" if start + LINE_CUT < len(text) else ""
-    return f"{head}{text[start:start + LINE_CUT]}{tail} (line cut, {len(text)} chars)"
 
 
 def _shape(text: str) -> str:
