@@ -197,7 +197,8 @@ async def test_answer_first_an_unbacked_answer_opens_the_tools(fresh_sim, sample
     assert e.verified == 1 and e.tool_calls == 1
     requests = fresh_sim.state.requests_for("sim-explorer")
     assert _tools(requests[0]) == ["submit"]  # answer first
-    assert "search" in _tools(requests[1])  # the tools opened
+    assert "search" in _tools(requests[1]) and "submit" not in _tools(requests[1])  # look first
+    assert "submit" in _tools(requests[2])
     assert "none of your claims is backed" in json.dumps(requests[1].body)
 
 

@@ -90,7 +90,8 @@ class Cited:
                 if problem:
                     problems.append(f"claim {i}: {problem}")
             claims.append(claim.model_copy(update={"citations": cites}))
-        checked = payload.model_copy(update={"claims": claims})
+        unique = list({(c.text, tuple(c.citations)): c for c in reversed(claims)}.values())[::-1]
+        checked = payload.model_copy(update={"claims": unique})  # a small model repeats itself
         if problems and self.refusals < MAX_REFUSALS:
             self.refusals += 1
             self.events.append(f"refused ({len(problems)}): " + "; ".join(problems)[:500])

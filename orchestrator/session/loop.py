@@ -121,6 +121,7 @@ class Session:
         self.parent, self.purpose = parent, purpose
         self.check = check
         self._open = not submit_first  # answer first: only submit, until an answer is refused
+        self._search_next = False  # that refusal's next turn: the tools, not submit
         self.invalid_submits = 0
         self.messages: list[dict[str, Any]] = []
         self._session_turns = self._nudges = 0
@@ -202,7 +203,12 @@ class Session:
                 and self.max_turns - self.account.turns <= FINAL_TURNS)
 
     def _offered(self) -> list[dict[str, Any]]:
-        return self.tools[-1:] if self._final_window() or not self._open else self.tools
+        if self._final_window() or not self._open:
+            return self.tools[-1:]
+        if self._search_next and len(self.tools) > 1:
+            self._search_next = False  # once: an answer refused is looked for before resubmitting
+            return self.tools[:-1]
+        return self.tools
 
     # --- one model call, fitted to the window -------------------------------------------------
 
@@ -334,7 +340,8 @@ class Session:
                 elif self.check is not None:
                     payload, refused = self.check(payload, self.messages)
                     answer = refused or answer
-                    self._open = self._open or payload is None
+                    if payload is None and not self._open:
+                        self._open = self._search_next = True
             else:
                 answer = await self._tool(call)
             self._add({"role": "tool", "tool_call_id": call.id, "content": answer})
