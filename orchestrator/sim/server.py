@@ -182,13 +182,28 @@ _WRONG_API = {
 
 def build_app(sim: SimState) -> Starlette:
     """The ASGI app; it reads ``sim.scenario`` per request, so scenarios can be swapped live."""
+    app = _SimApp(sim)
+    return Starlette(routes=[
+        Route("/v1/models", app.list_models, methods=["GET"]),
+        Route("/v1/chat/completions", app.endpoint(WIRES["chat"]), methods=["POST"]),
+        Route("/v1/responses", app.endpoint(WIRES["responses"]), methods=["POST"]),
+    ])
 
-    async def list_models(request: Request) -> Response:
+
+class _SimApp:
+    """The sim's request handlers: parse, check, answer (plain or streamed), record."""
+
+    def __init__(self, sim: SimState) -> None:
+        self.sim = sim
+
+    async def list_models(self, request: Request) -> Response:
         data = [{"id": m, "object": "model", "created": 0, "owned_by": "sim"}
-                for m in sim.scenario.model_ids()]
+                for m in self.sim.scenario.model_ids()]
         return JSONResponse({"object": "list", "data": data})
 
-    def endpoint(wire: _Wire) -> Callable[[Request], Awaitable[Response]]:
+    def endpoint(self, wire: _Wire) -> Callable[[Request], Awaitable[Response]]:
+        sim = self.sim
+
         async def handle(request: Request) -> Response:
             headers = dict(request.headers)
             try:
@@ -200,7 +215,7 @@ def build_app(sim: SimState) -> Starlette:
                             body if isinstance(body, dict) else {}, headers, wire.name)
             response: Response | None = None
             try:
-                response = await _answer(wire, rec, body)
+                response = await self._answer(wire, rec, body)
                 return response
             finally:
                 # A streamed response finishes when its generator ends, not here.
@@ -209,22 +224,34 @@ def build_app(sim: SimState) -> Starlette:
 
         return handle
 
-    async def _answer(wire: _Wire, rec: RecordedRequest, body: Any) -> Response:
+    @staticmethod
+    def _refusal(wire: _Wire, rec: RecordedRequest, body: Any,
+                 behavior: ModelBehavior | None) -> FaultSpec | None:
+        """What is wrong with the request before the model is asked, if anything."""
         if not isinstance(body, dict):
-            return _error(FaultSpec(status=400, type="invalid_request_error",
-                                    message="We could not parse the JSON body of your request."))
+            return FaultSpec(status=400, type="invalid_request_error",
+                             message="We could not parse the JSON body of your request.")
         if not isinstance(body.get("model"), str) or not body["model"]:
-            return _error(FaultSpec(status=400, message="you must provide a model parameter",
-                                    type="invalid_request_error", param="model"))
-        scenario = sim.scenario
-        behavior = scenario.behavior_for(rec.model)
+            return FaultSpec(status=400, message="you must provide a model parameter",
+                             type="invalid_request_error", param="model")
         if behavior is None:
-            return _error(FaultSpec(status=404, message=f"The model `{rec.model}` does not exist "
-                                    "or you do not have access to it.", param="model",
-                                    type="invalid_request_error", code="model_not_found"))
+            return FaultSpec(status=404, message=f"The model `{rec.model}` does not exist "
+                             "or you do not have access to it.", param="model",
+                             type="invalid_request_error", code="model_not_found")
         if wire.name not in behavior.apis:
-            return _error(FaultSpec(status=400, message=_WRONG_API[wire.name], param="model",
-                                    type="invalid_request_error"))
+            return FaultSpec(status=400, message=_WRONG_API[wire.name], param="model",
+                             type="invalid_request_error")
+        return None
+
+    async def _answer(self, wire: _Wire, rec: RecordedRequest, body: Any) -> Response:
+        sim = self.sim
+        scenario = sim.scenario
+        behavior = (scenario.behavior_for(rec.model)
+                    if isinstance(body, dict) and isinstance(body.get("model"), str) else None)
+        refused = self._refusal(wire, rec, body, behavior)
+        if refused is not None or behavior is None:
+            return _error(refused or FaultSpec(status=400, type="invalid_request_error",
+                                               message="bad request"))
         parsed = wire.parse(body)
         if isinstance(parsed, FaultSpec):
             return _error(parsed)
@@ -235,12 +262,9 @@ def build_app(sim: SimState) -> Starlette:
                                              scenario.tokenizer, rec.prompt_tokens)
         if behavior.delay_s:
             await asyncio.sleep(behavior.delay_s)
-        window = behavior.context_window
-        if window is not None and rec.prompt_tokens > window:
-            return _error(wire.overflow(window, rec.prompt_tokens))
-        quota = behavior.quota_tokens
-        if quota is not None and sim.used_tokens.get(rec.model, 0) >= quota:
-            return _error(QUOTA_FAULT.model_copy(update={"headers": behavior.quota_headers}))
+        limit = self._limit(wire, rec, behavior)
+        if limit is not None:
+            return _error(limit)
         try:
             reply = behavior.reply_for(ChatRequestView.from_body(parsed.chat), sim.nth(rec))
         except Exception as exc:  # a broken behaviour should look like a server fault
@@ -250,9 +274,20 @@ def build_app(sim: SimState) -> Starlette:
             await asyncio.sleep(reply.delay_s)
         if reply.error is not None:
             return _error(reply.error)
-        return await _complete(wire, rec, parsed, behavior, reply, scenario)
+        return await self._complete(wire, rec, parsed, behavior, reply, scenario)
 
-    async def _complete(wire: _Wire, rec: RecordedRequest, parsed: Parsed,
+    def _limit(self, wire: _Wire, rec: RecordedRequest,
+               behavior: ModelBehavior) -> FaultSpec | None:
+        """The context window or the quota, when the request is past either."""
+        window = behavior.context_window
+        if window is not None and rec.prompt_tokens > window:
+            return wire.overflow(window, rec.prompt_tokens)
+        quota = behavior.quota_tokens
+        if quota is not None and self.sim.used_tokens.get(rec.model, 0) >= quota:
+            return QUOTA_FAULT.model_copy(update={"headers": behavior.quota_headers})
+        return None
+
+    async def _complete(self, wire: _Wire, rec: RecordedRequest, parsed: Parsed,
                         behavior: ModelBehavior, reply: Reply, scenario: Scenario) -> Response:
         reasoning = behavior.reasoning_tokens
         completion = wire.reply(
@@ -266,7 +301,7 @@ def build_app(sim: SimState) -> Starlette:
             request=parsed,
             cached=rec.cached_tokens,
         )
-        sim.charge(rec.model, completion.total_tokens)
+        self.sim.charge(rec.model, completion.total_tokens)
         pace = ((completion.total_tokens - rec.prompt_tokens) / behavior.tokens_per_second
                 if behavior.tokens_per_second > 0 else 0.0)
         if not parsed.chat.get("stream"):
@@ -275,10 +310,10 @@ def build_app(sim: SimState) -> Starlette:
             if pace:
                 await asyncio.sleep(pace)
             return JSONResponse(completion.body())
-        return StreamingResponse(_stream(rec, completion, reply, pace),
+        return StreamingResponse(self._stream(rec, completion, reply, pace),
                                  media_type="text/event-stream")
 
-    async def _stream(rec: RecordedRequest, completion: _WireReply, reply: Reply,
+    async def _stream(self, rec: RecordedRequest, completion: _WireReply, reply: Reply,
                       pace: float) -> AsyncIterator[bytes]:
         try:
             frames = completion.frames()
@@ -304,13 +339,7 @@ def build_app(sim: SimState) -> Starlette:
                 for data in completion.ended():
                     yield data
         finally:
-            sim.finish(rec, 200)
-
-    return Starlette(routes=[
-        Route("/v1/models", list_models, methods=["GET"]),
-        Route("/v1/chat/completions", endpoint(WIRES["chat"]), methods=["POST"]),
-        Route("/v1/responses", endpoint(WIRES["responses"]), methods=["POST"]),
-    ])
+            self.sim.finish(rec, 200)
 
 
 def _require_loopback(host: str) -> None:
