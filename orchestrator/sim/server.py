@@ -1,11 +1,9 @@
-"""The simulated OpenAI-compatible HTTP server: the starlette app that answers ``/v1/models``,
-``/v1/chat/completions`` and ``/v1/responses`` (plain and SSE-streamed) from a ``Scenario``, the
-``SimState`` that records every request and tracks concurrency, ``SimServer`` which runs
-uvicorn on a loopback port in its own thread for tests, and ``serve_forever`` for the CLI.
-
-Both APIs go through one pipeline (model, window, quota, faults, reply, pacing, cuts); what
-differs is the wire format, kept in ``chat.py`` and ``responses.py``. A Responses request is
-read back into a Chat Completions body first, so every scenario serves both APIs alike."""
+"""The simulated OpenAI-compatible HTTP server: the starlette app answering ``/v1/models``,
+``/v1/chat/completions`` and ``/v1/responses`` (plain and SSE) from a ``Scenario``; ``SimState``
+records every request; ``SimServer`` runs uvicorn on a loopback port in a thread for tests, and
+``serve_forever`` serves the CLI. Both APIs share one pipeline (model, window, quota, faults,
+reply, pacing, cuts); the wire formats live in ``chat.py`` and ``responses.py`` (a Responses
+request is read back into a Chat Completions body, so every scenario serves both APIs)."""
 
 from __future__ import annotations
 
@@ -203,7 +201,6 @@ class _SimApp:
 
     def endpoint(self, wire: _Wire) -> Callable[[Request], Awaitable[Response]]:
         sim = self.sim
-
         async def handle(request: Request) -> Response:
             headers = dict(request.headers)
             try:
@@ -249,9 +246,8 @@ class _SimApp:
         behavior = (scenario.behavior_for(rec.model)
                     if isinstance(body, dict) and isinstance(body.get("model"), str) else None)
         refused = self._refusal(wire, rec, body, behavior)
-        if refused is not None or behavior is None:
-            return _error(refused or FaultSpec(status=400, type="invalid_request_error",
-                                               message="bad request"))
+        if refused is not None or behavior is None:  # the second only for the type checker
+            return _error(refused or FaultSpec(status=400, message="bad request"))
         parsed = wire.parse(body)
         if isinstance(parsed, FaultSpec):
             return _error(parsed)
