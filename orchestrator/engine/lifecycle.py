@@ -61,7 +61,7 @@ from orchestrator.results import ExploreResult, RunResult
 from orchestrator.runs import run_lock
 from orchestrator.sandbox import Sandbox, build_sandbox, kill_leftovers, require_sandbox
 from orchestrator.state import RunState
-from orchestrator.workspace.repo import repo_root
+from orchestrator.workspace.repo import head_commit, repo_root
 from orchestrator.workspace.worktree import Workspace, create_record_dir, new_run_id
 
 # the run's checkpointer, why opening it failed (raised once the run can record it), or none
@@ -172,6 +172,8 @@ def _reopened(mode: Mode, options: RunOptions, top: Path, run_id: str) -> _Plan:
 def _fresh(mode: Mode, options: RunOptions, top: Path, subject: str,
            run_id: str | None) -> _Plan:
     """A new run: the role map from its layers (or the one given) and the pipeline it gives."""
+    if mode != "explore":
+        head_commit(top)  # an empty repository is refused before the checkpointer makes files
     env = options.run_env()
     role_map, registry = resolve_setup(top, options.roles, options.role_files, options.sets,
                                        options.team, env=env,
