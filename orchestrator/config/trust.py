@@ -188,6 +188,15 @@ def trust_state(user_dir: Path | None, repo: Path, file: Path, digest: str) -> s
     return "trusted" if record.files[file.name] == digest else "changed"
 
 
+def repo_trusted(user_dir: Path | None, repo: Path, files: Mapping[Path, str]) -> bool:
+    """Whether the user trusts the repository as it is: a trust record for it, and each of its
+    config ``files`` (path -> sha256) as it was trusted."""
+    if user_dir is None:
+        return False
+    record = load_records(user_dir).get(repo_key(repo))
+    return record is not None and all(record.files.get(f.name) == d for f, d in files.items())
+
+
 def record_trust(user_dir: Path, repo: Path, digests: Mapping[str, str] | None = None
                  ) -> TrustRecord:
     """Trust the repository's config files: the content with ``digests`` (file name -> sha256,
