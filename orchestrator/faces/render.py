@@ -378,7 +378,8 @@ def print_trust(console: Console, data: dict) -> None:
         if not f["protected"]:
             console.print("  (it sets no key that needs trust today)")
     for path in data["agent_overrides"]:
-        console.print(f"agent prompt {escape(path)} (used with or without trust)",
+        console.print(f"agent prompt {escape(path)} (replaces an agent file of yours of the "
+                      "same name only while trusted)",
                       highlight=False)
     console.print(f"recorded in {escape(data['store'])}; a change to the file needs trust again",
                   highlight=False)
