@@ -238,9 +238,13 @@ def clean(*, repo: str | os.PathLike[str] | None = None) -> list[str]:
 
 
 def apply(run_id: str, *, repo: str | os.PathLike[str] | None = None,
-          allow_git_config: bool = False) -> str:
-    """Merge a run's branch into the current branch (see ``runs.apply``); the merge commit."""
-    return apply_run(repo_root(repo), run_id, allow_git_config=allow_git_config)
+          allow: Sequence[str] = (), allow_git_config: bool = False,
+          guard_ci: bool | None = None) -> str:
+    """Merge a run's branch into the current branch (see ``runs.apply``); the merge commit.
+
+    Changes to files that run by themselves are refused unless ``allow`` names each path."""
+    return apply_run(repo_root(repo), run_id, allow=tuple(allow),
+                     allow_git_config=allow_git_config, guard_ci=guard_ci)
 
 
 # --- trust in a repository's own configuration ---------------------------------------------------

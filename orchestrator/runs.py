@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shlex
 import subprocess
 import time
 from collections.abc import Iterable, Iterator
@@ -22,6 +23,7 @@ from orchestrator.errors import UsageError
 from orchestrator.evidence.claimstats import ClaimStats, merge
 from orchestrator.gitsafe import git
 from orchestrator.record.events import CallFinished, read_events
+from orchestrator.workspace.autorun import allowed, runs_by_itself
 from orchestrator.workspace.worktree import Workspace, list_workspaces
 
 if TYPE_CHECKING:
@@ -137,41 +139,55 @@ def _git(repo: Path, *args: str, check: bool = False,
     return git(*args, cwd=repo, check=check, drivers=True, user_identity=user_identity)
 
 
-# Paths whose content git itself turns into programs to run or places to fetch from.
-_GIT_CONFIG_FILES = (".gitattributes", ".gitmodules", ".pre-commit-config.yaml")
+@dataclass(frozen=True)
+class Risky:
+    """One change ``apply`` refuses unless the user allows its path by name."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path} ({self.reason})"
 
 
-def risky_changes(repo: Path, branch: str) -> list[str]:
-    """What the run branch would bring in that can make git (or its hooks) run something.
+def risky_changes(repo: Path, branch: str, *, ci: bool = False) -> list[Risky]:
+    """What the run branch would bring in that runs or steers a program by itself.
 
-    ``.gitattributes`` (filter and diff drivers), ``.gitmodules`` and submodule links (URLs to
-    fetch), ``.pre-commit-config.yaml``, files under a ``core.hooksPath`` inside the repository,
-    and symlinks pointing outside it.
+    Files git or a hook manager obeys (``workspace/autorun.py``: ``.gitattributes``,
+    ``.gitmodules``, ``.lfsconfig``, husky, lefthook, overcommit and pre-commit files, ``.envrc``,
+    CI workflows with ``ci``), files under a ``core.hooksPath`` inside the repository, submodule
+    links, and symlinks pointing outside it.
     """
     raw = _git(repo, "diff", "--raw", "-z", "--no-renames", "--no-ext-diff", "--no-textconv",
-               f"HEAD...{branch}", check=True).stdout
+               f"HEAD...{branch}", "--", check=True).stdout
     fields = raw.split("\0")
     hooks = _hooks_dir(repo)
-    found: list[str] = []
+    found: list[Risky] = []
     for i in range(0, len(fields) - 1, 2):
         meta, path = fields[i], fields[i + 1]
         if not meta.startswith(":") or not path:
             continue
         _old_mode, new_mode, _old, new_sha, status = meta[1:].split(" ")[:5]
-        name = path.rsplit("/", 1)[-1]
         if status.startswith("D"):
             continue
-        if name in _GIT_CONFIG_FILES:
-            found.append(f"{path} (git config in the tree)")
+        reason = runs_by_itself(path, hooks_dir=hooks, ci=ci)
+        if reason:
+            found.append(Risky(path, reason))
         elif new_mode == "160000":
-            found.append(f"{path} (a submodule link)")
-        elif hooks and (path == hooks or path.startswith(hooks + "/")):
-            found.append(f"{path} (a git hook: core.hooksPath = {hooks})")
+            found.append(Risky(path, "a submodule link"))
         elif new_mode == "120000":
             target = _git(repo, "cat-file", "blob", new_sha, check=True).stdout
             if os.path.isabs(target) or not _inside(path, target):
-                found.append(f"{path} (a symlink to {target!r}, outside the repository)")
+                found.append(Risky(path, f"a symlink to {target!r}, outside the repository"))
     return found
+
+
+def _refusal(branch: str, run_id: str, risky: list[Risky]) -> str:
+    shown = "; ".join(map(str, risky[:8])) + (f"; +{len(risky) - 8} more" if len(risky) > 8 else "")
+    names = " ".join(f"--allow {shlex.quote(r.path)}" for r in risky[:8])
+    return (f"{branch} changes files that run or steer programs by themselves: {shown}. Review "
+            f"them (git diff HEAD...{branch}), then allow each by name: `orchestrate apply "
+            f"{run_id} {names}`, or merge by hand (nothing was changed)")
 
 
 def _hooks_dir(repo: Path) -> str | None:
@@ -190,11 +206,14 @@ def _inside(link: str, target: str) -> bool:
     return not (joined == ".." or joined.startswith("../"))
 
 
-def apply(repo: Path, run_id: str, *, allow_git_config: bool = False) -> str:
+def apply(repo: Path, run_id: str, *, allow: tuple[str, ...] = (),
+          allow_git_config: bool = False, guard_ci: bool | None = None) -> str:
     """Merge the run's branch into the user's current branch; refuse on dirt or conflicts.
 
-    A branch that changes files git turns into programs (see ``risky_changes``) is refused
-    unless ``allow_git_config``; hooks never run during the merge.
+    A branch that changes files that run by themselves (see ``risky_changes``) is refused unless
+    each such path is named in ``allow`` (a path, or a directory holding it), or
+    ``allow_git_config`` lets all of them through; hooks never run during the merge.
+    ``guard_ci`` adds CI workflow files (default: ``git config orchestrate.guardCi``).
     """
     ws = Workspace.open(repo, run_id, reattach=False)
     if not ws.branch:
@@ -213,14 +232,13 @@ def apply(repo: Path, run_id: str, *, allow_git_config: bool = False) -> str:
     ahead = _git(ws.repo, "rev-list", "--count", f"HEAD..{ws.branch}").stdout.strip()
     if ahead in ("", "0"):
         raise UsageError(f"{ws.branch} has nothing that {current} does not already have")
-    risky = [] if allow_git_config else risky_changes(ws.repo, ws.branch)
+    if guard_ci is None:
+        guard_ci = _git(ws.repo, "config", "--type=bool", "--get",
+                        "orchestrate.guardCi").stdout.strip() == "true"
+    risky = [] if allow_git_config else [
+        r for r in risky_changes(ws.repo, ws.branch, ci=guard_ci) if not allowed(r.path, allow)]
     if risky:
-        shown = "; ".join(risky[:5]) + (f"; +{len(risky) - 5} more" if len(risky) > 5 else "")
-        raise UsageError(
-            f"{ws.branch} changes files that can make git run programs: {shown}. Review them "
-            f"(git diff HEAD...{ws.branch}), then run `orchestrate apply {run_id} "
-            "--allow-git-config`, or merge by hand (nothing was changed)"
-        )
+        raise UsageError(_refusal(ws.branch, run_id, risky))
     has_identity = bool(_git(ws.repo, "config", "user.email").stdout.strip())
     merge = _git(ws.repo, "merge", "--no-ff", "--no-edit", "-m",
                  f"Merge {ws.branch} (orchestrate run {run_id})", ws.branch,

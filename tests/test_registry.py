@@ -171,7 +171,7 @@ def test_cli_roles_lists_kinds_files_and_unusable_agents(tmp_path):
     _agent(repo, ".claude/agents", "security-auditor", CLAUDE_AGENT)
     _agent(repo, ".claude/agents", "fetcher", "---\nname: fetcher\ntools: WebFetch\n---\nx\n")
     (repo / "roles.toml").write_text(
-        '[pipeline]\nsteps = ["planner", "builder", "security-auditor"]\n'
+        '[pipeline]\nsteps = ["planner", "builder", "reviewer", "security-auditor"]\n'
         '[roles.security-auditor]\nmodel = "sol"\n')
     proc = cli("roles", "--repo", str(repo), "--json")
     assert proc.returncode == 2 and "not a git repository" in proc.stderr
@@ -183,11 +183,13 @@ def test_cli_roles_lists_kinds_files_and_unusable_agents(tmp_path):
     assert agents["security-auditor"]["kind"] == "check" and agents["security-auditor"]["in_pipeline"]
     assert agents["security-auditor"]["tools"] == ["read", "search", "list", "run"]
     assert not agents["explorer"]["in_pipeline"] and "WebFetch" in data["unusable_agents"]["fetcher"]
-    assert data["pipeline"]["steps"] == ["planner", "builder", "security-auditor"]
+    assert data["pipeline"]["steps"] == ["planner", "builder", "reviewer", "security-auditor"]
     proc = cli("roles", "--repo", str(repo))
-    assert proc.returncode == 0 and "planner → builder ⇄ verify → security-auditor" in proc.stdout
+    assert proc.returncode == 0
+    assert "planner → builder ⇄ verify → reviewer → security-auditor" in proc.stdout
     # the pipeline takes the file that cannot run: one line naming the file and the tool
-    (repo / "roles.toml").write_text('[pipeline]\nsteps = ["planner", "builder", "fetcher"]\n')
+    (repo / "roles.toml").write_text(
+        '[pipeline]\nsteps = ["planner", "builder", "reviewer", "fetcher"]\n')
     proc = cli("roles", "--repo", str(repo))
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")

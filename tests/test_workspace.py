@@ -315,3 +315,25 @@ def test_each_candidate_worktree_keeps_its_own_last_tree(repo: Path) -> None:
     assert changed != start
     assert first.snapshot() == start
     assert ws.snapshot() == start
+
+
+def _every_byte(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() if p.is_file() else b"<dir>"
+            for p in sorted(root.rglob("*"))}
+
+
+def test_a_run_in_an_empty_repository_leaves_it_byte_identical(tmp_path: Path) -> None:
+    from conftest import cli
+
+    from orchestrator.faces.demo import scenario_path
+
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    before = _every_byte(empty)
+    proc = cli("run", "fix it", "--repo", str(empty), "--roles",
+               str(scenario_path("demo-roles.toml")), "--set",
+               'providers.sim.base_url="http://127.0.0.1:9/v1"')
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "no commits" in proc.stderr
+    assert _every_byte(empty) == before

@@ -52,7 +52,7 @@ def in_range(question: Question, src: DirSource, result: ExploreResult) -> str:
 
 def explore_role(roles: RoleMap, repo: Path, env: Mapping[str, str] | None = None) -> str:
     """The role map's explore role as a run in ``repo`` finds it: by its kind, not its name."""
-    role_map, registry = resolve_setup(repo, roles, env=os.environ if env is None else env)
+    role_map, registry, _ = resolve_setup(repo, roles, env=os.environ if env is None else env)
     role = pipeline_of(role_map, registry, need_build=False).explore
     if role is None:
         raise ConfigError("[pipeline] steps: the explore bench needs an explore role")

@@ -40,7 +40,7 @@ def is_single(map_name: str) -> bool:
 
 def build_role(roles: RoleMap, repo: Path, env: Mapping[str, str]) -> str:
     """The role map's build role as a run in ``repo`` finds it: by its kind, not its name."""
-    role_map, registry = resolve_setup(repo, roles, env=env)
+    role_map, registry, _ = resolve_setup(repo, roles, env=env)
     role = pipeline_of(role_map, registry).build
     assert role is not None  # pipeline_of refuses a run's role map without one
     return role

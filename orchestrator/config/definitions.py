@@ -209,10 +209,11 @@ class Registry(Mapping[str, AgentDef]):
     """Every role a run may use, by name, with the files that could not be used and why."""
 
     def __init__(self, agents: Mapping[str, AgentDef], unusable: Mapping[str, str] | None = None,
-                 notes: Iterable[str] = ()) -> None:
+                 notes: Iterable[str] = (), ignored: Iterable[str] = ()) -> None:
         self._agents = dict(agents)
         self.unusable = dict(unusable or {})
-        self.notes = tuple(notes)
+        self.ignored = tuple(ignored)  # files an untrusted repository may not use (a run warns)
+        self.notes = (*notes, *self.ignored)
 
     def __getitem__(self, role: str) -> AgentDef:
         agent = self._agents.get(role)
@@ -250,15 +251,21 @@ class Registry(Mapping[str, AgentDef]):
         return cls(agents)
 
 
-def load_registry(repo: Path | None = None, *, user_dir: Path | None = None) -> Registry:
-    """The packaged definitions, the user's, then the repository's (see the module doc)."""
+def load_registry(repo: Path | None = None, *, user_dir: Path | None = None,
+                  trusted: bool = True) -> Registry:
+    """The packaged definitions, the user's, then the repository's (see the module doc).
+
+    Unless ``trusted``, a repository file never replaces one of the user's own agents: it is
+    left out and listed in ``Registry.ignored``."""
     agents: dict[str, AgentDef] = {}
     for f in packaged_agents():
         agent = parse_agent(f.read_text(encoding="utf-8"), f"agents/{f.name}", stem=_stem(f.name))
         agents[agent.role] = agent
-    agents.update(_read_dir(user_dir / "agents") if user_dir else {})
+    users = _read_dir(user_dir / "agents") if user_dir else {}
+    agents.update(users)
     unusable: dict[str, str] = {}
     notes: list[str] = []
+    ignored: list[str] = []
     if repo is not None:
         for name, found in _read_claude(repo / ".claude" / "agents").items():
             if isinstance(found, str):
@@ -269,9 +276,14 @@ def load_registry(repo: Path | None = None, *, user_dir: Path | None = None) -> 
             else:
                 agents[name] = found
         for name, agent in _read_dir(repo / ".orchestrate" / "agents").items():
+            if not trusted and name in users:
+                ignored.append(f"{agent.source}: the repository is not trusted, so it does not "
+                               f"replace your agent {name} ({users[name].source}); review it, "
+                               "then run `orchestrate trust` to use it")
+                continue
             agents[name] = agent
             unusable.pop(name, None)
-    return Registry(agents, unusable, notes)
+    return Registry(agents, unusable, notes, ignored)
 
 
 def _stem(name: str) -> str:

@@ -26,6 +26,7 @@ from typing import Any, NamedTuple, TypedDict, Unpack
 
 from orchestrator.config import trust
 from orchestrator.config.definitions import Registry, load_registry
+from orchestrator.config.kinds import SPECS
 from orchestrator.config.packaged import DEFAULT_ROLES, packaged_file
 from orchestrator.config.schema import (
     DEFAULT_STEPS,
@@ -36,13 +37,14 @@ from orchestrator.config.schema import (
     validate,
 )
 from orchestrator.config.trust import leaves, user_config_dir
+from orchestrator.config.weaken import TRUST_HINT, weaken_check
 from orchestrator.errors import ConfigError
 
 DEFAULT_SOURCE = "built-in default"
 ENV_PREFIX = "ORCHESTRATE_"
 __all__ = ["Layer", "Resolved", "Where", "explain", "load_roles", "read_layer", "resolve",
            "resolve_overrides", "resolve_roles", "resolve_setup", "role_layers",
-           "user_config_dir"]
+           "user_config_dir", "Setup"]
 
 
 class Where(TypedDict, total=False):
@@ -85,6 +87,7 @@ class Resolved:
     sources: Mapping[KeyPath, str]
     merged: Mapping[str, Any]  # the keys some layer set (the rest are built-in defaults)
     registry: Registry
+    ignored: tuple[str, ...] = ()  # what an untrusted repository tried and was not let do
 
     def source(self, path: KeyPath) -> str:
         """The layer that set the key at ``path``, or ``built-in default``."""
@@ -114,10 +117,17 @@ def role_layers(*, repo: Path | None = None, files: Sequence[Path] = (),
 def resolve(**where: Unpack[Where]) -> Resolved:
     """Every layer merged and validated once; see the module doc for the order."""
     repo, user_dir, team = where.get("repo"), where.get("user_dir"), where.get("team")
-    registry = where.get("registry")
-    registry = registry if registry is not None else load_registry(repo, user_dir=user_dir)
     layers = role_layers(repo=repo, files=where.get("files", ()), base_text=where.get("base_text"),
                          user_dir=user_dir)
+    trusted = where.get("trust_repo", False) or repo is None or trust.repo_trusted(
+        user_dir, repo, {Path(lay.name): lay.digest for lay in layers if lay.repo})
+    registry = where.get("registry")
+    if registry is None:
+        registry = load_registry(repo, user_dir=user_dir, trusted=trusted)
+    ignored: list[str] = []
+    if not trusted:
+        judges = {name for name, agent in registry.items() if SPECS[agent.kind].judge}
+        layers, ignored = _without_weakening(layers, user_dir, judges)
     merged, sources = merge_layers(layers)
     untrusted = {layer.name for layer in layers if layer.repo}
     if team is not None:
@@ -137,7 +147,36 @@ def resolve(**where: Unpack[Where]) -> Resolved:
         below, _ = merge_layers(layers[:first])
         trust.check(repo, {Path(lay.name): lay.digest for lay in layers if lay.repo}, merged,
                     below, lambda path: source_of(path, sources) in untrusted, user_dir)
-    return Resolved(validate(merged, sources), sources, merged, registry)
+    return Resolved(validate(merged, sources), sources, merged, registry,
+                    (*ignored, *registry.ignored))
+
+
+def _without_weakening(layers: list[Layer], user_dir: Path | None,
+                       judges: Collection[str]) -> tuple[list[Layer], list[str]]:
+    """The layers with what each repository file may not do without trust taken out of it
+    (``weaken.py``), and one line per file saying what was."""
+    user_name = str(user_dir / trust.USER_ROLES) if user_dir is not None else None
+    user = next((lay.data for lay in layers if lay.name == user_name), {})
+    kept, lines = [], []
+    for i, layer in enumerate(layers):
+        if not layer.repo:
+            kept.append(layer)
+            continue
+        below, _ = merge_layers(kept[:i])
+        found = weaken_check(layer.data, below, user, judges)
+        kept.append(layer._replace(data=found.data))
+        if found.notes:
+            lines.append(f"{layer.name} is not trusted; ignored: {'; '.join(found.notes)}; "
+                         f"{TRUST_HINT}")
+    return kept, lines
+
+
+class Setup(NamedTuple):
+    """What a run in a repository uses: its role map, its agents, what was ignored."""
+
+    roles: RoleMap
+    registry: Registry
+    ignored: tuple[str, ...] = ()
 
 
 def resolve_setup(
@@ -149,17 +188,20 @@ def resolve_setup(
     *,
     env: Mapping[str, str] | None = None,
     trust_repo_config: bool = False,
-) -> tuple[RoleMap, Registry]:
+) -> Setup:
     """The role map and the agent definitions a run in ``repo`` uses: ``roles`` when given (with
-    ``sets`` applied), else every layer. With ``env``, the user's config directory and the
-    ``ORCHESTRATE_*`` variables are layers too."""
+    ``sets`` applied), else every layer; and what an untrusted repository was not let do. With
+    ``env``, the user's config directory and the ``ORCHESTRATE_*`` variables are layers too."""
     user_dir = user_config_dir(env) if env is not None else None
     if roles is not None:
         role_map = resolve_overrides(roles, sets) if sets else roles
-        return role_map, load_registry(repo, user_dir=user_dir)
+        trusted = trust_repo_config or repo is None or trust.repo_trusted(
+            user_dir, repo, {f: trust.fingerprint(f) for f in trust.repo_config_files(repo)})
+        registry = load_registry(repo, user_dir=user_dir, trusted=trusted)
+        return Setup(role_map, registry, registry.ignored)
     found = resolve(repo=repo, files=[Path(f) for f in role_files], sets=sets, team=team,
                     user_dir=user_dir, trust_repo=trust_repo_config, env=env)
-    return found.roles, found.registry
+    return Setup(found.roles, found.registry, found.ignored)
 
 
 def resolve_roles(

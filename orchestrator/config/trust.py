@@ -5,7 +5,8 @@ where the user's API key is sent or what the builder may run (a provider's ``bas
 ``api_key_env``, ``[policy] allow``, the whole ``[sandbox]`` table) count only once the user
 trusts that file: ``orchestrate trust`` records the file's sha256 per repository in
 ``$XDG_CONFIG_HOME/orchestrate/trusted.json``, so a changed file needs trust again. What a team
-legitimately commits (models, tiers, efforts, fallbacks, agent prompts) needs no trust.
+legitimately commits (models, tiers, efforts, fallbacks, agent prompts) needs no trust, but may
+not weaken what the user's own layers say (``weaken.py``).
 """
 
 from __future__ import annotations
@@ -170,7 +171,8 @@ def repo_config_files(repo: Path) -> list[Path]:
 
 def agent_overrides(repo: Path) -> list[Path]:
     """``.orchestrate/agents/*.md`` and Claude Code's ``.claude/agents/*.md``: agents a team
-    commits (prompts, tools within what their kind allows); used without trust, but listed."""
+    commits (prompts, tools within what their kind allows); used without trust, but listed (one
+    replacing the user's own agent of the same name only once trusted, ``load_registry``)."""
     found = []
     for folder in (repo / AGENTS_DIR, repo / CLAUDE_AGENTS_DIR):
         found += sorted(folder.glob("*.md")) if folder.is_dir() else []
@@ -186,6 +188,15 @@ def trust_state(user_dir: Path | None, repo: Path, file: Path, digest: str) -> s
     if record is None or file.name not in record.files:
         return "untrusted"
     return "trusted" if record.files[file.name] == digest else "changed"
+
+
+def repo_trusted(user_dir: Path | None, repo: Path, files: Mapping[Path, str]) -> bool:
+    """Whether the user trusts the repository as it is: a trust record for it, and each of its
+    config ``files`` (path -> sha256) as it was trusted."""
+    if user_dir is None:
+        return False
+    record = load_records(user_dir).get(repo_key(repo))
+    return record is not None and all(record.files.get(f.name) == d for f, d in files.items())
 
 
 def record_trust(user_dir: Path, repo: Path, digests: Mapping[str, str] | None = None

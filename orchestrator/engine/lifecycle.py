@@ -61,7 +61,7 @@ from orchestrator.results import ExploreResult, RunResult
 from orchestrator.runs import run_lock
 from orchestrator.sandbox import Sandbox, build_sandbox, kill_leftovers, require_sandbox
 from orchestrator.state import RunState
-from orchestrator.workspace.repo import repo_root
+from orchestrator.workspace.repo import head_commit, repo_root
 from orchestrator.workspace.worktree import Workspace, create_record_dir, new_run_id
 
 # the run's checkpointer, why opening it failed (raised once the run can record it), or none
@@ -87,6 +87,7 @@ class _Plan:
     ws: Workspace | None = None  # re-opened here; a new run's is made by ``_make``
     resumed: bool = False
     run_dir: Path = field(default_factory=Path)
+    ignored: tuple[str, ...] = ()  # what an untrusted repository was not let do
 
 
 async def open_run(mode: Mode, options: RunOptions, subject: str = "", *,
@@ -172,14 +173,16 @@ def _reopened(mode: Mode, options: RunOptions, top: Path, run_id: str) -> _Plan:
 def _fresh(mode: Mode, options: RunOptions, top: Path, subject: str,
            run_id: str | None) -> _Plan:
     """A new run: the role map from its layers (or the one given) and the pipeline it gives."""
+    if mode != "explore":
+        head_commit(top)  # an empty repository is refused before the checkpointer makes files
     env = options.run_env()
-    role_map, registry = resolve_setup(top, options.roles, options.role_files, options.sets,
-                                       options.team, env=env,
-                                       trust_repo_config=options.trust_repo_config)
+    role_map, registry, ignored = resolve_setup(
+        top, options.roles, options.role_files, options.sets, options.team, env=env,
+        trust_repo_config=options.trust_repo_config)
     if mode != "explore":
         pipeline = pipeline_of(role_map, registry)
         return _Plan(mode, subject, top, env, run_id or new_run_id(), role_map, registry,
-                     pipeline, options.database(env), pipeline.roles())
+                     pipeline, options.database(env), pipeline.roles(), ignored=ignored)
     pipeline = pipeline_of(role_map, registry, need_build=False)
     if pipeline.explore is None:
         raise ConfigError(f"[pipeline] steps: explore needs an explore role "
@@ -189,7 +192,7 @@ def _fresh(mode: Mode, options: RunOptions, top: Path, subject: str,
     needs = pipeline.roles(explore_only=True) if options.split else (pipeline.explore,)
     # an explore run keeps its quota in the user's ledger file, never a database's
     return _Plan(mode, subject, top, env, new_run_id(), role_map, registry, pipeline, None,
-                 needs)
+                 needs, ignored=ignored)
 
 
 async def _make(plan: _Plan, options: RunOptions, saving: AsyncExitStack) -> Saver:
@@ -242,6 +245,7 @@ class OpenRun:
         self.task, self.resumed = plan.task, plan.resumed
         self.ws, self.run_dir, self.approve_plan = plan.ws, plan.run_dir, options.approve_plan
         self.leftovers = 0
+        self.ignored = plan.ignored
         self.registry: RunRegistry | None = None
         self.journal: CallJournal | None = None
         self.sandbox: Sandbox | None = None
@@ -318,6 +322,7 @@ class OpenRun:
         ws = self.ws
         if ws is None:
             self.telemetry.emit(RunStarted(repo=str(self.ctx.repo), mode="explore"))
+            self._warn_ignored()
             return
         info = self.sandbox.info if self.sandbox else None
         started = RunResumed if self.resumed else RunStarted
@@ -330,6 +335,12 @@ class OpenRun:
         if self.leftovers:
             self.telemetry.emit(Warned(message=f"killed {self.leftovers} process(es) left "
                                        "running by the interrupted run"))
+        self._warn_ignored()
+
+    def _warn_ignored(self) -> None:
+        """Once per run: what an untrusted repository's files tried and were not let do."""
+        for line in self.ignored:
+            self.telemetry.emit(Warned(message=line, category="untrusted_repo"))
 
     def initial_state(self) -> RunState | None:
         """What a new run's graph starts from; None for a resumed run (its checkpoint)."""

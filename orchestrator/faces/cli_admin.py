@@ -185,15 +185,26 @@ def clean(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
 def apply_cmd(
     run_id: Annotated[str, typer.Argument(help="The run whose branch to merge.")],
     repo: RepoOpt = None,
+    allow: Annotated[list[str], typer.Option(
+        "--allow", metavar="PATH",
+        help="Merge this path's change even though it runs by itself (a hook, .gitattributes, "
+             ".lfsconfig ...); a directory allows what is under it. Repeat per path.",
+    )] = [],  # noqa: B006
     allow_git_config: Annotated[bool, typer.Option(
         "--allow-git-config",
-        help="Merge even if the run changes .gitattributes, .gitmodules, hooks or symlinks out.",
+        help="Merge every such change without naming it (prefer --allow PATH).",
     )] = False,
+    guard_ci: Annotated[bool | None, typer.Option(
+        "--guard-ci/--no-guard-ci",
+        help="Refuse CI workflow changes too (default: git config orchestrate.guardCi).",
+    )] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Merge a run's branch into your current branch (refuses on a dirty checkout, conflicts, or
-    changes to files that make git run programs). Hooks do not run during the merge."""
-    sha = guarded(lambda: api.apply(run_id, repo=repo, allow_git_config=allow_git_config))
+    changes to files that run programs by themselves, unless allowed by name). Hooks do not run
+    during the merge."""
+    sha = guarded(lambda: api.apply(run_id, repo=repo, allow=allow,
+                                    allow_git_config=allow_git_config, guard_ci=guard_ci))
     if as_json:
         out.print_json(data={"run_id": run_id, "merge_commit": sha})
     else:

@@ -7,7 +7,6 @@ The engine (``api``: LangGraph, the OpenAI SDK) is imported on first use, so ``-
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Callable
@@ -17,12 +16,16 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.markup import escape
 
 from orchestrator.config.trust import UntrustedConfig, record_trust, user_config_dir
 from orchestrator.errors import OrchestrateError, UsageError
-from orchestrator.faces.render import print_run_summary, print_trust_request
+from orchestrator.faces.render import (
+    json_text,
+    print_run_summary,
+    print_trust_request,
+    terminal_console,
+)
 from orchestrator.workspace.repo import repo_root
 
 if TYPE_CHECKING:
@@ -47,8 +50,9 @@ app = typer.Typer(
     help="Multi-agent coding orchestrator: planner, parallel explorers, builder, reviewer.",
 )
 # Piped output (CI logs, files) gets room for the tables instead of rich's 80-column default.
-out = Console(width=None if sys.stdout.isatty() else 140)
-err = Console(stderr=True, width=None if sys.stderr.isatty() else 140)
+# Both show a model's control characters instead of obeying them (``render.visible``).
+out = terminal_console(width=None if sys.stdout.isatty() else 140)
+err = terminal_console(stderr=True, width=None if sys.stderr.isatty() else 140)
 
 RepoOpt = Annotated[Path | None, typer.Option("--repo", help="Target git repository (default: current directory).")]
 RolesOpt = Annotated[list[Path], typer.Option("--roles", help="Extra role map file(s), applied in order.")]
@@ -133,7 +137,7 @@ def emit_result(result: RunResult, as_json: bool, *, simulated: bool = False,
 
 
 def _line(data: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(data, default=str) + "\n")
+    sys.stdout.write(json_text(data) + "\n")
     sys.stdout.flush()
 
 

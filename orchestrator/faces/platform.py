@@ -284,7 +284,7 @@ def served_pipeline(env: Mapping[str, str]) -> Pipeline:
         top = None
     # only the pipeline is read here, never a provider or a policy: each run resolves (and
     # trust-checks) its own role map
-    role_map, registry = resolve_setup(top, None, env=env, trust_repo_config=True)
+    role_map, registry, _ = resolve_setup(top, None, env=env, trust_repo_config=True)
     return pipeline_of(role_map, registry)
 
 

@@ -13,7 +13,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from orchestrator.faces.render import gauge
+from orchestrator.faces.render import gauge, visible
 
 if TYPE_CHECKING:
     from orchestrator.record.telemetry import Event
@@ -153,5 +153,5 @@ class Progress:
         for sid, r in self.rows.items():
             table.add_row(sid, r.model, r.tier, r.effort, r.state, str(r.calls), str(r.tokens),
                           f"{r.tps:.0f}" if r.tps else "-", gauge(r.context))
-        notes = Text("\n".join(self.notes[-4:]))
+        notes = Text(visible("\n".join(self.notes[-4:])))
         return Group(table, notes)

@@ -2,21 +2,81 @@
 (the live progress table is ``progress.py``).
 
 Kept apart from the CLI's parsing so that the API never prints and the pictures can change
-without touching the commands.
+without touching the commands. Every byte of text a command prints goes through ``visible``
+(``TerminalConsole`` applies it to whatever it renders, ``json_text`` to JSON): a model's text
+cannot reach the terminal as a control sequence (OSC 52 clipboard writes, OSC 8 links, CSI 3J,
+SGR 8 concealed text ...).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import json as jsonlib
+from collections.abc import Iterable, Mapping, Sequence
+from typing import IO, TYPE_CHECKING, Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.highlighter import JSONHighlighter
 from rich.markup import escape
+from rich.segment import Segment
 from rich.table import Table
+from rich.text import Text
 
 if TYPE_CHECKING:
     from orchestrator.results import ExploreResult, RunResult
     from orchestrator.state import Race, RoleUsage
+
+# C0 controls but tab and newline as their Unicode pictures (ESC is ␛), DEL as ␡, C1 controls
+# and the bidirectional overrides (which reorder what a line seems to say) as escapes.
+_SHOWN: dict[int, str] = {c: chr(0x2400 + c) for c in range(0x20) if c not in (0x09, 0x0A)}
+_SHOWN[0x7F] = chr(0x2421)
+_SHOWN.update({c: f"\\x{c:02x}" for c in range(0x80, 0xA0)})
+_SHOWN.update({c: f"\\u{c:04x}" for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))})
+# in JSON: what json.dumps leaves raw (DEL, C1, bidi) as \u escapes, so the JSON stays valid
+_JSON_SHOWN: dict[int, str] = {c: f"\\u{c:04x}" for c in (
+    0x7F, *range(0x80, 0xA0), *range(0x202A, 0x202F), *range(0x2066, 0x206A))}
+
+
+def visible(text: str) -> str:
+    """``text`` with every terminal control character shown, not obeyed (newlines and tabs kept).
+
+    The one neutraliser of the command line: a model's plan, answer, claim, question or error
+    goes through it before any terminal sees it.
+    """
+    return text.translate(_SHOWN) if not text.isprintable() else text
+
+
+def json_text(data: Any, *, indent: int | None = None) -> str:
+    """``data`` as JSON a terminal shows as written: controls escaped as ``\\uXXXX``."""
+    return jsonlib.dumps(data, indent=indent, ensure_ascii=False, default=str).translate(_JSON_SHOWN)
+
+
+class TerminalConsole(Console):
+    """A rich ``Console`` whose text is ``visible``: strings before their layout, every other
+    renderable's segments as they are rendered (rich's own control segments, the live display's
+    cursor moves, are kept)."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(visible(text), **kwargs)
+
+    def render(self, renderable: RenderableType,
+               options: ConsoleOptions | None = None) -> Iterable[Segment]:
+        for segment in super().render(renderable, options):
+            if segment.control or segment.text.isprintable():
+                yield segment
+            else:
+                yield Segment(visible(segment.text), segment.style)
+
+    def print_json(self, json: str | None = None, *, data: Any = None,  # noqa: A002 (rich's name)
+                   indent: int | str | None = 2, highlight: bool = True, **_: Any) -> None:
+        value = jsonlib.loads(json) if json is not None else data
+        text = Text(json_text(value, indent=indent if isinstance(indent, int) else 2))
+        self.print(JSONHighlighter()(text) if highlight else text, soft_wrap=True)
+
+
+def terminal_console(*, stderr: bool = False, file: IO[str] | None = None,
+                     **kwargs: Any) -> TerminalConsole:
+    """The console every command prints through."""
+    return TerminalConsole(stderr=stderr, file=file, **kwargs)
 
 
 def gauge(fraction: float, width: int = 10) -> str:
@@ -318,7 +378,8 @@ def print_trust(console: Console, data: dict) -> None:
         if not f["protected"]:
             console.print("  (it sets no key that needs trust today)")
     for path in data["agent_overrides"]:
-        console.print(f"agent prompt {escape(path)} (used with or without trust)",
+        console.print(f"agent prompt {escape(path)} (replaces an agent file of yours of the "
+                      "same name only while trusted)",
                       highlight=False)
     console.print(f"recorded in {escape(data['store'])}; a change to the file needs trust again",
                   highlight=False)

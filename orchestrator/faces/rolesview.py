@@ -26,6 +26,7 @@ def roles_data(found: Resolved) -> dict[str, Any]:
         for a in found.registry.values()]
     data["unusable_agents"] = dict(found.registry.unusable)
     data["notes"] = list(found.registry.notes)
+    data["ignored"] = list(found.ignored)
     return data
 
 
@@ -62,7 +63,10 @@ def print_roles(console: Console, found: Resolved) -> None:
     for name, reason in registry.unusable.items():
         console.print(f"[yellow]not usable[/] {escape(name)}: {escape(reason)}", highlight=False)
     for note in registry.notes:
-        console.print(f"[dim]{escape(note)}[/]", highlight=False)
+        if note not in found.ignored:
+            console.print(f"[dim]{escape(note)}[/]", highlight=False)
+    for line in found.ignored:
+        console.print(f"[yellow]ignored[/] {escape(line)}", highlight=False)
 
 
 def _listed(found: Resolved, pipeline: Pipeline) -> list[str]:

@@ -59,10 +59,11 @@ def probe(path: Path) -> tuple[Path, Path, str]:
             common = Path(lines[1])
             return top, (common if common.is_absolute() else path / common).resolve(), lines[2]
     top = top_of(path)  # not a repository, or no commit yet: say which
-    return top, common_dir(top), _head(top)
+    return top, common_dir(top), head_commit(top)
 
 
-def _head(top: Path) -> str:
+def head_commit(top: Path) -> str:
+    """The repository's HEAD commit; a clear error if it has none yet."""
     result = git("rev-parse", "--verify", "--quiet", "HEAD^{commit}", cwd=top, check=False)
     if result.returncode != 0:
         raise UsageError(f"repository has no commits yet: {top} (make a first commit)")
