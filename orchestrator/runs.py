@@ -223,7 +223,7 @@ def apply(repo: Path, run_id: str, *, allow_git_config: bool = False) -> str:
         )
     has_identity = bool(_git(ws.repo, "config", "user.email").stdout.strip())
     merge = _git(ws.repo, "merge", "--no-ff", "--no-edit", "-m",
-                 f"Merge {ws.branch} (orchestrate run {run_id})", ws.branch,
+                 f"Merge {ws.branch} (orchestrate run {run_id})", "--", ws.branch,
                  user_identity=has_identity)
     if merge.returncode != 0:
         conflicts = _git(ws.repo, "diff", "--name-only", "--diff-filter=U").stdout.split()

@@ -154,6 +154,11 @@ class RunSettings(_Strict):
         30.0, gt=0, description="Time the analysis of the preflight's failures may take (what "
         "the tracebacks point at, the symbol map); past it the run goes on with the failures "
         "alone.")
+    max_result_mb: int = Field(
+        50, ge=1, description="MiB of new or changed files a run may add to the repository; "
+        "over it the result is refused before anything is written to the object store.")
+    max_result_files: int = Field(
+        2000, ge=1, description="New or changed files a run may add to the repository.")
     repo_rules_tokens: int = Field(
         2000, ge=0, description="Cap on the repository's AGENTS.md / CLAUDE.md quoted to the "
         "planner and the builder (0: none).")

@@ -65,7 +65,7 @@ def git_log(root: Path, path: str | None = None, max_count: int = 20, *,
     """One line per commit, newest first: ``sha date author: subject``."""
     h = history or GitHistory(root)
     args = ["log", f"--max-count={max(1, min(max_count, 200))}", "--date=short"]
-    args += ["--no-show-signature", "--format=%h %ad %an: %s", h.rev, "--"]
+    args += ["--no-show-signature", "--format=%h %ad %an: %s", "--end-of-options", h.rev, "--"]
     rel = _jailed(root, path) if path else None
     out = _git(h, *args, *([rel] if rel else []))
     if not out.strip():
@@ -118,7 +118,7 @@ def _jailed(root: Path, path: str) -> str:
 def _view_at(h: GitHistory) -> Path:
     """A private, empty repository borrowing ``h``'s objects, its HEAD detached at ``h.rev``."""
     source = h.git_dir or Path(str(_git(h, "rev-parse", "--absolute-git-dir")).strip())
-    sha = str(_git(h, "rev-parse", "--verify", f"{h.rev}^{{commit}}")).strip()
+    sha = str(_git(h, "rev-parse", "--verify", "--end-of-options", f"{h.rev}^{{commit}}")).strip()
     return _view(str(source), sha)
 
 
