@@ -173,6 +173,9 @@ class PolicySettings(_Strict):
 
     allow: tuple[str, ...] = Field((), description="Patterns that are always allowed.")
     deny: tuple[str, ...] = Field((), description="Patterns refused on top of the built-in list.")
+    secret_allow: tuple[str, ...] = Field(
+        (), description="Repository paths (globs such as 'config/dev.env') that tools may read "
+        "although they look like secret files (.env, *.pem, *.key, credentials...).")
 
 
 class SandboxSettings(_Strict):

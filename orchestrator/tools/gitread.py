@@ -110,6 +110,17 @@ def _parse_porcelain(out: str) -> list[str]:
     return rows
 
 
+def is_ignored(h: GitHistory, rel: str) -> bool:
+    """Whether git ignores the repository path ``rel`` of ``h``'s tree (its ``.gitignore`` files
+    and the trusted repository's excludes); False where there is no repository."""
+    try:
+        proc = git("check-ignore", "-q", "--", rel, cwd=h.root, git_dir=h.git_dir,
+                   work_tree=h.root if h.git_dir is not None else None, timeout=20, check=False)
+    except GitError:
+        return False
+    return proc.returncode == 0
+
+
 def _jailed(root: Path, path: str) -> str:
     jail = Jail(root)
     return jail.relative(jail.resolve(path))
