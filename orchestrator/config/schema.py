@@ -194,7 +194,12 @@ class SandboxSettings(_Strict):
     process_cgroup: bool = Field(
         True, description="As root (where the process rlimit does not bind), cap processes with "
         "a pids cgroup; it costs ~10 ms per command on cgroup v1. false: no cap as root.")
-    tmp_mb: int = Field(1024, ge=16, description="Size of the private /tmp and home scratch.")
+    tmp_mb: int = Field(
+        1024, ge=16, description="RAM-backed scratch in all (the private /tmp, home, /run, /var, "
+        "/dev/shm together), at most half of memory_mb, which it counts against.")
+    worktree_mb: int = Field(
+        2048, ge=1, description="How much the commands may make the worktree grow (measured "
+        "after each command); past it the command fails.")
     read_only: tuple[str, ...] = Field(
         (), description="Extra paths the commands may read (a toolchain, a cache); ~ expands.")
     hidden: tuple[str, ...] = Field(
