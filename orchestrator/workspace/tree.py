@@ -71,6 +71,13 @@ class RunIndex:
         self.git("read-tree", "--reset", "-u", tree or commit)
         self._checked = True  # a fresh index, from a commit or our snapshot
         self._tree = tree or None
+        # nothing staged beyond the commit, if that is where the bound counts from
+        self._sizes = {} if tree is None and commit == self.origin else None
+
+    def count_from(self, origin: str, bounds: Bounds | None) -> None:
+        """Bound what is added beyond ``origin`` by ``bounds``; the index holds ``origin``'s
+        files now (the run's start), so nothing is counted yet."""
+        self.origin, self.bounds, self._sizes = origin, bounds, {}
 
     def forget(self) -> None:
         """Delete the index file (its worktree was removed)."""

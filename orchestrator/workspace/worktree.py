@@ -135,16 +135,20 @@ class Workspace:
             _rmtree(run_dir)
             raise
         ws._save()
-        return ws.bounded(bounds)
+        ws.files.count_from(ws.start_commit, bounds)  # the index holds the start commit's files
+        return dataclasses.replace(ws, bounds=bounds)._same_parts(ws)
 
     def _started_at(self, start: str) -> Workspace:
         """This run, starting from ``start`` (the commit of the user's dirty state), with the
         same branch and index: nothing git said is asked again."""
-        moved = dataclasses.replace(self, start_commit=start, included_dirty=True)
+        return dataclasses.replace(self, start_commit=start, included_dirty=True)._same_parts(self)
+
+    def _same_parts(self, other: Workspace) -> Workspace:
+        """This workspace with ``other``'s git dir, index and branch, as that one knows them."""
         for name in ("git_dir", "files", "result"):
-            if name in self.__dict__:
-                moved.__dict__[name] = self.__dict__[name]
-        return moved
+            if name in other.__dict__:
+                self.__dict__[name] = other.__dict__[name]
+        return self
 
     def bounded(self, bounds: Bounds | None) -> Workspace:
         """This run with ``bounds`` on what it may add (its branch as this one knows it)."""
