@@ -23,8 +23,9 @@ MARK = "mark" + secrets.token_hex(12)
 
 
 def _plant(repo: Path) -> None:
-    (repo / ".gitignore").write_text(".env\n")
+    (repo / ".gitignore").write_text(".env\nlocal_settings.py\n")
     (repo / ".env").write_text(f"DATABASE_PASSWORD={MARK}\n")
+    (repo / "local_settings.py").write_text(f"PASSWORD = '{MARK}'\n")  # ignored, not secret-named
     (repo / "deploy.pem").write_text(
         f"-----BEGIN PRIVATE KEY-----\n{MARK}\n-----END PRIVATE KEY-----\n")
     (repo / "settings.py").write_text(f'API_KEY = "sk-live-{MARK}"\nDEBUG = False\n')
@@ -35,6 +36,7 @@ def _plant(repo: Path) -> None:
 
 
 _PEEK = [call("read", path=".env"), call("read", path="deploy.pem"),
+         call("read", path="local_settings.py"), call("search", pattern="PASSWORD"),
          call("read", path="settings.py"), call("search", pattern="mark[0-9a-f]{24}"),
          call("search", pattern="DATABASE_PASSWORD", context=2),
          call("search", pattern="PRIVATE", glob="*.pem"), call("list", glob=".env*"),
