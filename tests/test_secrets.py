@@ -97,3 +97,19 @@ def test_a_role_map_may_allow_a_secret_file(tmp_path: Path) -> None:
 def test_key_formats_are_masked(key: str) -> None:
     shown = mask(f"before {key} after")
     assert key not in shown and shown.startswith("before ") and shown.endswith(" after")
+
+
+async def test_a_key_the_tests_print_is_masked_in_the_prompts(fresh_sim, sample_repo: Path) -> None:
+    # a failing test that prints a key: the preflight's localisation and verify's feedback
+    (sample_repo / "tests" / "test_env.py").write_text(
+        "import unittest\n\nclass T(unittest.TestCase):\n    def test_key(self):\n"
+        f"        self.assertEqual('sk-live-{MARK}', '')\n")
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "add", "-A"], cwd=sample_repo, check=True)
+    subprocess.run(["git", *ident, "commit", "-qm", "env test"], cwd=sample_repo, check=True)
+    result = await api.arun(DEMO_TASK, repo=sample_repo,
+                            roles=sim_roles(fresh_sim, "run.max_attempts=1"), env=run_env())
+    assert result.status == "failed"
+    sent = _sent(fresh_sim)
+    i = sent.find(MARK)
+    assert "test_key" in sent and MARK not in sent, sent[max(0, i - 300):i + 100]
