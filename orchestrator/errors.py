@@ -80,6 +80,13 @@ class GitError(OrchestrateError, RuntimeError):
     code = "git"
 
 
+class ResultTooLarge(OrchestrateError):
+    """What a run would add to the user's repository is over its bound (``run.max_result_mb``,
+    ``run.max_result_files``); nothing of it was written to the object store."""
+
+    code = "result_too_large"
+
+
 class ToolError(Exception):
     """A tool refused or failed; the message goes back to the model as the tool result."""
 

@@ -19,7 +19,7 @@ import os
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from orchestrator.errors import GitError
 from orchestrator.timing import phase
@@ -80,6 +80,7 @@ def git(
     network: bool = False,
     drivers: bool = False,
     user_identity: bool = False,
+    stdout: IO[bytes] | None = None,
 ) -> subprocess.CompletedProcess[Any]:
     """Run ``git args`` hardened; ``git_dir``/``work_tree``/``index`` pin what git looks at.
 
@@ -87,6 +88,7 @@ def git(
     Drivers defined in the trusted config (``git_dir``, else ``cwd``'s repository) are disabled
     unless ``drivers`` (only for the user's own checkout, e.g. ``apply``). ``network`` allows
     remote protocols for a clone the user asked for; ``user_identity`` commits as the user.
+    ``stdout`` (a file open for writing) takes git's output as it comes, never held in memory.
     """
     extra: dict[str, str] = {}
     if git_dir is not None:
@@ -107,7 +109,8 @@ def git(
                 ["git", "--no-pager", *flags, *args], cwd=cwd or work_tree,
                 env=git_env(extra, identity=not user_identity),
                 input=input, stdin=None if input is not None else subprocess.DEVNULL,
-                capture_output=True, timeout=timeout, check=False,
+                stdout=stdout if stdout is not None else subprocess.PIPE,
+                stderr=subprocess.PIPE, timeout=timeout, check=False,
             )
     except FileNotFoundError:
         raise GitError("git was not found on PATH; install git") from None
@@ -116,7 +119,8 @@ def git(
     stderr = proc.stderr.decode("utf-8", "replace")
     result: subprocess.CompletedProcess[Any] = subprocess.CompletedProcess(
         proc.args, proc.returncode,
-        proc.stdout.decode("utf-8", "surrogateescape") if text else proc.stdout, stderr,
+        proc.stdout.decode("utf-8", "surrogateescape") if text and proc.stdout is not None
+        else proc.stdout, stderr,
     )
     if check and proc.returncode != 0:
         shown = " ".join(a for a in args[:3])

@@ -241,7 +241,7 @@ def apply(repo: Path, run_id: str, *, allow: tuple[str, ...] = (),
         raise UsageError(_refusal(ws.branch, run_id, risky))
     has_identity = bool(_git(ws.repo, "config", "user.email").stdout.strip())
     merge = _git(ws.repo, "merge", "--no-ff", "--no-edit", "-m",
-                 f"Merge {ws.branch} (orchestrate run {run_id})", ws.branch,
+                 f"Merge {ws.branch} (orchestrate run {run_id})", "--", ws.branch,
                  user_identity=has_identity)
     if merge.returncode != 0:
         conflicts = _git(ws.repo, "diff", "--name-only", "--diff-filter=U").stdout.split()

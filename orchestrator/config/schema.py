@@ -154,6 +154,11 @@ class RunSettings(_Strict):
         30.0, gt=0, description="Time the analysis of the preflight's failures may take (what "
         "the tracebacks point at, the symbol map); past it the run goes on with the failures "
         "alone.")
+    max_result_mb: int = Field(
+        50, ge=1, description="MiB of new or changed files a run may add to the repository; "
+        "over it the result is refused before anything is written to the object store.")
+    max_result_files: int = Field(
+        2000, ge=1, description="New or changed files a run may add to the repository.")
     repo_rules_tokens: int = Field(
         2000, ge=0, description="Cap on the repository's AGENTS.md / CLAUDE.md quoted to the "
         "planner and the builder (0: none).")
@@ -168,6 +173,9 @@ class PolicySettings(_Strict):
 
     allow: tuple[str, ...] = Field((), description="Patterns that are always allowed.")
     deny: tuple[str, ...] = Field((), description="Patterns refused on top of the built-in list.")
+    secret_allow: tuple[str, ...] = Field(
+        (), description="Repository paths (globs such as 'config/dev.env') that tools may read "
+        "although they look like secret files (.env, *.pem, *.key, credentials...).")
 
 
 class SandboxSettings(_Strict):
@@ -186,7 +194,12 @@ class SandboxSettings(_Strict):
     process_cgroup: bool = Field(
         True, description="As root (where the process rlimit does not bind), cap processes with "
         "a pids cgroup; it costs ~10 ms per command on cgroup v1. false: no cap as root.")
-    tmp_mb: int = Field(1024, ge=16, description="Size of the private /tmp and home scratch.")
+    tmp_mb: int = Field(
+        1024, ge=16, description="RAM-backed scratch in all (the private /tmp, home, /run, /var, "
+        "/dev/shm together), at most half of memory_mb, which it counts against.")
+    worktree_mb: int = Field(
+        2048, ge=1, description="How much the commands may make the worktree grow (measured "
+        "after each command); past it the command fails.")
     read_only: tuple[str, ...] = Field(
         (), description="Extra paths the commands may read (a toolchain, a cache); ~ expands.")
     hidden: tuple[str, ...] = Field(

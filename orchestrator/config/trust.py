@@ -29,6 +29,9 @@ PROTECTED: tuple[tuple[str, ...], ...] = (
     ("providers", "*", "base_url"),
     ("providers", "*", "api_key_env"),
     ("policy", "allow"),
+    ("policy", "secret_allow"),
+    ("run", "max_result_mb"),
+    ("run", "max_result_files"),
     ("sandbox",),
 )
 REPO_ROLES = "roles.toml"

@@ -62,7 +62,7 @@ from orchestrator.runs import run_lock
 from orchestrator.sandbox import Sandbox, build_sandbox, kill_leftovers, require_sandbox
 from orchestrator.state import RunState
 from orchestrator.workspace.repo import head_commit, repo_root
-from orchestrator.workspace.worktree import Workspace, create_record_dir, new_run_id
+from orchestrator.workspace.worktree import Bounds, Workspace, create_record_dir, new_run_id
 
 # the run's checkpointer, why opening it failed (raised once the run can record it), or none
 Saver = BaseCheckpointSaver | BaseException | None
@@ -162,6 +162,7 @@ def _reopened(mode: Mode, options: RunOptions, top: Path, run_id: str) -> _Plan:
     the worktree from the checkpoint before the graph goes on, so it is not checked out here."""
     ws = Workspace.open(top, run_id, reattach=mode == "node")
     task, role_map = read_run_file(ws.run_dir)
+    ws = ws.bounded(_bounds(role_map))
     registry = run_registry(ws)
     pipeline = pipeline_of(role_map, registry)
     env = options.run_env()
@@ -203,7 +204,8 @@ async def _make(plan: _Plan, options: RunOptions, saving: AsyncExitStack) -> Sav
         write_explore_file(plan.run_dir, plan.task, plan.role_map)
         return None
     making: Awaitable[Workspace | None] = _nothing() if plan.resumed else asyncio.to_thread(
-        Workspace.create, plan.top, plan.run_id, include_dirty=options.include_dirty)
+        Workspace.create, plan.top, plan.run_id, include_dirty=options.include_dirty,
+        bounds=_bounds(plan.role_map))
     opening: Awaitable[BaseCheckpointSaver | None] = _nothing() if plan.mode == "node" else \
         saving.enter_async_context(open_checkpointer(plan.top, plan.database_url))
     # the checkpointer opens while the worktree is made (a new file's syncs to disk, a
@@ -216,6 +218,10 @@ async def _make(plan: _Plan, options: RunOptions, saving: AsyncExitStack) -> Sav
         write_run_file(made, plan.task, plan.role_map, approve_plan=options.approve_plan,
                        registry=plan.registry)
     return saver
+
+
+def _bounds(role_map: RoleMap) -> Bounds:
+    return Bounds(role_map.run.max_result_mb, role_map.run.max_result_files)
 
 
 async def _nothing() -> None:

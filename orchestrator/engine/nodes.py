@@ -30,6 +30,7 @@ from orchestrator.state import (
     RunState,
     VerifyResult,
 )
+from orchestrator.tools.secretfiles import mask
 
 __all__ = ["NodeFn", "agent_node", "approve", "approved", "explore_node", "gather", "plan_text",
            "report", "verify"]
@@ -105,7 +106,8 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     feedback = (text("pipeline", "tests_put_back", tests=", ".join(put_back)) + "\n"
                 if put_back else "")
     feedback += text("pipeline", "verify_failed", failures="\n\n".join(
-        failures.trim(c.output, command=c.command, exit_code=c.exit_code, root=str(ctx.worktree))
+        mask(failures.trim(c.output, command=c.command, exit_code=c.exit_code,
+                           root=str(ctx.worktree)))
         for c in failed))
     sig = " || ".join(failures.signature(c.command, c.exit_code, c.output) for c in failed)
     return {"verify": result, "feedback": feedback, "failures": [sig], "worktree_tree": tree}

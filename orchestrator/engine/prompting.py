@@ -9,6 +9,7 @@ from orchestrator.config.prompts import text
 from orchestrator.engine.runtime import RunContext
 from orchestrator.localize import localization as localize
 from orchestrator.state import Plan, RunState
+from orchestrator.tools.secretfiles import mask
 
 
 def plan_text(plan: Plan | None) -> str:
@@ -36,6 +37,7 @@ def commands_note(commands: list[str]) -> str:
 
 
 def localized(loc: localize.Localization | None) -> str:
-    """The preflight's localisation of the failure, as a block of the prompt ("" without)."""
-    found = localize.render(loc) if loc is not None else ""
+    """The preflight's localisation of the failure, as a block of the prompt ("" without); a
+    key the failing commands printed is masked."""
+    found = mask(localize.render(loc)) if loc is not None else ""
     return f"{found}\n" if found else ""

@@ -15,6 +15,7 @@ from orchestrator.tools.base import Tool, Toolbox, WriteWatch
 from orchestrator.tools.edit import edit_tools
 from orchestrator.tools.explorer import MAX_BYTES, explorer_tools
 from orchestrator.tools.gitread import GitHistory
+from orchestrator.tools.secretfiles import SecretFiles
 from orchestrator.tools.shell import DEFAULT_DENY, CommandPolicy, scrubbed_env, shell_tool
 
 CHARS_PER_TOKEN = 3.5
@@ -43,11 +44,12 @@ def toolbox_for(ctx: RunContext, role: Role, protected: frozenset[str] = frozens
     wanted = set(ctx.agents[role].tools)
     window = ctx.roles.model_for(role).context_window
     cap = int(min(MAX_BYTES, max(MIN_TOOL_BYTES, window * TOOL_SHARE * CHARS_PER_TOKEN)))
+    secrets = SecretFiles(allow=ctx.roles.policy.secret_allow)
     available: list[Tool] = list(explorer_tools(ctx.worktree, history=_history(ctx),
-                                                max_bytes=cap))
+                                                max_bytes=cap, secrets=secrets))
     if wanted & set(EDIT_TOOLS):
         available += edit_tools(ctx.worktree, edit_format=ctx.roles.model_for(role).edits,
-                                protected=protected)
+                                protected=protected, secrets=secrets)
     if RUN_TOOL in wanted and ctx.sandbox is not None:
         available.append(
             shell_tool(

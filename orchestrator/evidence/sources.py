@@ -193,7 +193,8 @@ class GitCommitSource(CachedSource):
 
 
 def _rev_parse(repo: Path, commit: str) -> str:
-    proc = git("rev-parse", "--verify", "--quiet", f"{commit}^{{commit}}", cwd=repo, check=False)
+    proc = git("rev-parse", "--verify", "--quiet", "--end-of-options", f"{commit}^{{commit}}",
+               cwd=repo, check=False)
     if proc.returncode:
         raise UsageError(f"unknown commit {commit!r} in {repo}")
     return str(proc.stdout).strip()

@@ -38,7 +38,7 @@ from orchestrator.record.telemetry import Event, Listener
 QUEUE = "orchestrate"
 TASK_NAME = "orchestrate.run"
 MAX_ATTEMPTS = 3
-_URL = re.compile(r"^([a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.IGNORECASE)
+_URL = re.compile(r"^([a-z][a-z0-9+.-]*://|\w[\w.-]*@\w[\w.-]*:)", re.IGNORECASE)
 log = logging.getLogger(__name__)
 
 
@@ -126,6 +126,7 @@ async def submit(
     """
     if not task.strip():
         raise UsageError("the task is empty: say what should be done, e.g. 'fix the failing test'")
+    _check_repo(repo)
     if not is_url(repo):
         repo = str(Path(repo).resolve())
     await prepare(database_url)
@@ -270,6 +271,7 @@ def _recorder(registry: PostgresRegistry, task: str, repo: str, job_id: int,
 
 def checkout(repo: str, cache_dir: Path) -> Path:
     """A path as is; a URL cloned (or fetched) into ``cache_dir``, one clone per URL."""
+    _check_repo(repo)  # the queue is written by whoever can write the database
     if not is_url(repo):
         return Path(repo)
     name = re.sub(r"[^\w.-]+", "-", repo.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git"))
@@ -281,8 +283,15 @@ def checkout(repo: str, cache_dir: Path) -> Path:
             _git(target, "fetch", "-q", "origin")
             _git(target, "reset", "-q", "--hard", "origin/HEAD")
         else:
-            _git(cache_dir, "clone", "-q", repo, str(target))
+            _git(cache_dir, "clone", "-q", "--", repo, str(target))
     return target
+
+
+def _check_repo(repo: str) -> None:
+    """A job's repository is a URL or a path, never something git could read as an option."""
+    if not repo.strip() or repo.lstrip().startswith("-") or "\0" in repo:
+        raise UsageError(f"job repository {repo!r} is neither a URL nor a path (it may not "
+                         "begin with '-'); give e.g. https://host/org/repo.git or /srv/repo")
 
 
 def _git(cwd: Path, *args: str) -> None:

@@ -12,7 +12,7 @@ from typing import Any
 
 from orchestrator.models import repair
 from orchestrator.models.base import REASONING, Route, Streamed, ToolCallData, Usage, Wire
-from orchestrator.models.encode import Encoded, body, dumps
+from orchestrator.models.encode import Encoded, body, dumps, dumps_masked
 from orchestrator.models.errors import Transient, where
 
 
@@ -21,7 +21,7 @@ class ChatRequests:
 
     def __init__(self, route: Route) -> None:
         self.route = route
-        self._messages = Encoded(lambda m: dumps(_plain(m)))
+        self._messages = Encoded(lambda m: dumps_masked(_plain(m)))
         self._tools = Encoded(dumps)
 
     def body(self, messages: Sequence[Mapping[str, Any]],

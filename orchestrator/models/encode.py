@@ -15,6 +15,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Generic, TypeVar
 
+from orchestrator.tools.secretfiles import mask
+
 T = TypeVar("T")
 
 
@@ -22,6 +24,13 @@ def dumps(value: Any) -> bytes:
     """Compact JSON bytes, as the SDK encodes request bodies."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"),
                       allow_nan=False).encode("utf-8")
+
+
+def dumps_masked(value: Any) -> bytes:
+    """``dumps`` of a message, with key-shaped values masked: whatever a prompt was built from
+    (tool output, test output, quoted source), a key never goes to the provider."""
+    return mask(json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+                           allow_nan=False)).encode("utf-8")
 
 
 class Pieces(Generic[T]):

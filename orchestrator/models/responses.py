@@ -22,7 +22,7 @@ from typing import Any
 
 from orchestrator.models import repair
 from orchestrator.models.base import REASONING, Route, Streamed, ToolCallData, Usage, Wire
-from orchestrator.models.encode import Encoded, body, dumps
+from orchestrator.models.encode import Encoded, body, dumps, dumps_masked
 from orchestrator.models.errors import Transient, stream_error, where
 
 ENCRYPTED = "reasoning.encrypted_content"
@@ -34,7 +34,8 @@ class ResponsesRequests:
     def __init__(self, route: Route) -> None:
         self.route = route
         source = route.source
-        self._items = Encoded(lambda m: b",".join(dumps(i) for i in input_items(m, source)))
+        self._items = Encoded(lambda m: b",".join(dumps_masked(i)
+                                                  for i in input_items(m, source)))
         self._tools = Encoded(lambda t: dumps(function_tool(t)))
 
     def body(self, messages: Sequence[Mapping[str, Any]],

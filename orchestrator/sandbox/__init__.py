@@ -43,6 +43,7 @@ from orchestrator.sandbox.processes import (
     kill_leftovers,
     start_time,
 )
+from orchestrator.sandbox.quota import WorktreeQuota
 
 __all__ = [
     "Limits", "PidsCgroup", "Sandbox", "SandboxInfo", "build_sandbox", "find_bwrap",
@@ -65,6 +66,17 @@ class Limits(BaseModel):
     cpu_s: int
     processes: int
     tmp_mb: int
+    worktree_mb: int = 2048
+
+    @property
+    def scratch_mb(self) -> int:
+        """The RAM-backed scratch in all: ``tmp_mb``, at most half of ``memory_mb``."""
+        return min(self.tmp_mb, self.memory_mb // 2)
+
+    @property
+    def process_mb(self) -> int:
+        """Each process's data limit: ``memory_mb`` less the scratch."""
+        return self.memory_mb - self.scratch_mb
 
 
 class SandboxInfo(BaseModel):
@@ -105,6 +117,7 @@ class Sandbox:
     ledger: Path | None = None  # where running commands are recorded (a run's commands.jsonl)
     key: str = field(default_factory=lambda: uuid.uuid4().hex)  # names its pids cgroup
     use_cgroup: bool = True
+    quota: WorktreeQuota | None = None  # the worktree's disk quota, measured after each command
 
     def argv(self, command: str) -> list[str]:
         """The full argv that runs ``bash -c command`` inside the sandbox, limits applied."""
@@ -175,8 +188,8 @@ class Sandbox:
                     "processes ([sandbox] processes)")
         if any(s in text for s in ("MemoryError", "Cannot allocate memory", "std::bad_alloc",
                                    "out of memory")):
-            return (f"sandbox: a process ran out of its {lim.memory_mb} MiB memory limit "
-                    "([sandbox] memory_mb)")
+            return (f"sandbox: a process ran out of its {lim.process_mb} MiB memory limit "
+                    f"([sandbox] memory_mb, less {lim.scratch_mb} MiB of scratch)")
         if exit_code == _LIMIT_EXIT and "orchestrate-sandbox: limit" in text:
             return "sandbox: the resource limits could not be applied; the command did not run"
         return None
@@ -188,7 +201,7 @@ def _limit_script(limits: Limits | None) -> str:
     kib = 1024
     hard_cpu = limits.cpu_s + 5  # soft first: SIGXCPU, a signal we can name, before SIGKILL
     sets = [
-        f"-f {limits.file_size_mb * kib}", f"-d {limits.memory_mb * kib}",
+        f"-f {limits.file_size_mb * kib}", f"-d {limits.process_mb * kib}",
         f"-u {limits.processes}",
     ]
     body = "; ".join(
@@ -213,7 +226,8 @@ def build_sandbox(
     """
     env = os.environ if env is None else env
     limits = Limits(file_size_mb=settings.file_size_mb, memory_mb=settings.memory_mb,
-                    cpu_s=settings.cpu_s, processes=settings.processes, tmp_mb=settings.tmp_mb)
+                    cpu_s=settings.cpu_s, processes=settings.processes, tmp_mb=settings.tmp_mb,
+                    worktree_mb=settings.worktree_mb)
     worktree = Path(os.path.realpath(worktree))
     if settings.mode == "none":
         info = SandboxInfo(
@@ -223,10 +237,11 @@ def build_sandbox(
                     "config): they can read and change anything you can",
         )
         return Sandbox(info=info, worktree=worktree, limits=limits, ledger=ledger,
-                       use_cgroup=settings.process_cgroup)
+                       use_cgroup=settings.process_cgroup,
+                       quota=WorktreeQuota(worktree, settings.worktree_mb))
     bwrap, version = require_sandbox(settings)
     home = env.get("HOME") or None
-    plan = MountPlan(home=home, tmp_mb=settings.tmp_mb)
+    plan = MountPlan(home=home, tmp_mb=limits.scratch_mb)
     exposed = [*toolchain_paths(env.get("PATH", ""), home), *read_only,
                *(expand(p, home) for p in settings.read_only)]
     plan.expose(exposed)
@@ -249,7 +264,8 @@ def build_sandbox(
                  GIT_COMMITTER_EMAIL="builder@localhost")
     return Sandbox(info=info, worktree=worktree, bwrap=bwrap, mounts=tuple(plan.args),
                    limits=limits, home=home, extra_env=extra, ledger=ledger,
-                   use_cgroup=settings.process_cgroup)
+                   use_cgroup=settings.process_cgroup,
+                   quota=WorktreeQuota(worktree, settings.worktree_mb))
 
 
 def require_sandbox(settings: SandboxSettings) -> tuple[str, str | None]:

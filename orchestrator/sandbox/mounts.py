@@ -53,6 +53,18 @@ def expand(raw: str, home: str | None) -> Path:
     return Path(raw)
 
 
+def scratch_sizes(tmp_mb: int, home: bool) -> dict[str, int]:
+    """Bytes of each scratch tmpfs (``~``: the home directory), adding up to ``tmp_mb``: /tmp
+    half (three quarters without a home), home a quarter, /run, /var and /dev/shm the rest."""
+    total, page = tmp_mb * 1024 * 1024, 4096  # tmpfs rounds a size up to whole pages
+    small = total // 4 // len(SCRATCH[1:]) // page * page
+    sizes = {s: small for s in SCRATCH[1:]}
+    if home:
+        sizes["~"] = total // 4 // page * page
+    sizes["/tmp"] = total - sum(sizes.values())
+    return {"/tmp": sizes.pop("/tmp"), **sizes}
+
+
 class MountPlan:
     """bwrap's mount arguments, in the order that layers them right."""
 
@@ -69,11 +81,9 @@ class MountPlan:
                 self.args += ["--ro-bind", root, root]
                 self.visible.append(root)
         self.args += ["--dev", "/dev", "--proc", "/proc"]
-        size = str(tmp_mb * 1024 * 1024)
-        for scratch in SCRATCH:
-            self.args += ["--size", size, "--tmpfs", scratch]
-        if home and home != "/" and not self._covered(home):
-            self.args += ["--size", size, "--tmpfs", home]
+        with_home = bool(home and home != "/" and not self._covered(home))
+        for scratch, size in scratch_sizes(tmp_mb, with_home).items():
+            self.args += ["--size", str(size), "--tmpfs", str(home) if scratch == "~" else scratch]
         self.args += ["--remount-ro", "/dev"]  # device nodes stay usable; no files in /dev
 
     def _covered(self, path: str) -> bool:

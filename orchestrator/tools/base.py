@@ -3,7 +3,8 @@
 A tool function takes the validated argument model and returns text for the model. It raises
 ``ToolError`` (or ``PolicyViolation``) for anything the model should read and correct; any other
 exception is a bug and propagates. Sync functions run in a worker thread so that parallel
-explorers never block the event loop.
+explorers never block the event loop. What a tool returns has its key-like values masked
+(``secretfiles.mask``) before a model sees it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ValidationError
 
 from orchestrator.errors import PolicyViolation, ToolError
+from orchestrator.tools.secretfiles import mask
 
 ToolFn = Callable[[Any], str] | Callable[[Any], Awaitable[str]]
 
@@ -105,15 +107,15 @@ class Toolbox:
             else:
                 text = await asyncio.to_thread(tool.fn, args)
         except PolicyViolation as exc:
-            return ToolOutcome(name, f"refused: {exc}", ok=False, policy_violation=True)
+            return ToolOutcome(name, mask(f"refused: {exc}"), ok=False, policy_violation=True)
         except ToolError as exc:
-            return ToolOutcome(name, f"error: {exc}", ok=False)
+            return ToolOutcome(name, mask(f"error: {exc}"), ok=False)
         except OSError as exc:  # e.g. a 300-character invented file name: the model's to fix
-            return ToolOutcome(name, f"error: {str(exc)[:300]}", ok=False)
+            return ToolOutcome(name, mask(f"error: {str(exc)[:300]}"), ok=False)
         finally:
             if watch is not None:
                 watch.finished()
-        return ToolOutcome(name, text)
+        return ToolOutcome(name, mask(text))  # a key a file or a command printed stays here
 
 
 def _brief(exc: Exception) -> str:

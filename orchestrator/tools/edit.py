@@ -33,6 +33,7 @@ from orchestrator.tools import fuzzy
 from orchestrator.tools.base import Tool
 from orchestrator.tools.jail import Jail, open_regular
 from orchestrator.tools.patching import SYMLINK_MODE, git_apply, patch_paths, trim, unfence
+from orchestrator.tools.secretfiles import DEFAULT, SecretFiles
 
 # which edit tools each format offers; write_file is always there, for new files
 FORMAT_TOOLS: dict[str, tuple[str, ...]] = {
@@ -70,20 +71,30 @@ class ApplyPatchArgs(BaseModel):
 
 
 def edit_tools(root: Path, *, max_file_bytes: int = 1_000_000,
-               edit_format: EditFormat = "any", protected: frozenset[str] = frozenset()
-               ) -> list[Tool]:
+               edit_format: EditFormat = "any", protected: frozenset[str] = frozenset(),
+               secrets: SecretFiles = DEFAULT) -> list[Tool]:
     """The write tools for a session whose workspace is ``root``, as ``edit_format`` offers;
-    ``protected`` paths (the failing tests) cannot be written."""
-    return EditTools(root, max_file_bytes=max_file_bytes, protected=protected).tools(edit_format)
+    ``protected`` paths (the failing tests) cannot be written, ``secrets`` not opened."""
+    return EditTools(root, max_file_bytes=max_file_bytes, protected=protected,
+                     secrets=secrets).tools(edit_format)
 
 
 class EditTools:
     """The write tools of one workspace, one method each, sharing its jail and file limit."""
 
     def __init__(self, root: Path, *, max_file_bytes: int = 1_000_000,
-                 protected: frozenset[str] = frozenset()) -> None:
+                 protected: frozenset[str] = frozenset(), secrets: SecretFiles = DEFAULT) -> None:
         self.jail = Jail(root, protected=protected)
         self.max_file_bytes = max_file_bytes
+        self.secrets = secrets
+
+    def _not_secret(self, target: Path) -> str:
+        """``target``'s repository path; ``PolicyViolation`` for a secret file (an edit
+        answers with its lines, and a failed match with what is near)."""
+        rel = self.jail.relative(target)
+        if self.secrets.secret(rel):
+            raise PolicyViolation(self.secrets.refusal(rel))
+        return rel
 
     def tools(self, edit_format: EditFormat = "any") -> list[Tool]:
         """The tools ``edit_format`` offers (``FORMAT_TOOLS``)."""
@@ -124,7 +135,7 @@ class EditTools:
         if target.is_dir():
             raise ToolError(f"{args.path} is a directory")
         existed = target.exists()
-        rel = self.jail.relative(target)
+        rel = self._not_secret(target) if existed else self.jail.relative(target)
         if existed and _same(_read_text(target, rel, limit), args.content):
             raise ToolError(f"{rel} already has exactly this content: nothing changed. "
                             "Change the lines that are wrong.")
@@ -196,6 +207,8 @@ class EditTools:
                 errors.append(str(exc))
                 continue
             targets = [self.jail.resolve(p, write=True) for p in paths]
+            for target in (t for t in targets if t.exists()):
+                self._not_secret(target)
             check = git_apply(self.jail.root, patch, strip, "--check")
             if check.returncode != 0:
                 errors.append(trim(check.stderr))
@@ -211,7 +224,7 @@ class EditTools:
 
     def _load(self, path: str) -> tuple[Path, str, str]:
         target = self.jail.resolve(path, write=True)
-        rel = self.jail.relative(target)
+        rel = self._not_secret(target)
         return target, rel, _read_text(target, rel, self.max_file_bytes)
 
     def _save(self, target: Path, rel: str, text: str) -> None:

@@ -6,6 +6,7 @@ to use the tool well: search to find, read to quote, cite what was read.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,6 +15,7 @@ from orchestrator.tools import gitread
 from orchestrator.tools.base import Tool
 from orchestrator.tools.reading import read
 from orchestrator.tools.search import list_files, search
+from orchestrator.tools.secretfiles import DEFAULT, SecretFiles
 
 MAX_BYTES = 20_000  # what one call returns by default
 MAX_LINES = 400
@@ -46,34 +48,39 @@ class ListArgs(_Args):
 
 def explorer_tools(
     root: Path, *, git_root: Path | None = None, history: gitread.GitHistory | None = None,
-    max_bytes: int = MAX_BYTES,
+    max_bytes: int = MAX_BYTES, secrets: SecretFiles = DEFAULT,
 ) -> list[Tool]:
     """The read-only tools an explorer gets for the tree at ``root`` (plus git history).
 
     ``history`` says where git history comes from; ``git_root`` is a shorthand for a trusted
     repository's own history at HEAD. ``max_bytes`` caps what one call returns (a small model's
-    window is ~8k tokens: one read of 400 lines would fill half of it).
+    window is ~8k tokens: one read of 400 lines would fill half of it). ``secrets`` are the
+    files no tool reads; git-ignored files are not read either (search and list skip them).
     """
     lines = max(MIN_LINES, min(MAX_LINES, max_bytes // 40))
     matches = max(20, min(100, max_bytes // 120))
+    if history is None and git_root is not None:
+        history = gitread.GitHistory(Path(git_root))
+    ignored = functools.partial(gitread.is_ignored, history or gitread.GitHistory(Path(root)))
 
     def read_tool(a: ReadArgs) -> str:
-        return read(root, a.path, a.start_line, a.end_line, max_bytes=max_bytes, max_lines=lines)
+        return read(root, a.path, a.start_line, a.end_line, max_bytes=max_bytes, max_lines=lines,
+                    secrets=secrets, ignored=ignored)
 
     tools = [
         Tool("search", _SEARCH_DOC.format(matches=matches), SearchArgs,
-             lambda a: _search_tool(root, a, max_bytes, matches)),
+             lambda a: _search_tool(root, a, max_bytes, matches, secrets)),
         Tool("read", _READ_DOC.format(lines=lines), ReadArgs, read_tool),
-        Tool("list", _LIST_DOC, ListArgs, lambda a: list_files(root, a.glob, a.path)),
+        Tool("list", _LIST_DOC, ListArgs,
+             lambda a: list_files(root, a.glob, a.path, secrets=secrets)),
     ]
-    if history is None and git_root is not None:
-        history = gitread.GitHistory(Path(git_root))
     return tools + (gitread.git_tools(history) if history is not None else [])
 
 
-def _search_tool(root: Path, a: SearchArgs, max_bytes: int, matches: int) -> str:
+def _search_tool(root: Path, a: SearchArgs, max_bytes: int, matches: int,
+                 secrets: SecretFiles) -> str:
     options = a.model_dump(exclude={"pattern"})
-    return search(root, a.pattern, max_matches=matches, max_bytes=max_bytes,
+    return search(root, a.pattern, max_matches=matches, max_bytes=max_bytes, secrets=secrets,
                   **options).format_for_model()
 
 

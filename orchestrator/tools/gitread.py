@@ -65,7 +65,7 @@ def git_log(root: Path, path: str | None = None, max_count: int = 20, *,
     """One line per commit, newest first: ``sha date author: subject``."""
     h = history or GitHistory(root)
     args = ["log", f"--max-count={max(1, min(max_count, 200))}", "--date=short"]
-    args += ["--no-show-signature", "--format=%h %ad %an: %s", h.rev, "--"]
+    args += ["--no-show-signature", "--format=%h %ad %an: %s", "--end-of-options", h.rev, "--"]
     rel = _jailed(root, path) if path else None
     out = _git(h, *args, *([rel] if rel else []))
     if not out.strip():
@@ -110,6 +110,17 @@ def _parse_porcelain(out: str) -> list[str]:
     return rows
 
 
+def is_ignored(h: GitHistory, rel: str) -> bool:
+    """Whether git ignores the repository path ``rel`` of ``h``'s tree (its ``.gitignore`` files
+    and the trusted repository's excludes); False where there is no repository."""
+    try:
+        proc = git("check-ignore", "-q", "--", rel, cwd=h.root, git_dir=h.git_dir,
+                   work_tree=h.root if h.git_dir is not None else None, timeout=20, check=False)
+    except GitError:
+        return False
+    return proc.returncode == 0
+
+
 def _jailed(root: Path, path: str) -> str:
     jail = Jail(root)
     return jail.relative(jail.resolve(path))
@@ -118,7 +129,7 @@ def _jailed(root: Path, path: str) -> str:
 def _view_at(h: GitHistory) -> Path:
     """A private, empty repository borrowing ``h``'s objects, its HEAD detached at ``h.rev``."""
     source = h.git_dir or Path(str(_git(h, "rev-parse", "--absolute-git-dir")).strip())
-    sha = str(_git(h, "rev-parse", "--verify", f"{h.rev}^{{commit}}")).strip()
+    sha = str(_git(h, "rev-parse", "--verify", "--end-of-options", f"{h.rev}^{{commit}}")).strip()
     return _view(str(source), sha)
 
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import difflib
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.tools.jail import Jail, open_regular
 from orchestrator.tools.search import READ_LINE_CUT, _decode_line, rg_binary
+from orchestrator.tools.secretfiles import DEFAULT, SecretFiles
 
 
 def read(
@@ -25,13 +27,23 @@ def read(
     end: int | None = None,
     max_bytes: int = 20_000,
     max_lines: int = 400,
+    *,
+    secrets: SecretFiles = DEFAULT,
+    ignored: Callable[[str], bool] | None = None,
 ) -> str:
-    """Lines ``start``..``end`` of a text file, numbered ``  12| text``, capped."""
+    """Lines ``start``..``end`` of a text file, numbered ``  12| text``, capped. Secret files
+    (``secrets``) are refused, and so are git-ignored ones (``ignored``: local settings and
+    build output are not the repository's, and search and list do not show them either)."""
     jail = Jail(root)
     file = jail.resolve(path)
     rel = jail.relative(file)
     if ".git" in Path(rel).parts:  # git config may hold credentials in remote URLs
         raise PolicyViolation(f"{rel} is inside .git; use git_log and git_blame for history")
+    if secrets.secret(rel):
+        raise PolicyViolation(secrets.refusal(rel))
+    if ignored is not None and file.is_file() and ignored(rel):
+        raise PolicyViolation(f"{rel} is git-ignored (local settings, build output, secrets): "
+                              "it is not read; read the files the repository tracks")
     if not file.exists():
         raise ToolError(f"no such file: {rel}; {_suggest(jail, rel)}")
     if file.is_dir():

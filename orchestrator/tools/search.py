@@ -23,6 +23,7 @@ from pathlib import Path
 
 from orchestrator.errors import ConfigError, ToolError
 from orchestrator.tools.jail import Jail, open_regular
+from orchestrator.tools.secretfiles import DEFAULT, SecretFiles
 
 LINE_CUT = 300  # search shows at most this many characters of a matching line
 # ripgrep prints at most this much of a line (a preview), so a 30 MB one-line file costs
@@ -126,9 +127,11 @@ def search(
     max_filesize: str = "256M",
     timeout: float = 30,
     per_file: int | None = None,
+    secrets: SecretFiles = DEFAULT,
 ) -> SearchResult:
     """Search file contents under ``root`` (optionally within ``path``) with ripgrep; at most
-    ``per_file`` matches of one file when given, so that one file cannot take them all."""
+    ``per_file`` matches of one file when given, so that one file cannot take them all. Secret
+    files (``secrets``) are left out."""
     if not pattern:
         raise ToolError("pattern is empty; give the text or regex to search for")
     jail = Jail(root)
@@ -141,7 +144,10 @@ def search(
     cmd += ["--fixed-strings"] if fixed_strings else []
     cmd += ["--ignore-case"] if ignore_case else []
     cmd += ["--context", str(context)] if context > 0 else []
-    with _glob_scope(glob, target) as (glob_args, keep):
+    with _glob_scope(glob, target) as (glob_args, visible):
+        def keep(p: str) -> bool:
+            return visible(p) and not secrets.secret(p)
+
         collector = _Collector(keep, max_matches, max_bytes, context, jail.root)
         cmd += [*glob_args, "-e", pattern, "--", target]
         rc, stderr, timed_out = _stream(cmd, jail.root, collector, timeout)
@@ -372,8 +378,10 @@ def list_files(
     path: str | None = None,
     max_entries: int = 500,
     timeout: float = 30,
+    secrets: SecretFiles = DEFAULT,
 ) -> str:
-    """Files under ``root`` (or ``path``) that ripgrep would search, sorted and capped."""
+    """Files under ``root`` (or ``path``) that ripgrep would search, sorted and capped; secret
+    files (``secrets``) are left out."""
     jail = Jail(root)
     target = _target(jail, path)
     with _glob_scope(glob, target) as (glob_args, keep):
@@ -383,7 +391,7 @@ def list_files(
         except subprocess.TimeoutExpired:
             raise ToolError(f"listing timed out after {timeout:g}s; {NARROW_HINT}") from None
     names = proc.stdout.decode("utf-8", "replace").splitlines()
-    files = sorted(p for p in map(_repo_path, names) if p and keep(p))
+    files = sorted(p for p in map(_repo_path, names) if p and keep(p) and not secrets.secret(p))
     if proc.returncode == 2 and not files:
         raise ToolError("list failed:\n" + "\n".join(_error_lines(proc.stderr.decode())[:8]))
     if not files:

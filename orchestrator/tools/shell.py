@@ -165,6 +165,8 @@ async def run_command(
     if not Path(cwd).is_dir():
         raise ToolError(f"working directory does not exist: {cwd}")
     started = time.monotonic()
+    if sandbox.quota is not None:
+        await asyncio.to_thread(sandbox.quota.start)  # the baseline, before the first command
     cgroup = await asyncio.to_thread(sandbox.process_cap)  # file I/O: off the event loop
     argv = sandbox.argv(command)
     if cgroup is not None:
@@ -207,6 +209,10 @@ async def run_command(
         pids_hit = await asyncio.to_thread(cgroup.hit)
         if sandbox.bwrap is None:  # no PID namespace: the group still finds setsid escapees
             await asyncio.to_thread(cgroup.kill_all, remove=False)
+    over = await asyncio.to_thread(sandbox.quota.over) if sandbox.quota is not None else None
+    if over is not None:  # the command fails, and says why where its output is read
+        exit_code = exit_code or 1
+        output = f"{output.rstrip()}\n{over}\n"
     return CommandResult(
         command=command,
         exit_code=exit_code,
@@ -216,7 +222,7 @@ async def run_command(
         timed_out=timed_out,
         duration_s=round(time.monotonic() - started, 3),
         sandbox=sandbox.info.mechanism,
-        limit_note=None if timed_out else sandbox.explain(exit_code, output, pids_hit),
+        limit_note=None if timed_out or over else sandbox.explain(exit_code, output, pids_hit),
     )
 
 

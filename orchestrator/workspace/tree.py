@@ -7,32 +7,58 @@ read. A snapshot is ``git add -A`` and ``git write-tree``; the tree written last
 again while ``add`` stages nothing new. A repository the builder made inside the worktree is
 dropped from the index (its gitlink would name objects we do not have). A tree's diff is asked
 of git once: a tree never changes.
+
+What a run may add is bounded (``Bounds``: ``run.max_result_mb``, ``run.max_result_files``):
+before ``git add`` writes a blob into the user's object store, the files it would stage are
+listed (``ls-files --others --modified``) and their sizes added up with what was staged before;
+over the bound, nothing is staged and ``ResultTooLarge`` says which file and which key. A patch
+goes to its file as git writes it (``write_patch``), never whole in memory.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from orchestrator.errors import ResultTooLarge
 from orchestrator.gitsafe import git
 
 DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "--ignore-submodules=all",
               "--src-prefix=a/", "--dst-prefix=b/")
 
 
+_MIB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """What a run may add to the user's repository: bytes of new or changed files, and files."""
+
+    max_mb: int = 50
+    max_files: int = 2000
+
+
 class RunIndex:
     """The run's own index over one worktree, and the trees and diffs made through it."""
 
     def __init__(self, git_dir: Path, worktree: Path, path: Path, base_commit: str, *,
-                 start: Callable[[], str]) -> None:
+                 start: Callable[[], str], origin: str = "",
+                 bounds: Bounds | None = None) -> None:
         self.git_dir, self.worktree, self.path = git_dir, worktree, path
         self.base_commit = base_commit
         self._start = start  # what a missing index is read from: the run branch's tip
         self._tree: str | None = None  # the tree written last, while nothing was staged since
         self._checked = False  # checked for nested repositories in this process
-        self._diffs: dict[str, tuple[str, bytes]] = {}
+        self._stats: dict[str, str] = {}
+        # the bound counts from ``origin`` (the run's start commit: the user's dirty state is
+        # theirs); ``_sizes``: path -> bytes of what is staged beyond it, None until counted
+        self.origin, self.bounds = origin or base_commit, bounds
+        self._sizes: dict[str, int] | None = None
 
     def git(self, *args: str, text: bool = True,
             check: bool = True) -> subprocess.CompletedProcess[Any]:
@@ -45,6 +71,13 @@ class RunIndex:
         self.git("read-tree", "--reset", "-u", tree or commit)
         self._checked = True  # a fresh index, from a commit or our snapshot
         self._tree = tree or None
+        # nothing staged beyond the commit, if that is where the bound counts from
+        self._sizes = {} if tree is None and commit == self.origin else None
+
+    def count_from(self, origin: str, bounds: Bounds | None) -> None:
+        """Bound what is added beyond ``origin`` by ``bounds``; the index holds ``origin``'s
+        files now (the run's start), so nothing is counted yet."""
+        self.origin, self.bounds, self._sizes = origin, bounds, {}
 
     def forget(self) -> None:
         """Delete the index file (its worktree was removed)."""
@@ -63,6 +96,8 @@ class RunIndex:
         changed = not self.path.exists()
         if changed:
             self.git("read-tree", self._start())
+        if self.bounds is not None:
+            self._check_bounds(self.bounds)
         # --verbose names each path it adds or removes: nothing named, nothing changed
         added = self.git("add", "-A", "--ignore-errors", "--verbose")
         changed = changed or bool(added.stdout.strip())
@@ -74,6 +109,43 @@ class RunIndex:
         if changed:
             self._tree = None
         return changed
+
+    def _check_bounds(self, bounds: Bounds) -> None:
+        """Refuse (``ResultTooLarge``) before staging when the files ``add -A`` would stage,
+        with what is staged already, are over ``bounds``; nothing is written then."""
+        if self._sizes is None:  # first in this process: what the index holds beyond origin
+            held = self.git("diff", "--cached", "--no-renames", "--name-only", "-z",
+                            self.origin, "--").stdout
+            self._sizes = dict(self._sized(held))
+        listed = self.git("ls-files", "-z", "--others", "--modified", "--exclude-standard").stdout
+        sizes = {**self._sizes, **dict(self._sized(listed))}
+        sizes = {p: n for p, n in sizes.items() if n >= 0}
+        total = sum(sizes.values())
+        if total > bounds.max_mb * _MIB or len(sizes) > bounds.max_files:
+            big, size = max(sizes.items(), key=lambda kv: kv[1])
+            key, limit = (("run.max_result_files", f"{bounds.max_files} files")
+                          if len(sizes) > bounds.max_files
+                          else ("run.max_result_mb", f"{bounds.max_mb} MiB"))
+            raise ResultTooLarge(
+                f"the run's result would add {total / _MIB:.1f} MiB in {len(sizes)} files, "
+                f"over {key} ({limit}; largest: {big}, {size / _MIB:.1f} MiB); nothing of it "
+                f"was committed: remove the files from the worktree or raise {key} in the "
+                "role map's [run]")
+        self._sizes = sizes
+
+    def _sized(self, listed: str) -> list[tuple[str, int]]:
+        """(path, bytes) for each path of a ``-z`` listing: -1 for one that is gone."""
+        out = []
+        for rel in listed.split("\0"):
+            if not rel or rel.endswith("/"):  # a nested repository: never staged
+                continue
+            try:
+                st = os.lstat(self.worktree / rel)
+            except OSError:
+                out.append((rel, -1))
+                continue
+            out.append((rel, st.st_size if not stat.S_ISDIR(st.st_mode) else 0))
+        return out
 
     def _drop_nested_repos(self) -> bool:
         """A repository the builder made inside the worktree is not part of the result; True if
@@ -95,23 +167,28 @@ class RunIndex:
         return self.git("diff", "--cached", *DIFF_FLAGS, *flags, self.base_commit, "--",
                         text=False).stdout
 
-    def tree_diff(self, tree: str) -> tuple[str, bytes]:
-        """(stat, binary patch) of ``tree`` against the base commit, in one git call."""
-        if tree not in self._diffs:
-            out = self.git("diff", *DIFF_FLAGS, "--stat", "--patch", "--binary", "--full-index",
-                           self.base_commit, tree, "--", text=False).stdout
-            summary, sep, patch = out.partition(b"\n\ndiff --git ")
-            self._diffs[tree] = (summary.decode("utf-8", "replace") + ("\n" if sep else ""),
-                                 b"diff --git " + patch if sep else b"")
-        return self._diffs[tree]
+    def tree_stat(self, tree: str) -> str:
+        """``git diff --stat`` of ``tree`` against the base commit (asked of git once)."""
+        if tree not in self._stats:
+            self._stats[tree] = self.git("diff", *DIFF_FLAGS, "--stat", self.base_commit, tree,
+                                         "--").stdout
+        return self._stats[tree]
 
     def changes(self, tree: str) -> bool:
         """Whether ``tree`` holds other files than the base commit."""
-        return bool(self.tree_diff(tree)[1])
+        return bool(self.tree_stat(tree))
 
-    def patch(self, tree: str | None = None) -> bytes:
-        """A binary-safe unified diff of the worktree (or of ``tree``) against the base commit."""
-        return self.tree_diff(tree)[1] if tree else self.diff("--binary", "--full-index")
+    def write_patch(self, out: Path, tree: str | None = None) -> None:
+        """Write the binary-safe unified diff of the worktree (or of ``tree``) against the base
+        commit into ``out`` as git makes it: never whole in memory."""
+        if tree is None:
+            self.stage()
+        where = (self.base_commit, tree) if tree else ("--cached", self.base_commit)
+        tmp = out.with_name(out.name + ".part")
+        with open(tmp, "wb") as sink:
+            git("diff", *DIFF_FLAGS, "--binary", "--full-index", *where, "--",
+                git_dir=self.git_dir, work_tree=self.worktree, index=self.path, stdout=sink)
+        os.replace(tmp, out)
 
     def diff_size(self) -> tuple[int, int]:
         """Files changed and lines added plus removed against the base commit (binary: 0)."""

@@ -43,10 +43,10 @@ from orchestrator.workspace.repo import (
     probe,
     top_of,
 )
-from orchestrator.workspace.tree import RunIndex
+from orchestrator.workspace.tree import Bounds, RunIndex
 
-__all__ = ["DIRTY_COMMIT_MESSAGE", "GitError", "PreparedCommit", "Workspace", "list_workspaces",
-           "new_run_id"]
+__all__ = ["DIRTY_COMMIT_MESSAGE", "Bounds", "GitError", "PreparedCommit", "Workspace",
+           "list_workspaces", "new_run_id"]
 
 DIRTY_COMMIT_MESSAGE = "orchestrate: include uncommitted changes"
 _META = "workspace.json"
@@ -78,6 +78,8 @@ class Workspace:
     start_commit: str = ""
     dirty: bool = False
     included_dirty: bool = False
+    # what the run may add beyond its start commit (``tree.Bounds``); None: unbounded
+    bounds: Bounds | None = None
 
     @functools.cached_property
     def git_dir(self) -> Path:
@@ -88,7 +90,8 @@ class Workspace:
     def files(self) -> RunIndex:
         """The worktree's files through the run's own index: snapshots and diffs."""
         return RunIndex(self.git_dir, self.worktree, self.run_dir / _INDEX, self.base_commit,
-                        start=lambda: self.tip() or self.start_commit or self.base_commit)
+                        start=lambda: self.tip() or self.start_commit or self.base_commit,
+                        origin=self.start_commit, bounds=self.bounds)
 
     @functools.cached_property
     def result(self) -> RunBranch:
@@ -101,8 +104,10 @@ class Workspace:
         return _object_stores(self.git_dir / "objects")
 
     @classmethod
-    def create(cls, repo: Path, run_id: str, *, include_dirty: bool = False) -> Workspace:
-        """Make ``workspaces/<run_id>/worktree`` on a new branch at the user's HEAD."""
+    def create(cls, repo: Path, run_id: str, *, include_dirty: bool = False,
+               bounds: Bounds | None = None) -> Workspace:
+        """Make ``workspaces/<run_id>/worktree`` on a new branch at the user's HEAD; ``bounds``
+        holds what the run may add beyond it (the user's dirty state, included, is theirs)."""
         _check_run_id(run_id)
         top, git_dir, base = probe(Path(repo).expanduser())
         run_dir = top / "workspaces" / run_id
@@ -130,13 +135,27 @@ class Workspace:
             _rmtree(run_dir)
             raise
         ws._save()
-        return ws
+        ws.files.count_from(ws.start_commit, bounds)  # the index holds the start commit's files
+        return dataclasses.replace(ws, bounds=bounds)._same_parts(ws)
 
     def _started_at(self, start: str) -> Workspace:
         """This run, starting from ``start`` (the commit of the user's dirty state), with the
         same branch and index: nothing git said is asked again."""
-        moved = dataclasses.replace(self, start_commit=start, included_dirty=True)
+        return dataclasses.replace(self, start_commit=start, included_dirty=True)._same_parts(self)
+
+    def _same_parts(self, other: Workspace) -> Workspace:
+        """This workspace with ``other``'s git dir, index and branch, as that one knows them."""
         for name in ("git_dir", "files", "result"):
+            if name in other.__dict__:
+                self.__dict__[name] = other.__dict__[name]
+        return self
+
+    def bounded(self, bounds: Bounds | None) -> Workspace:
+        """This run with ``bounds`` on what it may add (its branch as this one knows it)."""
+        if bounds == self.bounds:
+            return self
+        moved = dataclasses.replace(self, bounds=bounds)
+        for name in ("git_dir", "result"):
             if name in self.__dict__:
                 moved.__dict__[name] = self.__dict__[name]
         return moved
@@ -203,22 +222,27 @@ class Workspace:
         """``git diff --stat`` of all work (committed or not), or of ``tree`` (a snapshot),
         against ``base_commit``."""
         if tree:
-            return self.files.tree_diff(tree)[0]
+            return self.files.tree_stat(tree)
         return self.files.diff("--stat").decode("utf-8", "replace")
-
-    def patch(self, tree: str | None = None) -> str:
-        """A binary-safe unified diff of all work (or of ``tree``, a snapshot) against
-        ``base_commit``, for ``git apply``."""
-        return self.files.patch(tree).decode("utf-8", "surrogateescape")
 
     def changed_files(self) -> list[str]:
         """Paths (relative to the repository) that differ from ``base_commit``."""
         return self.files.changed_files()
 
+    def patch(self, tree: str | None = None) -> str:
+        """A binary-safe unified diff of all work (or of ``tree``, a snapshot) against
+        ``base_commit``, for ``git apply`` (``write_patch`` for one of any size)."""
+        out = self.run_dir / f".patch-{secrets.token_hex(4)}"
+        try:
+            self.files.write_patch(out, tree)
+            return out.read_bytes().decode("utf-8", "surrogateescape")
+        finally:
+            out.unlink(missing_ok=True)
+
     def write_patch(self, tree: str | None = None) -> Path:
         """Write ``patch.diff`` (of all work, or of ``tree``) into the run directory."""
         path = self.run_dir / "patch.diff"
-        path.write_bytes(self.files.patch(tree))
+        self.files.write_patch(path, tree)
         return path
 
     # --- the worktree's life -------------------------------------------------------------------
