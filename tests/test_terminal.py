@@ -136,6 +136,7 @@ def test_visible_keeps_text_and_layout_characters():
     assert visible("a\tb\nc") == "a\tb\nc"
     assert visible("\x1b[3J\x07\r\x7f\u009b\u202e") == "␛[3J␇␍␡\\x9b\\u202e"
     assert visible("plain ✔ text") == "plain ✔ text"
+    assert visible("windows\r\nline\rover") == "windows\nline␍over"
     text = json_text({"k": "\x1b]52;\u009b\u202e\x7f ✔"})
     assert json.loads(text) == {"k": "\x1b]52;\u009b\u202e\x7f ✔"}
     assert "\x1b" not in text and "\u009b" not in text and "\u202e" not in text

@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_env, sim_roles
+from conftest import cli, run_env, sim_roles
 
 from orchestrator import api
 from orchestrator.config.layers import resolve
@@ -122,6 +122,16 @@ def test_what_an_untrusted_file_may_not_weaken(sample_repo, xdg):
     # trusted: as written
     trusted = resolve(repo=sample_repo, user_dir=mine, trust_repo=True)
     assert trusted.roles.policy.deny == ("\\bcurl\\b",) and trusted.ignored == ()
+    # a team overlay in the file is the file speaking
+    (sample_repo / "roles.toml").write_text("[teams.web.models.builder-sim.price]\noutput = 0.0\n")
+    team = resolve(repo=sample_repo, user_dir=mine, team="web")
+    assert team.roles.models["builder-sim"].price.output == 10.0
+    assert "teams.web.models.builder-sim.price.output" in team.ignored[0]
+    # `orchestrate roles` lists what was ignored
+    proc = cli("roles", "--repo", str(sample_repo), "--json",
+               env=run_env(XDG_CONFIG_HOME=str(xdg)))
+    assert proc.returncode == 0, proc.stderr
+    assert "teams.web.models.builder-sim.price.output" in json.loads(proc.stdout)["ignored"][0]
 
 
 def test_a_repository_agent_does_not_replace_the_users(fresh_sim, sample_repo, xdg):

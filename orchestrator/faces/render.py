@@ -42,7 +42,9 @@ def visible(text: str) -> str:
     The one neutraliser of the command line: a model's plan, answer, claim, question or error
     goes through it before any terminal sees it.
     """
-    return text.translate(_SHOWN) if not text.isprintable() else text
+    if text.isprintable():
+        return text
+    return text.replace("\r\n", "\n").translate(_SHOWN)  # a lone CR could overwrite a line
 
 
 def json_text(data: Any, *, indent: int | None = None) -> str:
