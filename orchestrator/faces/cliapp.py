@@ -89,9 +89,36 @@ def _options(
     pass
 
 
-def fail(exc: OrchestrateError) -> None:
+class Machine:
+    """What a command printing ``--json``/``--events`` needs to end in one JSON object on
+    stdout whatever happens: whether it was asked for, and the run's id once the run has one
+    (it listens to the run's events), so a bot learns the run it can resume or show."""
+
+    def __init__(self, on: bool, run_id: str | None = None) -> None:
+        self.on, self.run_id = on, run_id
+
+    def __call__(self, event: Event) -> None:
+        if self.run_id is None and event.run_id:
+            self.run_id = event.run_id
+
+    def error(self, exc: BaseException) -> None:
+        if self.on:
+            print_error_object(exc, run_id=self.run_id)
+
+
+HUMAN = Machine(False)
+
+
+def print_error_object(exc: BaseException, *, run_id: str | None = None) -> None:
+    from orchestrator.results import ErrorLine
+
+    _line(ErrorLine.of(exc, run_id=run_id).model_dump(mode="json", exclude_none=True))
+
+
+def fail(exc: OrchestrateError, machine: Machine = HUMAN) -> None:
     line = escape(" ".join(str(exc).split()))  # one line, whatever the message carried
     err.print(f"[bold red]error:[/] {line}", highlight=False, markup=True, soft_wrap=True)
+    machine.error(exc)
     raise typer.Exit(exc.exit_code)
 
 
@@ -111,14 +138,22 @@ def trusting(call: Callable[[bool], Any], *, interactive: bool, trust_flag: bool
         return call(trust_flag)
 
 
-def guarded(fn: Callable[[], Any]) -> Any:
+def guarded(fn: Callable[[], Any], machine: Machine = HUMAN) -> Any:
+    """``fn()``; an error of ours ends the command with one line and its exit code; with
+    ``machine.on`` (``--json``/``--events``) any way out prints one error object on stdout."""
     try:
         return fn()
     except OrchestrateError as exc:
-        fail(exc)
-    except KeyboardInterrupt:
+        fail(exc, machine)
+    except KeyboardInterrupt as exc:
         err.print("interrupted; the user's checkout is untouched (see `orchestrate clean`)")
+        machine.error(exc)
         raise typer.Exit(130) from None
+    except (typer.Exit, typer.Abort):
+        raise
+    except Exception as exc:  # a bug: its traceback goes to stderr, the bot still gets a line
+        machine.error(exc)
+        raise
 
 
 def emit_result(result: RunResult, as_json: bool, *, simulated: bool = False,
