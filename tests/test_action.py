@@ -136,3 +136,15 @@ def test_the_action_refers_only_to_what_it_declares():
     uses = [s["uses"] for s in steps if "uses" in s]
     assert any(u.startswith("actions/upload-artifact@") for u in uses)
     assert all(s.get("shell") == "bash" for s in steps if "run" in s)
+
+
+def test_the_documented_workflow_uses_the_action_as_declared():
+    workflow = yaml.safe_load((ROOT / "examples" / "orchestrate-workflow.yml").read_text(
+        encoding="utf-8"))
+    steps = workflow["jobs"]["orchestrate"]["steps"]
+    (ours,) = [s for s in steps if "orchestrate@" in s.get("uses", "")]
+    assert set(ours["with"]) <= set(ACTION["inputs"])
+    required = {name for name, spec in ACTION["inputs"].items() if spec.get("required")}
+    assert required <= set(ours["with"])
+    used = re.findall(r"steps\.orchestrate\.outputs\.([a-z0-9-]+)", yaml.safe_dump(workflow))
+    assert used and set(used) <= set(ACTION["outputs"])

@@ -3,7 +3,9 @@
 Parsing is typer's, tables and live progress are rich's. Every command takes ``--json`` where
 it prints a result; errors of ours print one line and exit with their code (2 for usage and
 configuration, 1 for a task not achieved), never a traceback. A result exits with its own
-``exit_code``: 0 clean, 1 not achieved, 3 done with a role session lost (see ``results``).
+``exit_code``: 0 clean, 1 not achieved, 3 done with a role session lost, 4 a plan awaiting
+approval (see ``results``). With ``--json`` or ``--events`` every exit, a mistake on the
+command line too, prints one JSON object on stdout: the result, or an ``ErrorLine``.
 
 The commands live by subject: ``cli_run`` (run, resume, show, demo, explore) and ``cli_admin``
 (the role map, the runs after the fact, the quota, the fleet, bench and the servers), on the
