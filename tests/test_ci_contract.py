@@ -153,9 +153,16 @@ def test_bench_whose_runs_err_exits_non_zero(sim, tmp_path):
     refused = Reply(error=FaultSpec(status=401, type="invalid_request_error",
                                     code="invalid_api_key", message="Incorrect API key"))
     sim.set_scenario(scenario_with(**{"sim-planner": ModelBehavior(script=[refused])}))
+    sim.state.clear()
     roles = tmp_path / "roles.toml"
     roles.write_text(Path(DEMO_ROLES).read_text(encoding="utf-8").replace(
         "http://127.0.0.1:9/v1", sim.base_url), encoding="utf-8")
+    no_key = {k: v for k, v in run_env().items() if k != "ORCHESTRATE_SIM_KEY"}
+    proc = cli("bench", "builtin", "--roles", str(roles), "--task", "sh-count-lines", "--out",
+               str(tmp_path / "o"), "--json", cwd=tmp_path, env=no_key)
+    assert proc.returncode == 2 and "export ORCHESTRATE_SIM_KEY=" in proc.stderr
+    assert json.loads(proc.stdout)["code"] == "missing_credentials"  # once, before any run
+    assert not sim.state.requests
     proc = cli("bench", "builtin", "--roles", str(roles), "--task", "sh-count-lines", "--out",
                str(tmp_path / "o"), "--json", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]

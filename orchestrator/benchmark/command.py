@@ -57,7 +57,7 @@ def bench_main(
         url = simulator.base_url if simulator else None
         maps = [load_role_map(f, sim_url=url) for f in files]
         if not simulator:
-            require_servers(maps)
+            require_servers(maps, os.environ if env is None else env)
         run_env = simulator.env(env) if simulator else env
         progress = None if as_json else _progress(console)
         report = run_bench(loaded, maps, repeat=repeat, jobs=jobs, env=run_env,
@@ -76,7 +76,7 @@ def _explore(suite: str | os.PathLike[str], files: Sequence[str | os.PathLike[st
         url = simulator.base_url if simulator else None
         maps = [load_role_map(f, sim_url=url) for f in files]
         if not simulator:
-            require_servers(maps)
+            require_servers(maps, os.environ if env is None else env)
         run_env = simulator.env(env) if simulator else env
         report: ExploreReport = asyncio.run(arun_explore_bench(
             loaded, maps, repeat=repeat, jobs=jobs, env=run_env,

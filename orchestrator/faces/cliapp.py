@@ -54,7 +54,7 @@ RepoOpt = Annotated[Path | None, typer.Option("--repo", help="Target git reposit
 RolesOpt = Annotated[list[Path], typer.Option("--roles", help="Extra role map file(s), applied in order.")]
 SetOpt = Annotated[list[str], typer.Option("--set", help="Override one key: ROLE.KEY=VALUE, e.g. explorer.parallel=20.")]
 TeamOpt = Annotated[str | None, typer.Option("--team", help="Apply the [teams.NAME] overlay.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (on failure, one error object: `orchestrate schema error`).")]
 UsdOpt = Annotated[float | None, typer.Option("--max-usd", help="Stop (resumably) once this much is spent.")]
 TokensOpt = Annotated[int | None, typer.Option("--max-tokens", help="Stop (resumably) after this many tokens.")]
 DbOpt = Annotated[str | None, typer.Option("--database-url", envvar="ORCHESTRATE_DATABASE_URL",
@@ -64,7 +64,8 @@ TrustOpt = Annotated[bool, typer.Option(
     help="Trust the repository's roles.toml for this run only (see `orchestrate trust`).")]
 EventsOpt = Annotated[bool, typer.Option(
     "--events", help="Stream the run's events as JSON lines on stdout (for CI logs); the last "
-    'line is {"kind": "result", "result": ...}. See `orchestrate schema events`.')]
+    'line is {"kind": "result", "result": ...}, or {"kind": "error", ...} when the command ends '
+    "without a result. See `orchestrate schema events`.")]
 
 
 def run_async(coroutine: Any) -> Any:
@@ -106,19 +107,17 @@ class Machine:
             print_error_object(exc, run_id=self.run_id)
 
 
-HUMAN = Machine(False)
-
-
 def print_error_object(exc: BaseException, *, run_id: str | None = None) -> None:
     from orchestrator.results import ErrorLine
 
     _line(ErrorLine.of(exc, run_id=run_id).model_dump(mode="json", exclude_none=True))
 
 
-def fail(exc: OrchestrateError, machine: Machine = HUMAN) -> None:
+def fail(exc: OrchestrateError, machine: Machine | None = None) -> None:
     line = escape(" ".join(str(exc).split()))  # one line, whatever the message carried
     err.print(f"[bold red]error:[/] {line}", highlight=False, markup=True, soft_wrap=True)
-    machine.error(exc)
+    if machine is not None:
+        machine.error(exc)
     raise typer.Exit(exc.exit_code)
 
 
@@ -138,9 +137,10 @@ def trusting(call: Callable[[bool], Any], *, interactive: bool, trust_flag: bool
         return call(trust_flag)
 
 
-def guarded(fn: Callable[[], Any], machine: Machine = HUMAN) -> Any:
+def guarded(fn: Callable[[], Any], machine: Machine | None = None) -> Any:
     """``fn()``; an error of ours ends the command with one line and its exit code; with
     ``machine.on`` (``--json``/``--events``) any way out prints one error object on stdout."""
+    machine = machine or Machine(False)
     try:
         return fn()
     except OrchestrateError as exc:
