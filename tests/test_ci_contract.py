@@ -85,6 +85,18 @@ def test_every_failure_prints_one_error_object(name, mode, schemas, sample_repo)
     assert "Traceback" not in proc.stderr
 
 
+def test_explore_and_the_other_json_commands_fail_as_one_object(schemas, sample_repo):
+    env = {k: v for k, v in run_env().items() if k != "OPENAI_API_KEY"}
+    for args, code in ((["explore", "Where is median?"], "missing_credentials"),
+                       (["show", "nosuch-run"], "usage"), (["apply", "nosuch-run"], "usage"),
+                       (["jobs"], "usage")):
+        proc = cli(*args, "--json", env={**env, "ORCHESTRATE_DATABASE_URL": ""},
+                   cwd=sample_repo)
+        assert proc.returncode == 2, (args, proc.stderr)
+        (error,) = _stdout_objects(proc.stdout, schemas, events=False)
+        assert error["kind"] == "error" and error["code"] == code, (args, error)
+
+
 @pytest.mark.parametrize("mode", ["--json", "--events"])
 def test_an_unreachable_model_names_the_run_to_resume(mode, schemas, sample_repo):
     proc = cli("run", DEMO_TASK, "--repo", str(sample_repo), "--roles", DEMO_ROLES, mode)
