@@ -1,13 +1,17 @@
 """A CI bot: run a task on a checked-out pull request and write the result as Markdown.
 
     python examples/ci_bot.py "fix the failing test" --repo . --out orchestrate.md \
-        [--roles roles.toml] [--set builder.model=terra] [--max-attempts 2]
+        [--roles ci-roles.toml] [--set builder.model=terra] [--set run.max_attempts=2]
 
-It drives the library API exactly as any bot would: ``orchestrator.start`` for a run with an
-event stream (progress goes to stderr as plain lines), then the typed ``RunResult``. It exits
-with ``result.exit_code``: 0 when the task was achieved cleanly, 3 when achieved but a role
-session was lost on the way (see ``result.losses``), 1 when not achieved, 2 on a configuration
-error — and always writes the Markdown file, so the CI job can post it as a comment.
+(``--roles`` and ``--set`` repeat, as with ``orchestrate run``; any role map key goes through
+``--set``.) It drives the library API exactly as any bot would: ``orchestrator.start`` for a
+run with an event stream (progress goes to stderr as plain lines), then the typed
+``RunResult``. It exits with ``result.exit_code``: 0 when the task was achieved cleanly, 3 when
+achieved but a role session was lost on the way (see ``result.losses``), 4 when a plan awaits
+approval, 1 when not achieved, 2 on a configuration error — and always writes the Markdown
+file, so the CI job can post it as a comment. Without Python glue, the GitHub Action
+(``action.yml``) and ``scripts/ci/action.sh`` do the same from ``orchestrate run --json
+--events`` (docs/ci.md).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import orchestrator
 
 
 def to_markdown(result: orchestrator.RunResult) -> str:
-    icon = {0: "✅", 3: "⚠️"}.get(result.exit_code, "❌")
+    icon = {0: "✅", 3: "⚠️", 4: "⏸️"}.get(result.exit_code, "❌")
     lines = [
         f"## {icon} orchestrate: {result.task}",
         "",

@@ -1,19 +1,24 @@
 """What the library API returns: typed, frozen results that print as tables or as ``--json``.
 
-Exit statuses, for the CLI and for bots reading ``exit_code``: 0 done cleanly (or paused for a
-plan approval); 1 not achieved (failed, stopped); 2 usage or configuration error (raised, never
-a result); 3 done, but a role session was lost on the way (``losses``: an explorer or the
-summarizer stopped by an error while the run went on without it).
+Exit statuses, for the CLI and for bots reading ``exit_code``: 0 done cleanly; 1 not achieved
+(failed, stopped); 2 usage or configuration error (raised, never a result); 3 done, but a role
+session was lost on the way (``losses``: an explorer or the summarizer stopped by an error while
+the run went on without it); 4 paused: the plan awaits approval (``resume --approve``).
+
+``ResultLine`` and ``ErrorLine`` are the last line ``--events`` prints (and ``ErrorLine`` the one
+object ``--json`` prints when a command ends without a result); ``stream_schema`` describes every
+line ``--events`` can print.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
+from orchestrator.errors import OrchestrateError
 from orchestrator.evidence.claimstats import ClaimStats
-from orchestrator.record.events import Forked
+from orchestrator.record.events import Forked, event_schema
 from orchestrator.sandbox import SandboxInfo
 from orchestrator.state import (
     Claim,
@@ -28,11 +33,13 @@ from orchestrator.state import (
 )
 
 RunStatus = Literal["succeeded", "failed", "awaiting_approval", "stopped"]
-ExitCode = Literal[0, 1, 2, 3]
+ExitCode = Literal[0, 1, 2, 3, 4]
 EXIT_OK: ExitCode = 0
 EXIT_NOT_ACHIEVED: ExitCode = 1
 EXIT_USAGE: ExitCode = 2
 EXIT_DEGRADED: ExitCode = 3
+EXIT_AWAITING_APPROVAL: ExitCode = 4
+EXIT_INTERRUPTED = 130  # Ctrl-C / SIGINT, as a shell reports it
 
 
 class RunResult(BaseModel):
@@ -81,8 +88,11 @@ class RunResult(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def exit_code(self) -> ExitCode:
-        """0 clean, 3 done with a role lost on the way, 1 not achieved (see the module doc)."""
-        if self.status not in ("succeeded", "awaiting_approval"):
+        """0 clean, 3 done with a role lost on the way, 4 paused for a plan approval, 1 not
+        achieved (see the module doc)."""
+        if self.status == "awaiting_approval":
+            return EXIT_AWAITING_APPROVAL
+        if self.status != "succeeded":
             return EXIT_NOT_ACHIEVED
         return EXIT_DEGRADED if self.losses else EXIT_OK
 
@@ -121,3 +131,43 @@ class ExploreResult(BaseModel):
         if not any(e.claims for e in self.explorers):
             return EXIT_NOT_ACHIEVED
         return EXIT_DEGRADED if self.losses else EXIT_OK
+
+
+class ResultLine(BaseModel):
+    """The last line of ``run --events`` / ``resume --events``: the run's result."""
+
+    kind: Literal["result"] = "result"
+    result: RunResult
+
+
+class ErrorLine(BaseModel):
+    """What ``--json`` and ``--events`` print when a command ends without a result: a usage or
+    configuration error, an unreachable model, an interruption. ``run_id`` names the run to
+    ``resume`` or ``show`` when one was opened."""
+
+    kind: Literal["error"] = "error"
+    code: str = Field(description="The error's class: usage, config, missing_credentials, "
+                      "model_unavailable, sandbox_unavailable, interrupted, internal, ...")
+    message: str = Field(description="One line: what is wrong and what to do.")
+    exit_code: int = Field(description="The process's exit status (see the README's table).")
+    run_id: str | None = None
+
+    @classmethod
+    def of(cls, exc: BaseException, *, run_id: str | None = None) -> ErrorLine:
+        """The line for ``exc``: ours carry their code and exit status; Ctrl-C is
+        ``interrupted`` (130); anything else is ``internal`` (1), a bug to report."""
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        if isinstance(exc, OrchestrateError):
+            return cls(code=exc.code, message=message, exit_code=exc.exit_code, run_id=run_id)
+        if isinstance(exc, KeyboardInterrupt):
+            return cls(code="interrupted", exit_code=EXIT_INTERRUPTED, run_id=run_id,
+                       message="interrupted; the checkout is untouched"
+                       + (f" (orchestrate resume {run_id} continues the run)" if run_id else ""))
+        return cls(code="internal", message=f"{type(exc).__name__}: {message}",
+                   exit_code=EXIT_NOT_ACHIEVED, run_id=run_id)
+
+
+def stream_schema() -> dict[str, Any]:
+    """The JSON Schema of any line ``--events`` prints: an event, the ``result`` line that
+    ends a run, or the ``error`` line that ends one without a result."""
+    return event_schema(extra=(ResultLine, ErrorLine))

@@ -3,9 +3,10 @@ mode, on a small Python repository written here with one clear answer, over both
 (Chat Completions and the Responses API: llama.cpp serves both).
 
 Skipped unless ``ORCHESTRATE_LIVE=1``. Uses ``ORCHESTRATE_LIVE_URL`` (an OpenAI-compatible
-``.../v1`` on 127.0.0.1) if set, else starts ``$ORCHESTRATE_LIVE_KIT/serve.py`` with the model
-``ORCHESTRATE_LIVE_MODEL`` (``1.5b``, the default, or ``0.5b``) on a free 127.0.0.1 port; run
-``setup.sh <size>`` first. Slow: about a minute per test on two cores.
+``.../v1`` on 127.0.0.1) if set, else starts the live kit's ``scripts/live-model/serve.py``
+(``ORCHESTRATE_LIVE_KIT`` names another copy) with the model ``ORCHESTRATE_LIVE_MODEL``
+(``1.5b``, the default, or ``0.5b``) on a free 127.0.0.1 port; run ``bash
+scripts/live-model/setup.sh <size>`` first. Slow: about a minute per test on two cores.
 """
 
 from __future__ import annotations
@@ -34,7 +35,8 @@ pytestmark = [
     pytest.mark.skipif(os.environ.get("ORCHESTRATE_LIVE") != "1",
                        reason="live model tests are opt-in: set ORCHESTRATE_LIVE=1"),
 ]
-KIT = Path(os.environ.get("ORCHESTRATE_LIVE_KIT", "/work/shared/live-model"))
+KIT = Path(os.environ.get("ORCHESTRATE_LIVE_KIT",
+                          Path(__file__).resolve().parent.parent / "scripts" / "live-model"))
 HOME = Path(os.environ.get("LIVE_HOME", Path.home() / ".cache" / "orchestrate-live"))
 SIZE = os.environ.get("ORCHESTRATE_LIVE_MODEL", "1.5b")
 MODEL_FILE = HOME / "models" / f"qwen2.5-coder-{SIZE}-instruct.gguf"

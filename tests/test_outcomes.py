@@ -84,7 +84,9 @@ def test_cli_404_on_one_explorer_is_one_line_exit_2_and_listed_failed(sim, sampl
         errors = [line for line in proc.stderr.splitlines() if line.startswith("error")]
         assert len(errors) == 1 and "Traceback" not in proc.stderr
         assert "role explorer: model explorer-sim (sim-explorer) at provider sim" in errors[0]
-        assert proc.stdout == ""
+        error = json.loads(proc.stdout)  # --json: the error object, with the run to show
+        assert error["kind"] == "error" and error["exit_code"] == 2 and error["run_id"]
+        assert error["message"] == errors[0].removeprefix("error: ")
     listed = json.loads(cli("runs", "--repo", str(sample_repo), "--json").stdout)
     assert sorted(r["state"] for r in listed) == ["failed", "failed"]
 

@@ -18,6 +18,7 @@ from rich.console import Console
 from orchestrator.benchmark.explore_report import ExploreRecord, ExploreReport, print_explore_report
 from orchestrator.benchmark.explore_runner import arun_explore_bench
 from orchestrator.benchmark.explore_suite import is_explore_suite, load_explore_suite
+from orchestrator.benchmark.reach import require_servers
 from orchestrator.benchmark.report import BenchReport, print_report
 from orchestrator.benchmark.runner import run_bench
 from orchestrator.benchmark.simulator import SIM_MAPS, BenchSimulator, load_role_map
@@ -41,7 +42,9 @@ def bench_main(
     env: Mapping[str, str] | None = None,
     console: Console | None = None,
 ) -> int:
-    """Run the bench and print it; 0 when it ran (failed runs are results, not errors)."""
+    """Run the bench and print it; 0 when every run ran (a failed run is a result), 1 when a run
+    erred (it could not be run: no model answered, a configuration the harness refused). A
+    local server no one answers at stops the bench before its runs (``reach``)."""
     console = console or Console()
     files = list(role_files) or (list(SIM_MAPS) if sim else [])
     if len(files) < 1:
@@ -53,13 +56,15 @@ def bench_main(
     with BenchSimulator(loaded) if sim else contextlib.nullcontext() as simulator:
         url = simulator.base_url if simulator else None
         maps = [load_role_map(f, sim_url=url) for f in files]
+        if not simulator:
+            require_servers(maps, os.environ if env is None else env)
         run_env = simulator.env(env) if simulator else env
         progress = None if as_json else _progress(console)
         report = run_bench(loaded, maps, repeat=repeat, jobs=jobs, env=run_env,
                            out_dir=Path(out) if out else DEFAULT_OUT, progress=progress,
                            keep_repos=keep)
     _emit(report, console, as_json)
-    return 0
+    return _errored([r.outcome for r in report.records], console, quiet=as_json)
 
 
 def _explore(suite: str | os.PathLike[str], files: Sequence[str | os.PathLike[str]], *,
@@ -70,6 +75,8 @@ def _explore(suite: str | os.PathLike[str], files: Sequence[str | os.PathLike[st
     with BenchSimulator(None) if sim else contextlib.nullcontext() as simulator:
         url = simulator.base_url if simulator else None
         maps = [load_role_map(f, sim_url=url) for f in files]
+        if not simulator:
+            require_servers(maps, os.environ if env is None else env)
         run_env = simulator.env(env) if simulator else env
         report: ExploreReport = asyncio.run(arun_explore_bench(
             loaded, maps, repeat=repeat, jobs=jobs, env=run_env,
@@ -79,7 +86,18 @@ def _explore(suite: str | os.PathLike[str], files: Sequence[str | os.PathLike[st
         console.print_json(report.model_dump_json())
     else:
         print_explore_report(report, console)
-    return 0
+    return _errored([r.outcome for r in report.records], console, quiet=as_json)
+
+
+def _errored(outcomes: Sequence[str], console: Console, *, quiet: bool) -> int:
+    """The bench's exit status: 1 when any run erred (it says how many), else 0."""
+    errors = outcomes.count("error")
+    if not errors:
+        return 0
+    if not quiet:
+        console.print(f"{errors} of {len(outcomes)} run(s) erred (see their errors above); "
+                      "exit 1", highlight=False, markup=False)
+    return 1
 
 
 def _explore_progress(console: Console):

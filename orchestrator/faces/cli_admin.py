@@ -19,6 +19,7 @@ from orchestrator.errors import UsageError
 from orchestrator.faces.cliapp import (
     DbOpt,
     JsonOpt,
+    Machine,
     RepoOpt,
     RolesOpt,
     SetOpt,
@@ -60,7 +61,7 @@ def roles_cmd(
         return found, (explain_data(found) if explain else roles_data(found))
 
     found, data = guarded(lambda: trusting(go, interactive=not as_json,
-                                           trust_flag=trust_repo_config))
+                                           trust_flag=trust_repo_config), Machine(as_json))
     if as_json:
         out.print_json(data=data)
     elif explain:
@@ -94,7 +95,7 @@ def init(
             chosen = _ask_starter()
         return starter.init_repo(top, **chosen, force=force, env=os.environ)
 
-    path, trusted = guarded(go)
+    path, trusted = guarded(go, Machine(as_json))
     if as_json:
         out.print_json(data={"path": str(path), "trusted": trusted})
         return
@@ -120,18 +121,20 @@ def _ask_starter() -> dict[str, Any]:
 
 @app.command()
 def schema(
-    what: Annotated[str, typer.Argument(help="events (one line of events.jsonl or --events) or result (a RunResult).")] = "events",
+    what: Annotated[str, typer.Argument(help="events (any line --events prints: an event of events.jsonl, the result line, the error line), result (a RunResult, what run --json prints) or error (what --json prints instead when a command fails).")] = "events",
 ) -> None:
-    """Print a JSON Schema for bot authors: the events of a run, or a run's result."""
+    """Print a JSON Schema for bot authors: the lines of ``--events``, a run's result, or the
+    error object."""
     def go() -> dict[str, Any]:
-        from orchestrator.record.events import event_schema
-        from orchestrator.results import RunResult
+        from orchestrator.results import ErrorLine, RunResult, stream_schema
 
         if what == "events":
-            return event_schema()
+            return stream_schema()
         if what == "result":
             return RunResult.model_json_schema(mode="serialization")
-        raise UsageError(f"schema {what!r}: expected events or result")
+        if what == "error":
+            return ErrorLine.model_json_schema(mode="serialization")
+        raise UsageError(f"schema {what!r}: expected events, result or error")
 
     out.print(json.dumps(guarded(go), indent=2), highlight=False, soft_wrap=True)
 
@@ -152,7 +155,7 @@ def trust(
             return api.revoke_trust(repo=repo)
         return api.trust(repo=repo)
 
-    data = guarded(go)
+    data = guarded(go, Machine(as_json))
     if as_json:
         out.print_json(data=data)
     else:
@@ -164,7 +167,7 @@ def runs(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     """List the runs in the repository (id, state, branch, task, cost)."""
     from orchestrator.runs import claims_by_model
 
-    found = guarded(lambda: api.runs(repo=repo))
+    found = guarded(lambda: api.runs(repo=repo), Machine(as_json))
     if as_json:
         out.print_json(data=[r.summary() for r in found])
         return
@@ -174,7 +177,7 @@ def runs(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
 @app.command()
 def clean(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
     """Remove the worktrees of finished runs; branches and artefacts stay."""
-    removed = guarded(lambda: api.clean(repo=repo))
+    removed = guarded(lambda: api.clean(repo=repo), Machine(as_json))
     if as_json:
         out.print_json(data={"removed": removed})
     else:
@@ -204,7 +207,8 @@ def apply_cmd(
     changes to files that run programs by themselves, unless allowed by name). Hooks do not run
     during the merge."""
     sha = guarded(lambda: api.apply(run_id, repo=repo, allow=allow,
-                                    allow_git_config=allow_git_config, guard_ci=guard_ci))
+                                    allow_git_config=allow_git_config, guard_ci=guard_ci),
+                  Machine(as_json, run_id))
     if as_json:
         out.print_json(data={"run_id": run_id, "merge_commit": sha})
     else:
@@ -225,7 +229,8 @@ def quota(
     """Today's token and USD use per model, caps, exhaustion, and explorer models' claim drop rates."""
     report = guarded(lambda: api.quota(repo=repo, role_files=roles, sets=set_, team=team,
                                        database_url=database_url,
-                                       trust_repo_config=trust_repo_config, days=days))
+                                       trust_repo_config=trust_repo_config, days=days),
+                     Machine(as_json))
     if as_json:
         out.print_json(data=report.document())
     else:
@@ -251,7 +256,7 @@ def submit(
                                       role_files=roles, sets=set_, team=team,
                                       trust_repo_config=trust_repo_config))
 
-    job_id = guarded(go)
+    job_id = guarded(go, Machine(as_json))
     if as_json:
         out.print_json(data={"job_id": job_id})
     else:
@@ -282,7 +287,8 @@ def jobs(database_url: DbOpt = None, as_json: JsonOpt = False) -> None:
     """The fleet's queue: every job, its state, attempts, and whether its worker went silent."""
     from orchestrator.faces import fleet
 
-    found = guarded(lambda: run_async(fleet.jobs(need_database(database_url))))
+    found = guarded(lambda: run_async(fleet.jobs(need_database(database_url))),
+                    Machine(as_json))
     if as_json:
         out.print_json(data=[asdict(j) for j in found])
     else:
@@ -309,7 +315,8 @@ def bench(
 
     code = guarded(lambda: bench_main(suite, roles, repeat=repeat, jobs=jobs, out=out_dir,
                                       as_json=as_json, sim=sim_models, tasks=task, keep=keep,
-                                      console=out))
+                                      console=out),
+                   Machine(as_json))
     raise typer.Exit(code)
 
 

@@ -13,6 +13,7 @@ from orchestrator.faces.cliapp import (
     DbOpt,
     EventsOpt,
     JsonOpt,
+    Machine,
     RepoOpt,
     RolesOpt,
     SetOpt,
@@ -58,7 +59,8 @@ def run(
     as_json = as_json or events
     progress = Progress(err, enabled=not as_json)
     approver = _ask_approval(progress) if approve_plan and sys.stdin.isatty() and not as_json else None
-    listeners = [event_lines] if events else [progress.on_event]
+    machine = Machine(as_json)
+    listeners = [event_lines if events else progress.on_event, machine]
 
     def go(trusted: bool) -> RunResult:
         with progress:
@@ -71,7 +73,7 @@ def run(
             )
 
     emit_result(guarded(lambda: trusting(go, interactive=not as_json,
-                                         trust_flag=trust_repo_config)), as_json,
+                                         trust_flag=trust_repo_config), machine), as_json,
                 events=events)
 
 
@@ -101,7 +103,8 @@ def resume(
     as_json = as_json or events
     progress = Progress(err, enabled=not as_json)
     approver = _ask_approval(progress) if approve is None and sys.stdin.isatty() and not as_json else None
-    listeners = [event_lines] if events else [progress.on_event]
+    machine = Machine(as_json, run_id)
+    listeners = [event_lines if events else progress.on_event, machine]
 
     def go() -> RunResult:
         with progress:
@@ -109,7 +112,7 @@ def resume(
                                          listeners=listeners, max_usd=max_usd,
                                          max_tokens=max_tokens, database_url=database_url))
 
-    emit_result(guarded(go), as_json, events=events)
+    emit_result(guarded(go, machine), as_json, events=events)
 
 
 @app.command()
@@ -119,7 +122,7 @@ def show(
     as_json: JsonOpt = False,
 ) -> None:
     """The full record of a run: outcome, per role, per session (context peaks, forks), per call."""
-    details = guarded(lambda: api.show(run_id, repo=repo))
+    details = guarded(lambda: api.show(run_id, repo=repo), Machine(as_json, run_id))
     if as_json:
         out.print_json(data=details.document())
         return
@@ -146,7 +149,7 @@ def demo(
         with progress:
             return run_async(arun_demo(workdir=workdir, listeners=[progress.on_event]))
 
-    result, repo = guarded(go)
+    result, repo = guarded(go, Machine(as_json))
     if not as_json:
         err.print(f"sample repository: {repo}")
     emit_result(result, as_json, simulated=True)
@@ -166,15 +169,17 @@ def explore(
     """Answer QUESTION with the explorer swarm; every citation is checked. Your checkout is
     only read; the record goes to workspaces/<run-id>/ (see `orchestrate runs`)."""
     progress = Progress(err)  # on stderr in --json mode too: stdout carries only the result
+    machine = Machine(as_json)
 
     def go(trusted: bool) -> Any:
         with progress:
             return run_async(api.aexplore(question, repo=repo, role_files=roles, sets=set_,
                                           team=team, parallel=parallel,
-                                          listeners=[progress.on_event],
+                                          listeners=[progress.on_event, machine],
                                           trust_repo_config=trusted))
 
-    result = guarded(lambda: trusting(go, interactive=not as_json, trust_flag=trust_repo_config))
+    result = guarded(lambda: trusting(go, interactive=not as_json, trust_flag=trust_repo_config),
+                     machine)
     if as_json:
         out.print_json(result.model_dump_json())
     else:

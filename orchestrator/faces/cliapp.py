@@ -58,7 +58,7 @@ RepoOpt = Annotated[Path | None, typer.Option("--repo", help="Target git reposit
 RolesOpt = Annotated[list[Path], typer.Option("--roles", help="Extra role map file(s), applied in order.")]
 SetOpt = Annotated[list[str], typer.Option("--set", help="Override one key: ROLE.KEY=VALUE, e.g. explorer.parallel=20.")]
 TeamOpt = Annotated[str | None, typer.Option("--team", help="Apply the [teams.NAME] overlay.")]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON on stdout (on failure, one error object: `orchestrate schema error`).")]
 UsdOpt = Annotated[float | None, typer.Option("--max-usd", help="Stop (resumably) once this much is spent.")]
 TokensOpt = Annotated[int | None, typer.Option("--max-tokens", help="Stop (resumably) after this many tokens.")]
 DbOpt = Annotated[str | None, typer.Option("--database-url", envvar="ORCHESTRATE_DATABASE_URL",
@@ -68,7 +68,8 @@ TrustOpt = Annotated[bool, typer.Option(
     help="Trust the repository's roles.toml for this run only (see `orchestrate trust`).")]
 EventsOpt = Annotated[bool, typer.Option(
     "--events", help="Stream the run's events as JSON lines on stdout (for CI logs); the last "
-    'line is {"kind": "result", "result": ...}. See `orchestrate schema events`.')]
+    'line is {"kind": "result", "result": ...}, or {"kind": "error", ...} when the command ends '
+    "without a result. See `orchestrate schema events`.")]
 
 
 def run_async(coroutine: Any) -> Any:
@@ -93,9 +94,34 @@ def _options(
     pass
 
 
-def fail(exc: OrchestrateError) -> None:
+class Machine:
+    """What a command printing ``--json``/``--events`` needs to end in one JSON object on
+    stdout whatever happens: whether it was asked for, and the run's id once the run has one
+    (it listens to the run's events), so a bot learns the run it can resume or show."""
+
+    def __init__(self, on: bool, run_id: str | None = None) -> None:
+        self.on, self.run_id = on, run_id
+
+    def __call__(self, event: Event) -> None:
+        if self.run_id is None and event.run_id:
+            self.run_id = event.run_id
+
+    def error(self, exc: BaseException) -> None:
+        if self.on:
+            print_error_object(exc, run_id=self.run_id)
+
+
+def print_error_object(exc: BaseException, *, run_id: str | None = None) -> None:
+    from orchestrator.results import ErrorLine
+
+    _line(ErrorLine.of(exc, run_id=run_id).model_dump(mode="json", exclude_none=True))
+
+
+def fail(exc: OrchestrateError, machine: Machine | None = None) -> None:
     line = escape(" ".join(str(exc).split()))  # one line, whatever the message carried
     err.print(f"[bold red]error:[/] {line}", highlight=False, markup=True, soft_wrap=True)
+    if machine is not None:
+        machine.error(exc)
     raise typer.Exit(exc.exit_code)
 
 
@@ -115,14 +141,23 @@ def trusting(call: Callable[[bool], Any], *, interactive: bool, trust_flag: bool
         return call(trust_flag)
 
 
-def guarded(fn: Callable[[], Any]) -> Any:
+def guarded(fn: Callable[[], Any], machine: Machine | None = None) -> Any:
+    """``fn()``; an error of ours ends the command with one line and its exit code; with
+    ``machine.on`` (``--json``/``--events``) any way out prints one error object on stdout."""
+    machine = machine or Machine(False)
     try:
         return fn()
     except OrchestrateError as exc:
-        fail(exc)
-    except KeyboardInterrupt:
+        fail(exc, machine)
+    except KeyboardInterrupt as exc:
         err.print("interrupted; the user's checkout is untouched (see `orchestrate clean`)")
+        machine.error(exc)
         raise typer.Exit(130) from None
+    except (typer.Exit, typer.Abort):
+        raise
+    except Exception as exc:  # a bug: its traceback goes to stderr, the bot still gets a line
+        machine.error(exc)
+        raise
 
 
 def emit_result(result: RunResult, as_json: bool, *, simulated: bool = False,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -314,12 +314,20 @@ def stamp(event: E, *, run_id: str, t: float, at: str | None) -> E:
     return event
 
 
-def event_schema() -> dict[str, Any]:
-    """The JSON Schema of one event (any kind), for bot authors."""
-    schema = _ADAPTER.json_schema(mode="serialization")
+def event_schema(extra: tuple[type[BaseModel], ...] = ()) -> dict[str, Any]:
+    """The JSON Schema of one event (any kind), for bot authors; with ``extra``, of one line
+    that is an event or one of those models (each with its own ``kind``: what ``--events``
+    prints besides the events, its result and its error line)."""
+    if extra:
+        union: Any = Annotated[Union[(*EVENT_TYPES, *extra)],  # noqa: UP007 (built at runtime)
+                               Field(discriminator="kind")]
+        schema = TypeAdapter(union).json_schema(mode="serialization")
+    else:
+        schema = _ADAPTER.json_schema(mode="serialization")
     defs = schema["$defs"]
+    events = {cls.__name__ for cls in EVENT_TYPES}
     for name, spec in defs.items():  # a written event always has its run id
-        if "run_id" in spec.get("properties", {}):
+        if name in events and "run_id" in spec.get("properties", {}):
             defs[name] = _run_id_required(spec)
     return schema
 
