@@ -233,8 +233,10 @@ async def test_a_summarizer_lost_mid_run_is_reported_not_silent(fresh_sim, tmp_p
             status=429, code="insufficient_quota", type="insufficient_quota",
             message="You exceeded your current quota"))),
     }))
+    # the explorer pages through the log by hand, so its session forks (no candidates shown)
     roles = sim_roles(fresh_sim, "models.explorer-sim.context_window=4096",
-                      "explorer.output_reserve=256", "explorer.max_turns=80")
+                      "explorer.output_reserve=256", "explorer.max_turns=80",
+                      "run.explore_candidates=0")
     # a ledger of its own: the exhausted summarizer must not leak into other tests
     env = run_env(XDG_STATE_HOME=str(tmp_path / "state"))
     result = await api.aexplore("What went wrong?", repo=repo, roles=roles, env=env)
