@@ -112,13 +112,27 @@ def _parse_porcelain(out: str) -> list[str]:
 
 def is_ignored(h: GitHistory, rel: str) -> bool:
     """Whether git ignores the repository path ``rel`` of ``h``'s tree (its ``.gitignore`` files
-    and the trusted repository's excludes); False where there is no repository."""
+    and the trusted repository's excludes); False where there is no repository. A tracked file
+    is never ignored: those are known from one listing, so reading them costs no git call."""
+    if rel in _tracked(h.root, h.git_dir):
+        return False
     try:
         proc = git("check-ignore", "-q", "--", rel, cwd=h.root, git_dir=h.git_dir,
                    work_tree=h.root if h.git_dir is not None else None, timeout=20, check=False)
     except GitError:
         return False
     return proc.returncode == 0
+
+
+@functools.lru_cache(maxsize=16)
+def _tracked(root: Path, git_dir: Path | None) -> frozenset[str]:
+    """The files the (trusted) index tracks, listed once per tree."""
+    try:
+        proc = git("ls-files", "-z", cwd=root, git_dir=git_dir,
+                   work_tree=root if git_dir is not None else None, timeout=20, check=False)
+    except GitError:
+        return frozenset()
+    return frozenset(proc.stdout.split("\0")) if proc.returncode == 0 else frozenset()
 
 
 def _jailed(root: Path, path: str) -> str:
