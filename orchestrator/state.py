@@ -24,6 +24,16 @@ class Frozen(BaseModel):
 # --- what agents submit -------------------------------------------------------------------------
 
 
+class Diagnosis(Frozen):
+    """Where and why, as the planner says it: the line it believes wrong and what it should do.
+    It reaches the builder only when the line exists and the quote matches (``diagnosis.py``)."""
+
+    path: str = Field(description="Repository-relative path of the file with the wrong line.")
+    line: int = Field(description="1-based number of the line believed wrong.")
+    quote: str = Field(description="That line's text, copied exactly.")
+    should: str = Field(description="What the line should do instead, in one sentence.")
+
+
 class Plan(Frozen):
     """The planner's breakdown of a task."""
 
@@ -38,6 +48,9 @@ class Plan(Frozen):
         default_factory=list,
         description="Shell commands that must exit 0 when the task is done (e.g. the test command).",
     )
+    diagnosis: Diagnosis | None = Field(
+        None, description="When the failure shows it: the one line you believe wrong (path, "
+        "line number, its exact text) and what it should do instead.")
 
 
 class Citation(Frozen):
@@ -262,6 +275,38 @@ class Race(Frozen):
     duration_s: float = 0.0
 
 
+Strategy = Literal["one_shot", "one_shot_fact", "tool_loop", "next_model", "changes", "race"]
+
+
+class Sample(Frozen):
+    """One of a one-shot attempt's best-of-k samples, checked in a worktree of its own."""
+
+    index: int = Field(description="1-based; sample 1 pays for reading the prompt.")
+    temperature: float | None = None
+    call_s: float = Field(0.0, description="The model call's wall time.")
+    checks_s: float = Field(0.0, description="The acceptance commands' wall time.")
+    prompt_tokens: int = 0
+    cached_tokens: int = Field(0, description="Prompt tokens the server served from its cache.")
+    output_tokens: int = 0
+    changed: bool = False
+    passed: bool = False
+
+
+class Attempt(Frozen):
+    """One build attempt: which rung of the ladder it was, whether it changed anything the
+    tests do not define, what verify said and how long it took."""
+
+    n: int
+    strategy: Strategy
+    model_step: int = Field(0, description="Position in the role's model chain (0: its model).")
+    changed: bool = True
+    passed: bool | None = None
+    duration_s: float = 0.0
+    last_rung: bool = Field(False, description="The ladder has no other strategy after this.")
+    samples: list[Sample] = Field(default_factory=list)
+    diagnosis: bool = Field(False, description="A checked diagnosis was in its prompt.")
+
+
 class RunState(BaseModel):
     """The graph's state. Lists with a reducer are appended to by parallel branches."""
 
@@ -296,6 +341,9 @@ class RunState(BaseModel):
     worktree_tree: str = ""
     races: list[Race] = Field(default_factory=list)  # one per build that raced candidates
     explore_skipped: bool = False  # the preflight pinned the code, so no explorer ran
+    attempt_log: list[Attempt] = Field(default_factory=list)  # one per build attempt
+    out_of_time: bool = False  # run.time_budget_s ran out during a build
+    diagnosis: Diagnosis | None = None  # the plan's diagnosis, only once it checked
 
 
 class Handoff(Frozen):

@@ -31,11 +31,11 @@ from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import session_of
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
-from orchestrator.localize import failures
+from orchestrator.localize import facts, failures
 from orchestrator.localize.localization import Localization
 from orchestrator.record.events import Warned
 from orchestrator.session.account import Account, SessionOutcome
-from orchestrator.state import BuildReport, Role, RunState
+from orchestrator.state import BuildReport, CallRecord, Role, RunState
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.edit import edit_tools
 from orchestrator.tools.jail import Jail, open_regular
@@ -116,7 +116,7 @@ def _read(jail: Jail, path: str) -> str | None:
 
 
 def messages(*, system: str, task: str, loc: Localization, shown: Shown, commands: Sequence[str],
-             feedback: str = "", failure: str | None = None, goal: str = ""
+             feedback: str = "", failure: str | None = None, goal: str = "", told: str = ""
              ) -> list[dict[str, str]]:
     """The one-shot prompt: system, then the task, failure, files and answer format.
     ``failure`` is what the commands print now when that is no longer the preflight's (a later
@@ -125,6 +125,8 @@ def messages(*, system: str, task: str, loc: Localization, shown: Shown, command
                "\n\n".join(failures.render(r, limit=1500) for r in loc.reports))
     if goal.strip():
         failing += "\n\n" + text("oneshot", "diagnosis", goal=" ".join(goal.split()))
+    if told.strip():
+        failing += "\n\n" + told.strip()
     body = text(
         "oneshot", "task", task=task, failure=failing or text("pipeline", "none"),
         commands="\n".join(text("pipeline", "command", command=c) for c in commands),
@@ -162,30 +164,68 @@ def found_files(state: RunState) -> list[str]:
     return sorted(counts, key=lambda p: -counts[p])
 
 
-async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
-                temperature: float | None, protected: frozenset[str]) -> SessionOutcome | None:
-    """Build attempt ``n`` as one call for whole files; ``None`` when the failure pins no file
-    small enough to show whole (the tool loop runs instead). A later attempt is shown the files
-    as they are now, the failure verify saw and what the attempt before did."""
+@dataclass(frozen=True)
+class Prompt:
+    """A one-shot attempt's prompt, built once: every sample of it sends these messages."""
+
+    messages: list[dict[str, str]]
+    shown: Shown
+    diagnosed: bool = False
+
+
+async def prompt_for(ctx: RunContext, state: RunState, n: int, *, restate: bool = False
+                     ) -> Prompt | None:
+    """The prompt of one-shot attempt ``n``; ``None`` when the failure pins no file small
+    enough to show whole, or a judge asked for changes (the tool loop takes those). A later
+    attempt is shown the files as they are now, the failure verify saw and what the attempt
+    before did; with ``restate`` also the assertion's values and the function to change."""
     loc = state.localization
     again = n > 1
     if again and (state.verify is None or state.verify.passed or not state.feedback):
-        return None  # a judge's requested changes: the tool loop takes those
+        return None
     shown = await asyncio.to_thread(shown_files, ctx.worktree, loc, found_files(state))
     if shown is None or loc is None:
         return None
-    client = ctx.pool.for_role(role, temperature=temperature)
     previous = state.build.summary if state.build else text("pipeline", "none")
+    told = told_facts(loc, state) if restate else ""
+    if state.diagnosis is not None:
+        d = state.diagnosis
+        told += "\n\n" + text("oneshot", "diagnosed", path=d.path, line=d.line,
+                                quote=d.quote.strip(), should=" ".join(d.should.split()))
     prompt = messages(
         system=text("oneshot", "system"), task=state.task, loc=loc, shown=shown,
         commands=acceptance_commands(ctx, state),
         failure=state.feedback if again else None, goal=state.plan.goal if state.plan else "",
-        feedback=text("oneshot", "again", previous=previous) if again else "")
-    account = Account(ctx.telemetry, role, session_of(role, n, 1), ctx.agents[role].kind)
+        feedback=text("oneshot", "again", previous=previous) if again else "", told=told)
+    return Prompt(prompt, shown, diagnosed=state.diagnosis is not None)
+
+
+def told_facts(loc: Localization, state: RunState) -> str:
+    """The failure restated as facts (the values the failing assertions compared, from verify's
+    output when there is one) and the one function around the failing line."""
+    reports = [failures.parse(c.output, command=c.command, exit_code=c.exit_code)
+               for c in (state.verify.checks if state.verify else []) if c.exit_code]
+    said = facts.facts(reports or loc.reports)
+    parts = [text("oneshot", "facts", facts="\n".join(f"- {f}" for f in said))] if said else []
+    span = next((s for s in loc.spans if s.path in loc.suspects), None)
+    if span is not None:
+        body = "\n".join(f"{i:>4}| {t}" for i, t in enumerate(span.text, span.start))
+        parts.append(text("oneshot", "focus", path=span.path, start=span.start, end=span.end,
+                          body=body))
+    return "\n\n".join(parts)
+
+
+async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
+              temperature: float | None, protected: frozenset[str], model_step: int = 0
+              ) -> tuple[SessionOutcome, CallRecord]:
+    """One call of ``prompt``; the reply's files are written into ``ctx.worktree``."""
+    client = ctx.pool.for_role(role, temperature=temperature, start=model_step)
+    account = Account(ctx.telemetry, role, session, ctx.agents[role].kind)
     window = client.route.model.context_window
     account.started(client.route, window=window, purpose="one_shot")
-    completion = await account.call(client, prompt, window=window)
+    completion = await account.call(client, prompt.messages, window=window)
     account.turns = 1
+    shown = prompt.shown
     # the tests are parsed too, so that rewriting one is refused by the jail, and said
     changed = parse_files(completion.content or "", [*shown.sources, *shown.tests])
     written, refused = await write_files(ctx.worktree, changed, protected)
@@ -196,4 +236,18 @@ async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
     why = "; ".join(refused) or "no fenced file under a path it may change"
     summary = (text("oneshot", "wrote", files=", ".join(written)) if written else
                text("oneshot", "wrote_nothing", why=why))
-    return account.finished(BuildReport(summary=summary, files_changed=written), prompt)
+    report = BuildReport(summary=summary, files_changed=written)
+    return account.finished(report, prompt.messages), completion.record
+
+
+async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
+                temperature: float | None, protected: frozenset[str], restate: bool = False,
+                model_step: int = 0) -> SessionOutcome | None:
+    """Build attempt ``n`` as one call for whole files; ``None`` when the one-shot does not
+    apply (``prompt_for``): the tool loop runs instead."""
+    prompt = await prompt_for(ctx, state, n, restate=restate)
+    if prompt is None:
+        return None
+    outcome, _ = await ask(ctx, role, session_of(role, n, 1), prompt, temperature=temperature,
+                           protected=protected, model_step=model_step)
+    return outcome

@@ -211,6 +211,10 @@ class Workspace:
         ``base_commit``, for ``git apply``."""
         return self.files.patch(tree).decode("utf-8", "surrogateescape")
 
+    def changed_between(self, before: str, after: str) -> list[str]:
+        """Paths that differ between two snapshots of the worktree (``snapshot``)."""
+        return self.files.paths_between(before, after)
+
     def changed_files(self) -> list[str]:
         """Paths (relative to the repository) that differ from ``base_commit``."""
         return self.files.changed_files()
