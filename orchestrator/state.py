@@ -284,6 +284,8 @@ class Sample(Frozen):
     index: int = Field(description="1-based; sample 1 pays for reading the prompt.")
     temperature: float | None = None
     call_s: float = Field(0.0, description="The model call's wall time.")
+    ttft_s: float | None = Field(None, description="Time to its first token: reading the "
+                                 "prompt (the rest of call_s is generation).")
     checks_s: float = Field(0.0, description="The acceptance commands' wall time.")
     prompt_tokens: int = 0
     cached_tokens: int = Field(0, description="Prompt tokens the server served from its cache.")

@@ -76,6 +76,7 @@ async def best_of(ctx: RunContext, role: Role, n: int, prompt: oneshot.Prompt, *
 def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool) -> Sample:
     call = calls[-1] if calls else CallRecord(role="", session="", requested_model="")
     return Sample(index=run.index, temperature=run.temperature, call_s=round(call.duration_s, 3),
+                  ttft_s=None if call.ttft_s is None else round(call.ttft_s, 3),
                   checks_s=round(sum(c.duration_s for c in run.checks or []), 3),
                   prompt_tokens=call.prompt_tokens, cached_tokens=call.cached_tokens,
                   output_tokens=call.output_tokens, changed=changed, passed=run.passed)
@@ -84,7 +85,8 @@ def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool) -> Sam
 def _announce(ctx: RunContext, role: Role, run: CandidateRun, sample: Sample, n: int) -> None:
     ctx.telemetry.emit(SampleFinished(
         role=role, session=run.session, attempt=n, index=sample.index,
-        temperature=sample.temperature, call_s=sample.call_s, checks_s=sample.checks_s,
+        temperature=sample.temperature, call_s=sample.call_s, ttft_s=sample.ttft_s,
+        checks_s=sample.checks_s,
         prompt_tokens=sample.prompt_tokens, cached_tokens=sample.cached_tokens,
         output_tokens=sample.output_tokens, changed=sample.changed, passed=sample.passed,
         error=run.error, wall_s=round(time.monotonic() - run.started, 3)))

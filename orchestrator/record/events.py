@@ -237,6 +237,7 @@ class SampleFinished(EventBase):
     index: int
     temperature: float | None = None
     call_s: float = Field(description="The model call's wall time.")
+    ttft_s: float | None = Field(None, description="Its time to first token (prompt reading).")
     checks_s: float = 0.0
     wall_s: float = 0.0
     prompt_tokens: int = 0
