@@ -214,3 +214,26 @@ async def test_the_time_budget_ends_the_run_failed_and_says_so(fresh_sim, sample
     assert result.attempts == 1 and result.attempt_log[0].passed is False
     assert time.monotonic() - started < 50  # the 60 s reply was not waited for
     assert _show(sample_repo, f"{result.branch}:stats.py") == _show(sample_repo, "HEAD:stats.py")
+
+
+async def test_after_the_tool_loop_the_next_model_of_the_chain_builds(fresh_sim, sample_repo):
+    """The builder's model only submits (changes nothing); attempt 2 is the next rung: the
+    role's fallback model (here the reviewer's simulated model) runs the tool loop and fixes."""
+    loop = [_call("replace", path="stats.py", old=BUGGY, new=RIGHT), SUBMIT]
+
+    def fallback(req: ChatRequestView) -> Reply:
+        names = {t["function"]["name"] for t in req.body.get("tools") or []}
+        if "replace" not in names:  # the reviewer's own session
+            return _call("submit", verdict="approve", comments=[])
+        return loop[min(req.assistant_turns, len(loop) - 1)]
+
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-builder": ModelBehavior(script=[SUBMIT]),
+        "sim-reviewer": ModelBehavior(respond=fallback)}))
+    result = await api.arun(DEMO_TASK, **_setup(
+        fresh_sim, sample_repo, 'builder.fallback=["reviewer-sim"]', "run.max_attempts=2"))
+    assert result.status == "succeeded", result.reason
+    assert [(a.strategy, a.model_step, a.changed) for a in result.attempt_log] == [
+        ("tool_loop", 0, False), ("next_model", 1, True)]
+    assert RIGHT_LINE in _show(sample_repo, f"{result.branch}:stats.py")
+    assert len(fresh_sim.state.requests_for("sim-builder")) == 1
