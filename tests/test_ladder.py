@@ -90,6 +90,8 @@ async def test_an_unchanged_one_shot_climbs_to_the_facts_then_the_tool_loop(fres
     assert said == log
     saved = _report(result)["attempt_log"]
     assert [a["strategy"] for a in saved] == ["one_shot", "one_shot_fact", "tool_loop"]
+    (listed,) = [r for r in api.runs(repo=sample_repo) if r.run_id == result.run_id]
+    assert listed.attempts == ("one_shot(unchanged)", "one_shot_fact(unchanged)", "tool_loop+")
 
 
 async def test_changing_only_the_failing_tests_is_not_a_failed_fix(fresh_sim, sample_repo):

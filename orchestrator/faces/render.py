@@ -170,11 +170,13 @@ def print_runs(console: Console, runs: list, claims: dict | None = None) -> None
     from orchestrator.faces.claimviews import model_table, run_claims_cell
 
     t = Table(title="runs", show_edge=False)
-    for col in ("run", "state", "age", "branch", "worktree", "cost $", "claims ok", "task"):
+    for col in ("run", "state", "age", "branch", "worktree", "cost $", "claims ok", "attempts",
+                "task"):
         t.add_column(col)
     for r in runs:
         t.add_row(r.run_id, r.state, r.age, r.branch or "(explore)", "yes" if r.has_worktree else "-",
-                  f"{r.cost_usd:.4f}", escape(run_claims_cell(r.claims)), escape(r.task[:60]))
+                  f"{r.cost_usd:.4f}", escape(run_claims_cell(r.claims)),
+                  escape(" ".join(getattr(r, "attempts", ())) or "-"), escape(r.task[:60]))
     console.print(t)
     if claims:
         console.print(model_table(claims, title=f"explorer claims per model over these {len(runs)} run(s)"))
