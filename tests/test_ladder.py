@@ -239,3 +239,47 @@ async def test_after_the_tool_loop_the_next_model_of_the_chain_builds(fresh_sim,
         ("tool_loop", 0, False), ("next_model", 1, True)]
     assert RIGHT_LINE in _show(sample_repo, f"{result.branch}:stats.py")
     assert len(fresh_sim.state.requests_for("sim-builder")) == 1
+
+
+MEDIAN_FIXED = '''def median(values):
+    """Middle value of a non-empty list (the mean of the two middle values for even lengths)."""
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    if len(ordered) % 2:
+        return ordered[mid]
+    return (ordered[mid - 1] + ordered[mid]) / 2
+'''
+
+
+async def test_the_facts_rung_takes_the_one_function_alone(fresh_sim, sample_repo):
+    """The second one-shot may answer with only the function the failure points at: it is put
+    into its file in place, the rest of the file untouched."""
+    original = (sample_repo / "stats.py").read_text(encoding="utf-8")
+
+    def respond(req: ChatRequestView) -> Reply:
+        if "answer with only its new text" in json.dumps(req.messages):
+            return Reply(content=f"stats.py\n```python\n{MEDIAN_FIXED}```\n")
+        return Reply(content=f"stats.py\n```python\n{original}```\n")
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
+    result = await api.arun(DEMO_TASK, **_setup(
+        fresh_sim, sample_repo, "builder.one_shot=true", "builder.one_shot_attempts=2",
+        "builder.temperatures=[0.0, 0.6]"))
+    assert result.status == "succeeded", result.reason
+    assert _show(sample_repo, f"{result.branch}:stats.py") == _fixed(sample_repo)
+    assert [a.strategy for a in result.attempt_log] == ["one_shot", "one_shot_fact"]
+
+
+def test_splice_reindents_a_method_and_refuses_a_whole_file_or_a_fragment():
+    from orchestrator.engine.oneshot import splice
+    from orchestrator.localize.localization import Span
+
+    current = "import os\n\n\nclass A:\n    def f(self):\n        return 1\n\n    def g(self):\n" \
+              "        return 2\n"
+    span = Span(path="a.py", start=5, end=6, focus=6, text=tuple(current.splitlines()[4:6]),
+                why="")
+    assert splice(current, span, "def f(self):\n    return 3\n") == current.replace(
+        "return 1", "return 3")
+    assert splice(current, span, current.replace("return 1", "return 3")) is None  # whole file
+    assert splice(current, span, "def h(self):\n    return 3\n") is None  # another function
+    assert splice(current, span, "    return 3\n") is None  # not a definition

@@ -32,7 +32,7 @@ from orchestrator.engine.race import session_of
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.localize import facts, failures
-from orchestrator.localize.localization import Localization
+from orchestrator.localize.localization import Localization, Span
 from orchestrator.record.events import Warned
 from orchestrator.session.account import Account, SessionOutcome
 from orchestrator.state import BuildReport, CallRecord, Role, RunState
@@ -171,6 +171,7 @@ class Prompt:
     messages: list[dict[str, str]]
     shown: Shown
     diagnosed: bool = False
+    focus: Span | None = None  # the function a reply may give alone (``splice``)
 
 
 async def prompt_for(ctx: RunContext, state: RunState, n: int, *, restate: bool = False
@@ -197,7 +198,10 @@ async def prompt_for(ctx: RunContext, state: RunState, n: int, *, restate: bool 
         commands=acceptance_commands(ctx, state),
         failure=state.feedback if again else None, goal=state.plan.goal if state.plan else "",
         feedback=text("oneshot", "again", previous=previous) if again else "", told=told)
-    return Prompt(prompt, shown, diagnosed=state.diagnosis is not None)
+    focus = focus_span(loc) if restate else None
+    if focus is not None and not (focus.text and _DEFINES.match(focus.text[0])):
+        focus = None  # lines around the failure, not a function: whole files only
+    return Prompt(prompt, shown, diagnosed=state.diagnosis is not None, focus=focus)
 
 
 def told_facts(loc: Localization, state: RunState) -> str:
@@ -207,12 +211,65 @@ def told_facts(loc: Localization, state: RunState) -> str:
                for c in (state.verify.checks if state.verify else []) if c.exit_code]
     said = facts.facts(reports or loc.reports)
     parts = [text("oneshot", "facts", facts="\n".join(f"- {f}" for f in said))] if said else []
-    span = next((s for s in loc.spans if s.path in loc.suspects), None)
+    span = focus_span(loc)
     if span is not None:
         body = "\n".join(f"{i:>4}| {t}" for i, t in enumerate(span.text, span.start))
-        parts.append(text("oneshot", "focus", path=span.path, start=span.start, end=span.end,
-                          body=body))
+        alone = bool(span.text) and _DEFINES.match(span.text[0]) is not None
+        parts.append(text("oneshot", "focus" if alone else "focus_lines", path=span.path,
+                          start=span.start, end=span.end, body=body))
     return "\n\n".join(parts)
+
+
+def focus_span(loc: Localization) -> Span | None:
+    """The first span of non-test code the failure points at (a function, when it is short)."""
+    return next((s for s in loc.spans if s.path in loc.suspects), None)
+
+
+_DEFINES = re.compile(r"^\s*(?:async\s+def|def|function|class)\s+(\w+)")
+
+
+def splice(current: str, span: Span, block: str) -> str | None:
+    """``current`` with ``span``'s lines replaced by ``block`` when ``block`` is that one
+    function's new text (it opens with the same definition and leaves out most of what lies
+    outside it), re-indented to the original; None when it is not (a whole file)."""
+    lines = current.splitlines(keepends=True)
+    if not 0 < span.start <= span.end <= len(lines):
+        return None
+    head = _DEFINES.match(lines[span.start - 1])
+    new = block.splitlines(keepends=True)
+    first = next((line for line in new if line.strip()), "")
+    opens = _DEFINES.match(first)
+    if head is None or opens is None or opens.group(1) != head.group(1):
+        return None
+    outside = [line for line in lines[:span.start - 1] + lines[span.end:] if line.strip()]
+    if not outside or 2 * sum(line in new for line in outside) > len(outside):
+        return None  # the function is the whole file, or the reply is the whole file
+    want = len(lines[span.start - 1]) - len(lines[span.start - 1].lstrip())
+    have = len(first) - len(first.lstrip())
+    if have < want:
+        new = [" " * (want - have) + line if line.strip() else line for line in new]
+    if new and not new[-1].endswith("\n"):
+        new[-1] += "\n"
+    return "".join(lines[:span.start - 1] + new + lines[span.end:])
+
+
+def _spliced(root: Path, changed: dict[str, str], focus: Span | None) -> dict[str, str]:
+    """A reply's blocks, the focus function given alone put into its file; a block that is
+    neither that function nor the whole file (a fragment) is left out, never written as the
+    file."""
+    if focus is None or focus.path not in changed:
+        return changed
+    current = _read(Jail(root), focus.path)
+    if current is None:
+        return changed
+    block = changed[focus.path]
+    whole = splice(current, focus, block)
+    if whole is not None:
+        return {**changed, focus.path: whole}
+    kept = [line for line in current.splitlines() if line.strip()]
+    if kept and 2 * sum(line in block for line in kept) < len(kept):
+        return {p: b for p, b in changed.items() if p != focus.path}  # a fragment
+    return changed
 
 
 async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
@@ -228,6 +285,7 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     shown = prompt.shown
     # the tests are parsed too, so that rewriting one is refused by the jail, and said
     changed = parse_files(completion.content or "", [*shown.sources, *shown.tests])
+    changed = await asyncio.to_thread(_spliced, ctx.worktree, changed, prompt.focus)
     written, refused = await write_files(ctx.worktree, changed, protected)
     account.tool_calls = len(written)
     for why in refused:
