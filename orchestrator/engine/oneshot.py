@@ -9,10 +9,12 @@ tests' output, the non-test files the preflight pinned (whole) and the failing t
 not to change). The reply's fenced blocks, each under a line naming one of the shown source
 files, are written through the edit tools (inside the worktree, never through a link, never
 the protected tests); then verify decides. The plan's goal goes with the failure (the
-planner's reading of it). A failed attempt goes on with another one-shot (``one_shot_attempts``:
-shown the files as they are now, verify's failure and what the attempt before did, sampled at
-the attempt's own temperature) or with the tool loop and the failure as feedback; a judge's
-requested changes always go to the tool loop. Each call is a session of its own
+planner's reading of it), and a diagnosis when it checked. A later one-shot (the ladder's
+``one_shot_fact`` rung, ``ladder.py``) is shown the files as they are now, verify's failure
+restated as facts (``localize/facts.py``), what the attempt before did and the one function
+around the failing line, which it may answer with alone (``splice``); each prompt is built once
+(``Prompt``) so best-of-k samples (``samples.py``) send it byte for byte. A judge's requested
+changes always go to the tool loop. Each call is a session of its own
 (``builder-<n>``) in the events, the journal (a resume replays it) and the bench's token
 counts: it starts, calls and finishes through a session's own ``Account``
 (``session/account.py``), as the tool loop does.
