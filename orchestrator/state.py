@@ -7,9 +7,16 @@ cannot be mutated behind a node's back.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
 from orchestrator.config.definitions import AgentDef
 from orchestrator.config.kinds import ROLES, Role  # noqa: F401 (re-exported: kinds.py is light to load)
@@ -25,8 +32,10 @@ class Frozen(BaseModel):
 
 
 class Diagnosis(Frozen):
-    """Where and why, as the planner says it: the line it believes wrong and what it should do.
-    It reaches the builder only when the line exists and the quote matches (``diagnosis.py``)."""
+    """The one line you believe wrong, and what it should do instead (left out when unsure)."""
+
+    # it reaches the builder only when the line exists and reads what is quoted
+    # (localize/diagnosis.py)
 
     path: str = Field(description="Repository-relative path of the file with the wrong line.")
     line: int = Field(description="1-based number of the line believed wrong.")
@@ -51,6 +60,17 @@ class Plan(Frozen):
     diagnosis: Diagnosis | None = Field(
         None, description="When the failure shows it: the one line you believe wrong (path, "
         "line number, its exact text) and what it should do instead.")
+
+    @field_validator("diagnosis", mode="wrap")
+    @classmethod
+    def _optional_diagnosis(cls, value: Any, handler: ValidatorFunctionWrapHandler
+                            ) -> Diagnosis | None:
+        """A malformed diagnosis is left out, never the reason a plan is refused: it is an
+        extra a small planner may get wrong, and it is checked before anyone reads it."""
+        try:
+            return cast("Diagnosis | None", handler(value))
+        except ValidationError:
+            return None
 
 
 class Citation(Frozen):
