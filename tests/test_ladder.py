@@ -283,3 +283,15 @@ def test_splice_reindents_a_method_and_refuses_a_whole_file_or_a_fragment():
     assert splice(current, span, current.replace("return 1", "return 3")) is None  # whole file
     assert splice(current, span, "def h(self):\n    return 3\n") is None  # another function
     assert splice(current, span, "    return 3\n") is None  # not a definition
+
+
+async def test_a_budget_that_runs_out_during_samples_leaves_no_sample_worktree(fresh_sim,
+                                                                               sample_repo):
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
+        script=[Reply(content="thinking", delay_s=60.0)])}))
+    result = await api.arun(DEMO_TASK, **_setup(
+        fresh_sim, sample_repo, "builder.one_shot=true", "builder.samples=2",
+        "run.time_budget_s=4"))
+    assert result.status == "failed" and "time budget" in result.reason
+    left = list((Path(result.run_dir) / "candidates").glob("*/worktree"))
+    assert left == []

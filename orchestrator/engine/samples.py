@@ -16,6 +16,7 @@ resume replays each from the journal.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from orchestrator.engine import oneshot
@@ -39,8 +40,31 @@ async def best_of(ctx: RunContext, role: Role, n: int, prompt: oneshot.Prompt, *
     tree = await asyncio.to_thread(main.snapshot)
     runs: list[CandidateRun] = []
     samples: list[Sample] = []
+    try:
+        await _ask_each(ctx, role, n, prompt, k=k, tree=tree, runs=runs, samples=samples,
+                        commands=commands, policy=policy, protected=protected,
+                        model_step=model_step, temperatures=spec.temperatures)
+    except BaseException:  # stopped (the time budget, a fatal error): no worktree is left
+        for run in runs:
+            with contextlib.suppress(OSError, OrchestrateError):
+                run.ws.remove()  # at once: the task is being cancelled
+        raise
+    if all(r.error for r in runs):
+        raise OrchestrateError(f"role {role}: every one-shot sample failed; sample 1: "
+                               f"{runs[0].error}")
+    kept = best(runs, "first")
+    await asyncio.to_thread(adopt, main, kept, runs)
+    assert kept.outcome is not None
+    return kept.outcome, samples
+
+
+async def _ask_each(ctx: RunContext, role: Role, n: int, prompt: oneshot.Prompt, *, k: int,
+                    tree: str, runs: list[CandidateRun], samples: list[Sample],
+                    commands: list[str], policy: CommandPolicy, protected: frozenset[str],
+                    model_step: int, temperatures: tuple[float, ...]) -> None:
+    """Sample after sample, each checked in its own worktree, until one passes."""
     for index in range(1, k + 1):
-        run = await prepare(ctx, role, n, index, tree, spec.temperatures)
+        run = await prepare(ctx, role, n, index, tree, temperatures)
         runs.append(run)
         calls: list[CallRecord] = []
 
@@ -64,13 +88,6 @@ async def best_of(ctx: RunContext, role: Role, n: int, prompt: oneshot.Prompt, *
         _announce(ctx, role, run, sample, n)
         if run.passed:
             break
-    if all(r.error for r in runs):
-        raise OrchestrateError(f"role {role}: every one-shot sample failed; sample 1: "
-                               f"{runs[0].error}")
-    kept = best(runs, "first")
-    await asyncio.to_thread(adopt, main, kept, runs)
-    assert kept.outcome is not None
-    return kept.outcome, samples
 
 
 def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool) -> Sample:
