@@ -16,7 +16,7 @@ from rich.table import Table
 
 if TYPE_CHECKING:
     from orchestrator.results import ExploreResult, RunResult
-    from orchestrator.state import Race, RoleUsage
+    from orchestrator.state import Attempt, Race, RoleUsage
 
 
 def gauge(fraction: float, width: int = 10) -> str:
@@ -58,6 +58,7 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
         for check in result.tests.checks:
             mark = "pass" if check.exit_code == 0 else f"FAIL (exit {check.exit_code})"
             console.print(f"test      {check.command}: {mark}", highlight=False, markup=False)
+    _print_attempts(console, result.attempt_log)
     console.print(_per_role_table(result.per_role))
     if result.races:
         console.print(_race_table(result.races))
@@ -97,6 +98,22 @@ def _per_role_table(per_role: Mapping[str, RoleUsage | Mapping[str, Any]]) -> Ta
                   str(row.prompt_tokens), str(row.cached_tokens), str(row.output_tokens),
                   str(row.reasoning_tokens), f"{tps:.0f}" if tps else "-", f"{row.cost_usd:.4f}")
     return t
+
+
+def _print_attempts(console: Console, log: Sequence[Attempt]) -> None:
+    """The build attempts in one line: the ladder's rungs as they ran."""
+    if log:
+        console.print("attempts  " + " → ".join(_attempt_cell(a) for a in log),
+                      highlight=False, markup=False)
+
+
+def _attempt_cell(a: Attempt) -> str:
+    """``one_shot (unchanged, 12.3s)``, ``tool_loop (passed, 40.1s, 2 samples)``."""
+    said = ["passed" if a.passed else "unchanged" if not a.changed else "failed"]
+    said.append(f"{a.duration_s:.1f}s")
+    if a.samples:
+        said.append(f"{len(a.samples)} sample(s)")
+    return f"{a.strategy} ({', '.join(said)})"
 
 
 def _race_table(races: Sequence[Race | Mapping[str, Any]]) -> Table:
