@@ -21,6 +21,7 @@ from orchestrator.evidence.claimstats import ClaimStats
 from orchestrator.record.events import Forked, event_schema
 from orchestrator.sandbox import SandboxInfo
 from orchestrator.state import (
+    Attempt,
     Claim,
     ExplorerResult,
     KnownTests,
@@ -65,6 +66,10 @@ class RunResult(BaseModel):
     explorers: list[ExplorerResult] = Field(default_factory=list)
     explore_skipped: bool = Field(False, description="No explorer ran: the failing tests "
                                   "already pointed at the code (run.explore_when_pinned).")
+    attempt_log: list[Attempt] = Field(
+        default_factory=list, description="One per build attempt: its strategy (the ladder's "
+        "rung), whether it changed anything besides the failing tests, verify's word, its wall "
+        "time and, for best-of-k one-shots, each sample's time and cached tokens.")
     races: list[Race] = Field(default_factory=list, description="Builds whose candidates raced "
                               "(a build role with parallel > 1), one per build attempt.")
     claims_by_model: dict[str, ClaimStats] = Field(default_factory=dict)

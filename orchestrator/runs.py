@@ -72,6 +72,8 @@ class RunInfo:
     run_dir: str
     created: float  # seconds since the epoch
     claims: dict = field(default_factory=dict)  # explorer model -> claim counts (ClaimStats)
+    # each build attempt's strategy, "(unchanged)" when it changed nothing; "+" marks the pass
+    attempts: tuple[str, ...] = ()
 
     @property
     def age(self) -> str:
@@ -103,8 +105,20 @@ def list_runs(repo: Path) -> list[RunInfo]:
             has_worktree=(ws.worktree / ".git").exists(), run_dir=str(ws.run_dir),
             created=float(meta.get("created") or ws.run_dir.stat().st_mtime),
             claims=dict(report.get("claims_by_model") or {}),
+            attempts=_attempts(report),
         ))
     return runs
+
+
+def _attempts(report: dict) -> tuple[str, ...]:
+    """``one_shot(unchanged)``, ``tool_loop+``: what each build attempt of a run was."""
+    out = []
+    for a in report.get("attempt_log") or []:
+        if isinstance(a, dict):
+            out.append(str(a.get("strategy", "?")) + ("" if a.get("changed", True) else
+                                                       "(unchanged)") + ("+" if a.get("passed")
+                                                                         else ""))
+    return tuple(out)
 
 
 def _report(run_dir: Path) -> dict:

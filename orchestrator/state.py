@@ -7,9 +7,16 @@ cannot be mutated behind a node's back.
 from __future__ import annotations
 
 import operator
-from typing import Annotated, Literal, TypedDict
+from typing import Annotated, Any, Literal, TypedDict, cast
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    field_validator,
+)
 
 from orchestrator.config.definitions import AgentDef
 from orchestrator.config.kinds import ROLES, Role  # noqa: F401 (re-exported: kinds.py is light to load)
@@ -22,6 +29,18 @@ class Frozen(BaseModel):
 
 
 # --- what agents submit -------------------------------------------------------------------------
+
+
+class Diagnosis(Frozen):
+    """The one line you believe wrong, and what it should do instead (left out when unsure)."""
+
+    # it reaches the builder only when the line exists and reads what is quoted
+    # (localize/diagnosis.py)
+
+    path: str = Field(description="Repository-relative path of the file with the wrong line.")
+    line: int = Field(description="1-based number of the line believed wrong.")
+    quote: str = Field(description="That line's text, copied exactly.")
+    should: str = Field(description="What the line should do instead, in one sentence.")
 
 
 class Plan(Frozen):
@@ -38,6 +57,20 @@ class Plan(Frozen):
         default_factory=list,
         description="Shell commands that must exit 0 when the task is done (e.g. the test command).",
     )
+    diagnosis: Diagnosis | None = Field(
+        None, description="When the failure shows it: the one line you believe wrong (path, "
+        "line number, its exact text) and what it should do instead.")
+
+    @field_validator("diagnosis", mode="wrap")
+    @classmethod
+    def _optional_diagnosis(cls, value: Any, handler: ValidatorFunctionWrapHandler
+                            ) -> Diagnosis | None:
+        """A malformed diagnosis is left out, never the reason a plan is refused: it is an
+        extra a small planner may get wrong, and it is checked before anyone reads it."""
+        try:
+            return cast("Diagnosis | None", handler(value))
+        except ValidationError:
+            return None
 
 
 class Citation(Frozen):
@@ -262,6 +295,40 @@ class Race(Frozen):
     duration_s: float = 0.0
 
 
+Strategy = Literal["one_shot", "one_shot_fact", "tool_loop", "next_model", "changes", "race"]
+
+
+class Sample(Frozen):
+    """One of a one-shot attempt's best-of-k samples, checked in a worktree of its own."""
+
+    index: int = Field(description="1-based; sample 1 pays for reading the prompt.")
+    temperature: float | None = None
+    call_s: float = Field(0.0, description="The model call's wall time.")
+    ttft_s: float | None = Field(None, description="Time to its first token: reading the "
+                                 "prompt (the rest of call_s is generation).")
+    checks_s: float = Field(0.0, description="The acceptance commands' wall time.")
+    prompt_tokens: int = 0
+    cached_tokens: int = Field(0, description="Prompt tokens the server served from its cache.")
+    output_tokens: int = 0
+    changed: bool = False
+    passed: bool = False
+
+
+class Attempt(Frozen):
+    """One build attempt: which rung of the ladder it was, whether it changed anything the
+    tests do not define, what verify said and how long it took."""
+
+    n: int
+    strategy: Strategy
+    model_step: int = Field(0, description="Position in the role's model chain (0: its model).")
+    changed: bool = True
+    passed: bool | None = None
+    duration_s: float = 0.0
+    last_rung: bool = Field(False, description="The ladder has no other strategy after this.")
+    samples: list[Sample] = Field(default_factory=list)
+    diagnosis: bool = Field(False, description="A checked diagnosis was in its prompt.")
+
+
 class RunState(BaseModel):
     """The graph's state. Lists with a reducer are appended to by parallel branches."""
 
@@ -296,6 +363,9 @@ class RunState(BaseModel):
     worktree_tree: str = ""
     races: list[Race] = Field(default_factory=list)  # one per build that raced candidates
     explore_skipped: bool = False  # the preflight pinned the code, so no explorer ran
+    attempt_log: list[Attempt] = Field(default_factory=list)  # one per build attempt
+    out_of_time: bool = False  # run.time_budget_s ran out during a build
+    diagnosis: Diagnosis | None = None  # the plan's diagnosis, only once it checked
 
 
 class Handoff(Frozen):

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.results import RunResult
+from orchestrator.state import Attempt
 
 Outcome = Literal["passed", "failed", "error"]
 
@@ -43,6 +44,9 @@ class RunRecord(BaseModel):
     citations_verified: int = 0
     citations_adds_nothing: int = Field(0, description="Verified claims only restating the tests.")
     citations_dropped: int = 0
+    attempt_log: tuple[Attempt, ...] = Field((), description="Each build attempt: its strategy, "
+                                              "whether it changed anything, verify's word.")
+    failure: str = Field("", description="Why it did not pass, as a class (``classify``).")
     run_id: str = ""
     workdir: str = Field("", description="The run's repository, kept with --keep (its "
                          "workspaces/ folder holds the run's events, report and patch).")
@@ -72,8 +76,41 @@ class RunRecord(BaseModel):
             citations_verified=sum(e.verified for e in result.explorers),
             citations_adds_nothing=sum(e.adds_nothing for e in result.explorers),
             citations_dropped=sum(e.dropped for e in result.explorers),
+            attempt_log=tuple(result.attempt_log),
+            failure=classify(passed=passed, status=result.status, reason=result.reason,
+                             checked=checked, attempts=result.attempt_log),
             run_id=result.run_id, workdir=workdir,
         )
+
+    @property
+    def strategy(self) -> str:
+        """The strategy of the attempt that passed ("" when none did)."""
+        won = [a for a in self.attempt_log if a.passed]
+        return won[-1].strategy if self.passed and won else ""
+
+
+FAILURES = ("error", "out_of_time", "nothing_changed", "same_failure", "attempts_used",
+            "bench_check", "stopped", "other")
+
+
+def classify(*, passed: bool, status: str, reason: str, checked: bool,
+             attempts: list[Attempt] | tuple[Attempt, ...]) -> str:
+    """Why a run did not pass, as one of ``FAILURES`` ("" when it passed)."""
+    if passed:
+        return ""
+    if status == "succeeded" and not checked:
+        return "bench_check"
+    if status in ("stopped", "awaiting_approval"):
+        return "stopped"
+    if "time budget" in reason:
+        return "out_of_time"
+    if attempts and not any(a.changed for a in attempts):
+        return "nothing_changed"
+    if "same failure repeated" in reason:
+        return "same_failure"
+    if "acceptance still failing" in reason:
+        return "attempts_used"
+    return "other"
 
 
 def failed_run(exc: BaseException, *, task: str, role_map: str, repeat: int,
@@ -82,7 +119,7 @@ def failed_run(exc: BaseException, *, task: str, role_map: str, repeat: int,
     message = f"{type(exc).__name__}: {exc}".strip()
     return RunRecord(task=task, role_map=role_map, repeat=repeat, outcome="error",
                      status="error", error=message[:2000], wall_s=wall_s, fallbacks=fallbacks,
-                     workdir=workdir)
+                     workdir=workdir, failure="error")
 
 
 CSV_ROLES: tuple[str, ...] = ("planner", "explorer", "builder", "reviewer", "summarizer")
@@ -90,7 +127,10 @@ CSV_ROLES: tuple[str, ...] = ("planner", "explorer", "builder", "reviewer", "sum
 
 def csv_row(rec: RunRecord) -> dict[str, Any]:
     """The record flattened for CSV: one column per role for tokens and cost."""
-    row = rec.model_dump(exclude={"tokens", "cost"})
+    row = rec.model_dump(exclude={"tokens", "cost", "attempt_log"})
+    row["strategies"] = " ".join(a.strategy + ("" if a.changed else "(unchanged)")
+                                 for a in rec.attempt_log)
+    row["passed_by"] = rec.strategy
     for role in CSV_ROLES:
         row[f"tokens_{role}"] = rec.tokens.get(role, 0)
         row[f"cost_{role}"] = round(rec.cost.get(role, 0.0), 6)

@@ -18,6 +18,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from rich.console import Console
 from rich.table import Table
 
+from orchestrator.benchmark.attempts import (
+    AttemptsSummary,
+    attempts_table,
+    sample_lines,
+    summarize_attempts,
+)
 from orchestrator.benchmark.compare import MapSummary, PairComparison, Spread, compare_all
 from orchestrator.benchmark.records import RunRecord, csv_row
 from orchestrator.benchmark.suite import Suite
@@ -40,6 +46,7 @@ class BenchReport(BaseModel):
     records: tuple[RunRecord, ...]
     summaries: tuple[MapSummary, ...]
     comparisons: tuple[PairComparison, ...]
+    attempts: tuple[AttemptsSummary, ...] = ()
     files: dict[str, str] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
     repos: str | None = None
@@ -66,6 +73,9 @@ def build_report(suite: Suite, order: Sequence[str], records: Sequence[RunRecord
     return BenchReport(suite=suite.name, tasks=tuple(rank), role_maps=tuple(order),
                        repeat=repeat, jobs=jobs, started=started, machine=machine(),
                        records=tuple(ordered), summaries=summaries, comparisons=pairs,
+                       attempts=tuple(summarize_attempts(name, [r for r in ordered
+                                                               if r.role_map == name])
+                                      for name in order),
                        repos=repos)
 
 
@@ -131,6 +141,8 @@ def short_reason(rec: RunRecord) -> str:
         return rec.error.split(":", 1)[0] + ": " + rec.error.split(":", 1)[-1].strip()[:40]
     if rec.status == "succeeded":
         return "bench check failed"
+    if rec.failure and rec.failure != "other":  # records.classify
+        return f"{rec.status}: {rec.failure.replace('_', ' ')}"
     return f"{rec.status}: tests fail" if "acceptance" in rec.reason else rec.status
 
 
@@ -208,6 +220,10 @@ def print_report(report: BenchReport, console: Console | None = None) -> None:
     for name in report.role_maps:
         console.print(map_table(report, name))
     console.print(summary_table(report))
+    if report.attempts:
+        console.print(attempts_table(report.attempts))
+        for line in sample_lines(report.attempts):
+            console.print(line, highlight=False, markup=False)
     for c in report.comparisons:
         for line in comparison_lines(c):
             console.print(line, highlight=False, markup=False)

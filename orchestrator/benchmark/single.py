@@ -25,6 +25,7 @@ from orchestrator.config.pipeline import pipeline_of
 from orchestrator.config.schema import RoleMap
 from orchestrator.engine.oneshot import fenced, parse_files
 from orchestrator.models.pool import ClientPool
+from orchestrator.state import Attempt
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.edit import edit_tools
 from orchestrator.tools.search import rg_binary
@@ -118,4 +119,7 @@ async def run_single(spec: RunSpec, dest: Path, *, env: Mapping[str, str] | None
         orchestration_s=max(0.0, wall - rec.duration_s - (time.monotonic() - t1)),
         attempts=1, calls=1, tokens={"builder": rec.prompt_tokens + rec.output_tokens},
         cost={"builder": rec.cost_usd}, cost_usd=rec.cost_usd,
+        attempt_log=(Attempt(n=1, strategy="one_shot", changed=bool(changed), passed=passed,
+                             duration_s=round(wall, 3)),),
+        failure="" if passed else "attempts_used" if changed else "nothing_changed",
         workdir=str(dest) if keep else "")

@@ -117,6 +117,11 @@ class RoleSpec(_Strict):
         "first, ask once for whole files; a later one is shown the files as the attempt before "
         "left them, the failure verify saw and what that attempt did (sample it at a "
         "temperature of its own, see temperatures). The attempts after these use the tool loop.")
+    samples: int = Field(
+        1, ge=1, le=16, description="Build roles with one_shot: best-of-k. Each one-shot attempt "
+        "asks up to k times with the same prompt (only the sampling differs, temperatures[i]), "
+        "each answer checked by the acceptance commands in a worktree of its own; the first "
+        "that passes is kept.")
     fallback: tuple[str, ...] = ()
     max_turns: int = Field(30, ge=1, le=500)
     context_fork_at: float = Field(0.8, gt=0.1, le=0.98)
@@ -126,6 +131,11 @@ class RoleSpec(_Strict):
 
 class RunSettings(_Strict):
     max_attempts: int = Field(3, ge=1, le=20)
+    time_budget_s: float | None = Field(
+        None, gt=0, description="Wall time a run's builds may take, from the run's start, spent "
+        "across the build strategies (one-shot, the failure as facts, the tool loop, the next "
+        "model); past it the build under way is stopped and the run fails, saying so. None: "
+        "only max_attempts bounds the builds.")
     max_reviews: int = Field(1, ge=0, le=5)
     command_timeout_s: float = Field(300.0, gt=0)
     explorer_timeout_s: float = Field(600.0, gt=0, description="A slower explorer is recorded as failed.")

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from orchestrator.config.kinds import RUN_TOOL, Kind
 from orchestrator.config.prompts import text
-from orchestrator.engine import oneshot
+from orchestrator.engine import building
 from orchestrator.engine.preflight import preflight
 from orchestrator.engine.prompting import (
     acceptance_commands,
@@ -29,16 +29,24 @@ from orchestrator.engine.prompting import (
     localized,
     plan_text,
 )
-from orchestrator.engine.race import race, temperature_of
 from orchestrator.engine.runtime import RunContext
 from orchestrator.engine.sessions import run_session
-from orchestrator.engine.toolbox import policy_of, protected_tests
+from orchestrator.engine.toolbox import policy_of
 from orchestrator.evidence import questions
 from orchestrator.evidence.known import known_tests
+from orchestrator.localize import diagnosis
 from orchestrator.localize import localization as localize
-from orchestrator.record.events import ExploreSkipped, Verdict, Warned
+from orchestrator.record.events import DiagnosisChecked, ExploreSkipped, Verdict, Warned
 from orchestrator.session.account import SessionOutcome
-from orchestrator.state import BuildReport, KnownTests, Plan, Review, Role, RunState
+from orchestrator.state import (
+    BuildReport,
+    Diagnosis,
+    KnownTests,
+    Plan,
+    Review,
+    Role,
+    RunState,
+)
 
 NodeFn = Callable[..., Awaitable[dict[str, Any]]]
 Values = dict[str, Any]
@@ -88,17 +96,11 @@ def agent_node(role: Role, kind: Kind, name: str | None = None) -> NodeFn:
 
 
 def _way(ctx: RunContext, kind: Kind, asked: Asked, n: int) -> Way:
-    """A build races its candidates (``parallel`` > 1), tries one call for whole files first
-    (``one_shot``, for its first ``one_shot_attempts``) or runs the tool loop; any other kind
-    is one session."""
-    spec = ctx.roles.roles[asked.role]
+    """A build climbs the strategy ladder (``building.py``: a race, one call for whole files,
+    the failure as facts, the tool loop, the next model); any other kind is one session."""
     if kind != "build":
         return functools.partial(_session, tools=_browses(ctx, kind, asked))
-    if spec.parallel > 1 and ctx.workspace is not None:
-        return _race
-    if spec.one_shot and n <= spec.one_shot_attempts:
-        return _one_shot
-    return _tool_loop
+    return _build
 
 
 def _browses(ctx: RunContext, kind: Kind, asked: Asked) -> bool:
@@ -115,45 +117,10 @@ async def _session(ctx: RunContext, state: RunState, asked: Asked, task: str, n:
     return await run_session(ctx, asked.role, task, n=n, tools=tools), {}
 
 
-async def _tool_loop(ctx: RunContext, state: RunState, asked: Asked, task: str, n: int
-                     ) -> tuple[SessionOutcome, Values]:
-    """The builder's tool loop; attempt n samples at ``temperatures[n - 1]`` (a retry
-    differs). The worktree's tree is taken while the model writes (``Ahead.trees``)."""
-    role = asked.role
-    temperature = temperature_of(ctx.roles.roles[role].temperatures, n)
-    ahead = ctx.ahead.trees(ctx.workspace)
-    try:
-        outcome = await run_session(ctx, role, task, n=n, protected=protected_tests(ctx, state),
-                                    temperature=temperature, watch=ahead)
-        return outcome, {"worktree_tree": await ahead.tree()}
-    finally:
-        await ahead.settle()
-
-
-async def _one_shot(ctx: RunContext, state: RunState, asked: Asked, task: str, n: int
-                    ) -> tuple[SessionOutcome, Values]:
-    """One call for whole files (``oneshot.py``); the tool loop when it does not apply."""
-    temperature = temperature_of(ctx.roles.roles[asked.role].temperatures, n)
-    once = await oneshot.build(ctx, state, asked.role, n, temperature=temperature,
-                               protected=protected_tests(ctx, state))
-    if once is None:
-        return await _tool_loop(ctx, state, asked, task, n)
-    return once, {"worktree_tree": await ctx.worktree_tree()}
-
-
-async def _race(ctx: RunContext, state: RunState, asked: Asked, task: str, n: int
-                ) -> tuple[SessionOutcome, Values]:
-    """k candidate builds of ``task`` race (``race.py``); the kept one's files are the build."""
-    role, protected = asked.role, protected_tests(ctx, state)
-
-    async def candidate(own: RunContext, index: int, temperature: float | None
-                        ) -> SessionOutcome:
-        return await run_session(own, role, task, n, candidate=index, temperature=temperature,
-                                 protected=protected)
-
-    record, outcome = await race(ctx, role, n, commands=acceptance_commands(ctx, state),
-                                 policy=policy_of(ctx), session=candidate, protected=protected)
-    return outcome, {"races": [*state.races, record], "worktree_tree": await ctx.worktree_tree()}
+async def _build(ctx: RunContext, state: RunState, asked: Asked, task: str, n: int
+                 ) -> tuple[SessionOutcome, Values]:
+    """A build attempt: the ladder's rung for attempt ``n`` (``building.py``)."""
+    return await building.attempt(ctx, state, asked.role, task, n)
 
 
 # --- what each kind is told, and what its submission changes -----------------------------------
@@ -183,6 +150,8 @@ async def _plan_apply(ctx: RunContext, state: RunState, asked: Asked, payload: B
     if loc is None:  # only the plan named the commands
         loc = update["localization"] = await preflight(ctx, list(result.acceptance),
                                                        policy_of(ctx))
+    if result.diagnosis is not None:
+        update["diagnosis"] = await asyncio.to_thread(_checked, ctx, result, loc, asked.role)
     if state.tests is None:  # what explorers are told about the tests (issue 16)
         update["tests"] = await asyncio.to_thread(_known_tests, ctx, result, state.task, loc)
     if _skip_explore(ctx, result, loc):
@@ -193,6 +162,26 @@ async def _plan_apply(ctx: RunContext, state: RunState, asked: Asked, payload: B
             reason="the failing tests already point at the code to change "
                    "(run.explore_when_pinned = true explores anyway)"))
     return update
+
+
+def _checked(ctx: RunContext, plan: Plan, loc: localize.Localization | None, role: Role
+             ) -> Diagnosis | None:
+    """The plan's diagnosis when its line exists in a file the failure points at and reads
+    what it quotes (``localize/diagnosis.py``); else dropped, with an event saying why."""
+    d = plan.diagnosis
+    assert d is not None
+    files = list(dict.fromkeys([*(loc.suspects if loc else ()), *plan.files_to_touch]))
+    files = [f for f in files if not localize.is_test(f)]
+
+    def read(path: str) -> str | None:
+        with ctx.source() as src:
+            lines = src.lines(path)
+        return None if lines is None else "\n".join(lines)
+
+    why = diagnosis.check(d.path, d.line, d.quote, files=files, read=read)
+    ctx.telemetry.emit(DiagnosisChecked(role=role, kept=not why, path=d.path, line=d.line,
+                                        reason=why))
+    return None if why else d.model_copy(update={"path": d.path.strip().removeprefix("./")})
 
 
 def _skip_explore(ctx: RunContext, plan: Plan, loc: localize.Localization | None) -> bool:
@@ -230,8 +219,17 @@ async def _build_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
         "task": state.task, "repo_rules": ctx.repo_rules, "feedback": feedback,
         "plan": plan_text(state.plan) + commands_note(acceptance_commands(ctx, state)),
         "digest": state.digest or text("pipeline", "none"),
-        "localized": localized(state.localization),
+        "localized": localized(state.localization) + _diagnosed(state),
     })
+
+
+def _diagnosed(state: RunState) -> str:
+    """The checked diagnosis, for the tool loop's task (the one-shot prompt has its own)."""
+    d = state.diagnosis
+    if d is None:
+        return ""
+    return "\n" + text("oneshot", "diagnosed", path=d.path, line=d.line, quote=d.quote.strip(),
+                       should=" ".join(d.should.split())) + "\n"
 
 
 async def _build_apply(ctx: RunContext, state: RunState, asked: Asked, payload: BaseModel

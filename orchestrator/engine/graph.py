@@ -60,8 +60,9 @@ def _to_approval(after: Callable[[RunState], Any]) -> Callable[[RunState], Any]:
 
 
 def _repeating(state: RunState) -> bool:
-    """The same failure twice in a row: another attempt is unlikely to help."""
-    return len(state.failures) >= 2 and state.failures[-1] == state.failures[-2]
+    """The same failure twice in a row where another attempt is unlikely to help
+    (``nodes.repeating``: not after an attempt that changed nothing, nor before a new rung)."""
+    return nodes.repeating(state)
 
 
 def rounds(state: RunState, judge: Judge) -> int:
@@ -88,7 +89,7 @@ def judge_routes(judges: Sequence[Judge]) -> tuple[Route, list[Route]]:
     def after_verify(state: RunState) -> str:
         if state.verify is not None and state.verify.passed:
             return _next_judge(state, judges, -1)
-        if state.attempts >= state.max_attempts or _repeating(state):
+        if state.attempts >= state.max_attempts or state.out_of_time or _repeating(state):
             return "report"
         return BUILD_NODE
 

@@ -25,8 +25,9 @@ from orchestrator.engine.toolbox import policy_of, protected_tests
 from orchestrator.errors import OrchestrateError
 from orchestrator.evidence.digest import build_digest
 from orchestrator.localize import failures
-from orchestrator.record.events import TestResult, Verdict, Warned
+from orchestrator.record.events import AttemptFinished, TestResult, Verdict, Warned
 from orchestrator.state import (
+    Attempt,
     RunState,
     VerifyResult,
 )
@@ -82,6 +83,9 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     ctx = runtime.context
     if ctx.sandbox is None:
         raise OrchestrateError("verify needs the run's sandbox; none was set up")
+    if state.out_of_time:  # the build was stopped: nothing finished to judge
+        return {"verify": VerifyResult(passed=False), "feedback": "",
+                "attempt_log": _judged(ctx, state, passed=False)}
     protected = sorted(protected_tests(ctx, state))
     put_back = (await asyncio.to_thread(ctx.workspace.put_back, protected, ctx.start_files())
                 if protected and ctx.workspace else [])
@@ -100,9 +104,10 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         role="verify", passed=result.passed, attempt=state.attempts,
         commands=[c.command for c in checks], exit_codes=[c.exit_code for c in checks],
     ))
+    log = _judged(ctx, state, passed=result.passed)
     if result.passed:  # the commit is made while the judges read; the report moves the branch
         ctx.ahead.prepare_commit(ctx.workspace, _commit_message(ctx, state), tree)
-        return {"verify": result, "feedback": "", "worktree_tree": tree}
+        return {"verify": result, "feedback": "", "worktree_tree": tree, "attempt_log": log}
     feedback = (text("pipeline", "tests_put_back", tests=", ".join(put_back)) + "\n"
                 if put_back else "")
     feedback += text("pipeline", "verify_failed", failures="\n\n".join(
@@ -110,7 +115,36 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
                            root=str(ctx.worktree)))
         for c in failed))
     sig = " || ".join(failures.signature(c.command, c.exit_code, c.output) for c in failed)
-    return {"verify": result, "feedback": feedback, "failures": [sig], "worktree_tree": tree}
+    return {"verify": result, "feedback": feedback, "failures": [sig], "worktree_tree": tree,
+            "attempt_log": log}
+
+
+def _judged(ctx: RunContext, state: RunState, *, passed: bool) -> list[Attempt]:
+    """The attempt log with verify's word on the last attempt, said as an event."""
+    if not state.attempt_log or state.attempt_log[-1].passed is not None:
+        return list(state.attempt_log)
+    last = state.attempt_log[-1].model_copy(update={"passed": passed})
+    ctx.telemetry.emit(AttemptFinished(
+        role=ctx.pipeline.build, attempt=last.n, strategy=last.strategy,
+        model_step=last.model_step, changed=last.changed, passed=passed,
+        duration_s=last.duration_s, samples=len(last.samples)))
+    return [*state.attempt_log[:-1], last]
+
+
+def ladder_note(state: RunState) -> str:
+    """The strategies the build attempts took, for a failed run's reason."""
+    said = [a.strategy + ("" if a.changed else " (changed nothing)") for a in state.attempt_log]
+    return f"; strategies tried: {', '.join(said)}" if said else ""
+
+
+def repeating(state: RunState) -> bool:
+    """The same failure twice in a row after an attempt that changed something and was the
+    ladder's last rung: another attempt would only repeat it. An attempt that changed nothing
+    is not a failed fix, and a next rung is a different strategy: neither stops the loop."""
+    if len(state.failures) < 2 or state.failures[-1] != state.failures[-2]:
+        return False
+    last = state.attempt_log[-1] if state.attempt_log else None
+    return last is None or (last.changed and last.last_rung)
 
 
 def _commit_message(ctx: RunContext, state: RunState) -> str:
@@ -138,15 +172,19 @@ async def report(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
             reason += (f"; the changes {state.unaddressed} requested were not made (no attempt "
                        "left, see run.max_attempts)")
         return {"status": "succeeded", "reason": reason}
+    if state.out_of_time:
+        return {"status": "failed", "reason": (
+            f"the time budget of {ctx.roles.run.time_budget_s:g} s (run.time_budget_s) ran out "
+            f"after {state.attempts} attempt(s) without a verified pass" + ladder_note(state))}
     if state.verify is None:
         return {"status": "failed", "reason": "no acceptance result"}
     failing = [c for c in state.verify.checks if c.exit_code]
     tests = [t for c in failing for t in failures.failing_tests(c.output)][:5]
-    repeated = len(state.failures) >= 2 and state.failures[-1] == state.failures[-2]
+    repeated = repeating(state)
     reason = (
         f"acceptance still failing after {state.attempts} attempt(s)"
         + (" (the same failure repeated, so the loop stopped early)" if repeated else "")
         + ": " + "; ".join(f"{c.command} exited {c.exit_code}" for c in failing)
-        + (f"; failing tests: {', '.join(tests)}" if tests else "")
+        + (f"; failing tests: {', '.join(tests)}" if tests else "") + ladder_note(state)
     )
     return {"status": "failed", "reason": reason}

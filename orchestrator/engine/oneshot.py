@@ -9,10 +9,12 @@ tests' output, the non-test files the preflight pinned (whole) and the failing t
 not to change). The reply's fenced blocks, each under a line naming one of the shown source
 files, are written through the edit tools (inside the worktree, never through a link, never
 the protected tests); then verify decides. The plan's goal goes with the failure (the
-planner's reading of it). A failed attempt goes on with another one-shot (``one_shot_attempts``:
-shown the files as they are now, verify's failure and what the attempt before did, sampled at
-the attempt's own temperature) or with the tool loop and the failure as feedback; a judge's
-requested changes always go to the tool loop. Each call is a session of its own
+planner's reading of it), and a diagnosis when it checked. A later one-shot (the ladder's
+``one_shot_fact`` rung, ``ladder.py``) is shown the files as they are now, verify's failure
+restated as facts (``localize/facts.py``), what the attempt before did and the one function
+around the failing line, which it may answer with alone (``splice``); each prompt is built once
+(``Prompt``) so best-of-k samples (``samples.py``) send it byte for byte. A judge's requested
+changes always go to the tool loop. Each call is a session of its own
 (``builder-<n>``) in the events, the journal (a resume replays it) and the bench's token
 counts: it starts, calls and finishes through a session's own ``Account``
 (``session/account.py``), as the tool loop does.
@@ -31,11 +33,11 @@ from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import session_of
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
-from orchestrator.localize import failures
-from orchestrator.localize.localization import Localization
+from orchestrator.localize import facts, failures
+from orchestrator.localize.localization import Localization, Span
 from orchestrator.record.events import Warned
 from orchestrator.session.account import Account, SessionOutcome
-from orchestrator.state import BuildReport, Role, RunState
+from orchestrator.state import BuildReport, CallRecord, Role, RunState
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.edit import edit_tools
 from orchestrator.tools.jail import Jail, open_regular
@@ -116,7 +118,7 @@ def _read(jail: Jail, path: str) -> str | None:
 
 
 def messages(*, system: str, task: str, loc: Localization, shown: Shown, commands: Sequence[str],
-             feedback: str = "", failure: str | None = None, goal: str = ""
+             feedback: str = "", failure: str | None = None, goal: str = "", told: str = ""
              ) -> list[dict[str, str]]:
     """The one-shot prompt: system, then the task, failure, files and answer format.
     ``failure`` is what the commands print now when that is no longer the preflight's (a later
@@ -125,6 +127,8 @@ def messages(*, system: str, task: str, loc: Localization, shown: Shown, command
                "\n\n".join(failures.render(r, limit=1500) for r in loc.reports))
     if goal.strip():
         failing += "\n\n" + text("oneshot", "diagnosis", goal=" ".join(goal.split()))
+    if told.strip():
+        failing += "\n\n" + told.strip()
     body = text(
         "oneshot", "task", task=task, failure=failing or text("pipeline", "none"),
         commands="\n".join(text("pipeline", "command", command=c) for c in commands),
@@ -162,32 +166,128 @@ def found_files(state: RunState) -> list[str]:
     return sorted(counts, key=lambda p: -counts[p])
 
 
-async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
-                temperature: float | None, protected: frozenset[str]) -> SessionOutcome | None:
-    """Build attempt ``n`` as one call for whole files; ``None`` when the failure pins no file
-    small enough to show whole (the tool loop runs instead). A later attempt is shown the files
-    as they are now, the failure verify saw and what the attempt before did."""
+@dataclass(frozen=True)
+class Prompt:
+    """A one-shot attempt's prompt, built once: every sample of it sends these messages."""
+
+    messages: list[dict[str, str]]
+    shown: Shown
+    diagnosed: bool = False
+    focus: Span | None = None  # the function a reply may give alone (``splice``)
+
+
+async def prompt_for(ctx: RunContext, state: RunState, n: int, *, restate: bool = False
+                     ) -> Prompt | None:
+    """The prompt of one-shot attempt ``n``; ``None`` when the failure pins no file small
+    enough to show whole, or a judge asked for changes (the tool loop takes those). A later
+    attempt is shown the files as they are now, the failure verify saw and what the attempt
+    before did; with ``restate`` also the assertion's values and the function to change."""
     loc = state.localization
     again = n > 1
     if again and (state.verify is None or state.verify.passed or not state.feedback):
-        return None  # a judge's requested changes: the tool loop takes those
+        return None
     shown = await asyncio.to_thread(shown_files, ctx.worktree, loc, found_files(state))
     if shown is None or loc is None:
         return None
-    client = ctx.pool.for_role(role, temperature=temperature)
     previous = state.build.summary if state.build else text("pipeline", "none")
+    told = told_facts(loc, state) if restate else ""
+    if state.diagnosis is not None:
+        d = state.diagnosis
+        told += "\n\n" + text("oneshot", "diagnosed", path=d.path, line=d.line,
+                                quote=d.quote.strip(), should=" ".join(d.should.split()))
     prompt = messages(
         system=text("oneshot", "system"), task=state.task, loc=loc, shown=shown,
         commands=acceptance_commands(ctx, state),
         failure=state.feedback if again else None, goal=state.plan.goal if state.plan else "",
-        feedback=text("oneshot", "again", previous=previous) if again else "")
-    account = Account(ctx.telemetry, role, session_of(role, n, 1), ctx.agents[role].kind)
+        feedback=text("oneshot", "again", previous=previous) if again else "", told=told)
+    focus = focus_span(loc) if restate else None
+    if focus is not None and not (focus.text and _DEFINES.match(focus.text[0])):
+        focus = None  # lines around the failure, not a function: whole files only
+    return Prompt(prompt, shown, diagnosed=state.diagnosis is not None, focus=focus)
+
+
+def told_facts(loc: Localization, state: RunState) -> str:
+    """The failure restated as facts (the values the failing assertions compared, from verify's
+    output when there is one) and the one function around the failing line."""
+    reports = [failures.parse(c.output, command=c.command, exit_code=c.exit_code)
+               for c in (state.verify.checks if state.verify else []) if c.exit_code]
+    said = facts.facts(reports or loc.reports)
+    parts = [text("oneshot", "facts", facts="\n".join(f"- {f}" for f in said))] if said else []
+    span = focus_span(loc)
+    if span is not None:
+        body = "\n".join(f"{i:>4}| {t}" for i, t in enumerate(span.text, span.start))
+        alone = bool(span.text) and _DEFINES.match(span.text[0]) is not None
+        parts.append(text("oneshot", "focus" if alone else "focus_lines", path=span.path,
+                          start=span.start, end=span.end, body=body))
+    return "\n\n".join(parts)
+
+
+def focus_span(loc: Localization) -> Span | None:
+    """The first span of non-test code the failure points at (a function, when it is short)."""
+    return next((s for s in loc.spans if s.path in loc.suspects), None)
+
+
+_DEFINES = re.compile(r"^\s*(?:async\s+def|def|function|class)\s+(\w+)")
+
+
+def splice(current: str, span: Span, block: str) -> str | None:
+    """``current`` with ``span``'s lines replaced by ``block`` when ``block`` is that one
+    function's new text (it opens with the same definition and leaves out most of what lies
+    outside it), re-indented to the original; None when it is not (a whole file)."""
+    lines = current.splitlines(keepends=True)
+    if not 0 < span.start <= span.end <= len(lines):
+        return None
+    head = _DEFINES.match(lines[span.start - 1])
+    new = block.splitlines(keepends=True)
+    first = next((line for line in new if line.strip()), "")
+    opens = _DEFINES.match(first)
+    if head is None or opens is None or opens.group(1) != head.group(1):
+        return None
+    outside = [line for line in lines[:span.start - 1] + lines[span.end:] if line.strip()]
+    if not outside or 2 * sum(line in new for line in outside) > len(outside):
+        return None  # the function is the whole file, or the reply is the whole file
+    want = len(lines[span.start - 1]) - len(lines[span.start - 1].lstrip())
+    have = len(first) - len(first.lstrip())
+    if have < want:
+        new = [" " * (want - have) + line if line.strip() else line for line in new]
+    if new and not new[-1].endswith("\n"):
+        new[-1] += "\n"
+    return "".join(lines[:span.start - 1] + new + lines[span.end:])
+
+
+def _spliced(root: Path, changed: dict[str, str], focus: Span | None) -> dict[str, str]:
+    """A reply's blocks, the focus function given alone put into its file; a block that is
+    neither that function nor the whole file (a fragment) is left out, never written as the
+    file."""
+    if focus is None or focus.path not in changed:
+        return changed
+    current = _read(Jail(root), focus.path)
+    if current is None:
+        return changed
+    block = changed[focus.path]
+    whole = splice(current, focus, block)
+    if whole is not None:
+        return {**changed, focus.path: whole}
+    kept = [line for line in current.splitlines() if line.strip()]
+    if kept and 2 * sum(line in block for line in kept) < len(kept):
+        return {p: b for p, b in changed.items() if p != focus.path}  # a fragment
+    return changed
+
+
+async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
+              temperature: float | None, protected: frozenset[str], model_step: int = 0
+              ) -> tuple[SessionOutcome, CallRecord]:
+    """One call of ``prompt``; the reply's files are written into ``ctx.worktree``."""
+    client = ctx.pool.for_role(role, temperature=temperature, start=model_step)
+    account = Account(ctx.telemetry, role, session, ctx.agents[role].kind)
     window = client.route.model.context_window
     account.started(client.route, window=window, purpose="one_shot")
-    completion = await account.call(client, prompt, window=window)
+    completion = await account.call(client, prompt.messages, window=window)
     account.turns = 1
+    shown = prompt.shown
     # the tests are parsed too, so that rewriting one is refused by the jail, and said
     changed = parse_files(completion.content or "", [*shown.sources, *shown.tests])
+    changed = await asyncio.to_thread(_spliced, ctx.worktree, changed, prompt.focus)
     written, refused = await write_files(ctx.worktree, changed, protected)
     account.tool_calls = len(written)
     for why in refused:
@@ -196,4 +296,18 @@ async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
     why = "; ".join(refused) or "no fenced file under a path it may change"
     summary = (text("oneshot", "wrote", files=", ".join(written)) if written else
                text("oneshot", "wrote_nothing", why=why))
-    return account.finished(BuildReport(summary=summary, files_changed=written), prompt)
+    report = BuildReport(summary=summary, files_changed=written)
+    return account.finished(report, prompt.messages), completion.record
+
+
+async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
+                temperature: float | None, protected: frozenset[str], restate: bool = False,
+                model_step: int = 0) -> SessionOutcome | None:
+    """Build attempt ``n`` as one call for whole files; ``None`` when the one-shot does not
+    apply (``prompt_for``): the tool loop runs instead."""
+    prompt = await prompt_for(ctx, state, n, restate=restate)
+    if prompt is None:
+        return None
+    outcome, _ = await ask(ctx, role, session_of(role, n, 1), prompt, temperature=temperature,
+                           protected=protected, model_step=model_step)
+    return outcome

@@ -38,7 +38,7 @@ FATAL = (BudgetExhausted, ModelRefused)  # these stop the run, not just one cand
 
 
 @dataclass
-class _Run:
+class CandidateRun:
     """One candidate while it runs: its worktree, sandbox and, when done, its result."""
 
     index: int
@@ -87,11 +87,11 @@ async def race(ctx: RunContext, role: Role, n: int, *, commands: list[str],
     main = ctx.workspace
     started = time.monotonic()
     tree = await asyncio.to_thread(main.snapshot)
-    runs = [await _prepare(ctx, role, n, i, tree, spec.temperatures) for i in
+    runs = [await prepare(ctx, role, n, i, tree, spec.temperatures) for i in
             range(1, spec.parallel + 1)]
-    tasks = {asyncio.create_task(_attempt(r, commands, policy, session, sorted(protected))): r
+    tasks = {asyncio.create_task(attempt(r, commands, policy, session, sorted(protected))): r
              for r in runs}
-    winner: _Run | None = None
+    winner: CandidateRun | None = None
     statuses: dict[int, CandidateStatus] = {}
     try:
         pending = set(tasks)
@@ -122,12 +122,12 @@ async def race(ctx: RunContext, role: Role, n: int, *, commands: list[str],
             if statuses.get(run.index) == "cancelled":
                 _announce(ctx, role, run, "cancelled")
     if winner is None:
-        winner = _best(runs, spec.pick)
+        winner = best(runs, spec.pick)
     errors = [r for r in runs if r.error]
     if len(errors) == len(runs):  # nobody built anything: the same failure a single build has
         raise OrchestrateError(f"role {role}: every candidate build failed; candidate 1: "
                                f"{errors[0].error}")
-    await asyncio.to_thread(_adopt, main, winner, runs)
+    await asyncio.to_thread(adopt, main, winner, runs)
     record = Race(round=n, pick=spec.pick, winner=winner.index if winner.passed else None,
                   candidates=[r.record(statuses.get(r.index, "failed")) for r in runs],
                   duration_s=round(time.monotonic() - started, 3))
@@ -139,8 +139,8 @@ async def race(ctx: RunContext, role: Role, n: int, *, commands: list[str],
     return record, winner.outcome
 
 
-async def _prepare(ctx: RunContext, role: Role, n: int, index: int, tree: str,
-                   temperatures: tuple[float, ...]) -> _Run:
+async def prepare(ctx: RunContext, role: Role, n: int, index: int, tree: str,
+                   temperatures: tuple[float, ...]) -> CandidateRun:
     """A candidate's own worktree (holding ``tree``) and sandbox."""
     assert ctx.workspace is not None and ctx.sandbox is not None
     ws = await asyncio.to_thread(ctx.workspace.candidate, f"{n}-c{index}", tree)
@@ -148,11 +148,11 @@ async def _prepare(ctx: RunContext, role: Role, n: int, index: int, tree: str,
         build_sandbox, ctx.roles.sandbox, worktree=ws.worktree, read_only=ws.objects_dirs,
         env=ctx.env, ledger=ctx.sandbox.ledger)
     own = replace(ctx, worktree=ws.worktree, workspace=ws, sandbox=sandbox)
-    return _Run(index, temperature_of(temperatures, index), session_of(role, n, index), ws, own,
+    return CandidateRun(index, temperature_of(temperatures, index), session_of(role, n, index), ws, own,
                 time.monotonic())
 
 
-async def _attempt(run: _Run, commands: list[str], policy: CommandPolicy,
+async def attempt(run: CandidateRun, commands: list[str], policy: CommandPolicy,
                    session: SessionRunner, protected: list[str]) -> None:
     """One candidate: its session, then the acceptance commands in its own worktree (with
     the failing tests as they were: they define the task)."""
@@ -168,7 +168,7 @@ async def _attempt(run: _Run, commands: list[str], policy: CommandPolicy,
             await asyncio.to_thread(run.ctx.sandbox.close)
 
 
-def _best(runs: list[_Run], pick: str) -> _Run:
+def best(runs: list[CandidateRun], pick: str) -> CandidateRun:
     """Without a first passer: the smallest passing change, else the fewest failing commands
     (a candidate that changed nothing or errored comes last); candidate 1 on a tie."""
     passing = [r for r in runs if r.passed]
@@ -179,7 +179,7 @@ def _best(runs: list[_Run], pick: str) -> _Run:
                                      r.size == (0, 0), r.index))
 
 
-def _adopt(main: Workspace, winner: _Run, runs: list[_Run]) -> None:
+def adopt(main: Workspace, winner: CandidateRun, runs: list[CandidateRun]) -> None:
     """The winner's files become the run's worktree; each candidate's patch is kept beside
     its (removed) worktree, for ``orchestrate show`` and for people."""
     tree = winner.tree or (winner.ws.snapshot() if winner.ws.worktree.exists() else "")
@@ -192,7 +192,7 @@ def _adopt(main: Workspace, winner: _Run, runs: list[_Run]) -> None:
         main.restore(tree)
 
 
-def _announce(ctx: RunContext, role: Role, run: _Run, status: CandidateStatus) -> None:
+def _announce(ctx: RunContext, role: Role, run: CandidateRun, status: CandidateStatus) -> None:
     files, lines = run.size
     ctx.telemetry.emit(CandidateFinished(
         role=role, session=run.session, index=run.index, status=status,

@@ -129,6 +129,7 @@ def run_result(
         branch=ws.branch, commit=_head_of(ws), base_commit=ws.base_commit,
         diff_stat=ws.diff_stat(_committed(final)), tests=final.verify, attempts=final.attempts,
         plan=final.plan, review=final.review, checks=dict(final.checks), races=list(final.races),
+        attempt_log=list(final.attempt_log),
         explore_skipped=final.explore_skipped,
         explorers=sorted(final.explorers, key=lambda r: r.index),
         claims_by_model=by_model(sorted(final.explorers, key=lambda r: r.index)),

@@ -21,19 +21,20 @@ async def run_session(ctx: RunContext, role: Role, task: str, n: int, *, candida
                       protected: frozenset[str] = frozenset(),
                       tools: bool = True, watch: WriteWatch | None = None,
                       check: SubmitCheck | None = None,
-                      submit_first: bool = False) -> SessionOutcome:
+                      submit_first: bool = False, model_step: int = 0) -> SessionOutcome:
     """One session of ``role`` on ``task``; ``candidate`` > 1 is a racing build's other
     candidates (``race.py``); ``temperature`` overrides the model's; ``protected`` files (the
     failing tests) cannot be edited; without ``tools`` the session can only submit; ``watch``
     sees its writing tools run; ``check`` may refuse a submission or fix it up (an explorer's
-    citations); ``submit_first`` offers only ``submit`` until a submission is refused."""
+    citations); ``submit_first`` offers only ``submit`` until a submission is refused;
+    ``model_step`` starts the role's model chain further on (a build's ``next_model`` rung)."""
     agent = ctx.agents[role]
     spec = ctx.roles.roles[role]
     session = Session(
         # derived from the state, never a counter: a resumed run must send the same ids
         session_id=session_of(role, n, candidate),
         agent=agent,
-        client=ctx.pool.for_role(role, temperature=temperature),
+        client=ctx.pool.for_role(role, temperature=temperature, start=model_step),
         toolbox=toolbox_for(ctx, role, protected, watch) if tools else Toolbox.of(()),
         telemetry=ctx.telemetry,
         max_turns=spec.max_turns,

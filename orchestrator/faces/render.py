@@ -23,7 +23,7 @@ from rich.text import Text
 
 if TYPE_CHECKING:
     from orchestrator.results import ExploreResult, RunResult
-    from orchestrator.state import Race, RoleUsage
+    from orchestrator.state import Attempt, Race, RoleUsage
 
 # C0 controls but tab and newline as their Unicode pictures (ESC is ␛), DEL as ␡, C1 controls
 # and the bidirectional overrides (which reorder what a line seems to say) as escapes.
@@ -120,6 +120,7 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
         for check in result.tests.checks:
             mark = "pass" if check.exit_code == 0 else f"FAIL (exit {check.exit_code})"
             console.print(f"test      {check.command}: {mark}", highlight=False, markup=False)
+    _print_attempts(console, result.attempt_log)
     console.print(_per_role_table(result.per_role))
     if result.races:
         console.print(_race_table(result.races))
@@ -159,6 +160,22 @@ def _per_role_table(per_role: Mapping[str, RoleUsage | Mapping[str, Any]]) -> Ta
                   str(row.prompt_tokens), str(row.cached_tokens), str(row.output_tokens),
                   str(row.reasoning_tokens), f"{tps:.0f}" if tps else "-", f"{row.cost_usd:.4f}")
     return t
+
+
+def _print_attempts(console: Console, log: Sequence[Attempt]) -> None:
+    """The build attempts in one line: the ladder's rungs as they ran."""
+    if log:
+        console.print("attempts  " + " → ".join(_attempt_cell(a) for a in log),
+                      highlight=False, markup=False)
+
+
+def _attempt_cell(a: Attempt) -> str:
+    """``one_shot (unchanged, 12.3s)``, ``tool_loop (passed, 40.1s, 2 samples)``."""
+    said = ["passed" if a.passed else "unchanged" if not a.changed else "failed"]
+    said.append(f"{a.duration_s:.1f}s")
+    if a.samples:
+        said.append(f"{len(a.samples)} sample(s)")
+    return f"{a.strategy} ({', '.join(said)})"
 
 
 def _race_table(races: Sequence[Race | Mapping[str, Any]]) -> Table:
@@ -232,11 +249,13 @@ def print_runs(console: Console, runs: list, claims: dict | None = None) -> None
     from orchestrator.faces.claimviews import model_table, run_claims_cell
 
     t = Table(title="runs", show_edge=False)
-    for col in ("run", "state", "age", "branch", "worktree", "cost $", "claims ok", "task"):
+    for col in ("run", "state", "age", "branch", "worktree", "cost $", "claims ok", "attempts",
+                "task"):
         t.add_column(col)
     for r in runs:
         t.add_row(r.run_id, r.state, r.age, r.branch or "(explore)", "yes" if r.has_worktree else "-",
-                  f"{r.cost_usd:.4f}", escape(run_claims_cell(r.claims)), escape(r.task[:60]))
+                  f"{r.cost_usd:.4f}", escape(run_claims_cell(r.claims)),
+                  escape(" ".join(getattr(r, "attempts", ())) or "-"), escape(r.task[:60]))
     console.print(t)
     if claims:
         console.print(model_table(claims, title=f"explorer claims per model over these {len(runs)} run(s)"))

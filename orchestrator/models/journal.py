@@ -302,8 +302,10 @@ class JournaledPool:
         self._pool = pool
         self.journal = journal
 
-    def for_role(self, role: Role, *, temperature: float | None = None) -> ModelClient:
-        return JournaledClient(self._pool.for_role(role, temperature=temperature), self.journal)
+    def for_role(self, role: Role, *, temperature: float | None = None,
+                 start: int = 0) -> ModelClient:
+        return JournaledClient(self._pool.for_role(role, temperature=temperature, start=start),
+                               self.journal)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._pool, name)

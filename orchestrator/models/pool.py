@@ -117,11 +117,14 @@ class ClientPool:
             return client
         return JsonToolsClient(client, model.structured, optional=model.tool_args == "all")
 
-    def for_role(self, role: Role, *, temperature: float | None = None) -> ModelClient:
-        """A fresh ``FallbackClient`` over ``roles.chain(role)`` (one per session);
-        ``temperature`` overrides every chain model's (a racing candidate's sampling)."""
+    def for_role(self, role: Role, *, temperature: float | None = None,
+                 start: int = 0) -> ModelClient:
+        """A fresh ``FallbackClient`` over ``roles.chain(role)`` (one per session), from its
+        model at ``start`` on (a build's ``next_model`` rung); ``temperature`` overrides every
+        chain model's (a racing candidate's or a sample's sampling)."""
         aliases = self.roles.chain(role)
-        usable = [a for i, a in enumerate(aliases) if i == 0 or self._has_key(role, a)]
+        usable = [a for i, a in enumerate(aliases)
+                  if i == start or (i > start and self._has_key(role, a))]
         chain = [self.member(role, alias, aliases.index(alias), temperature=temperature)
                  for alias in usable]
         return FallbackClient(*chain, routing=self.routing)

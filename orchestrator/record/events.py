@@ -229,6 +229,50 @@ class RaceFinished(EventBase):
     duration_s: float
 
 
+class SampleFinished(EventBase):
+    """One best-of-k one-shot sample was checked in its own worktree (``samples.py``)."""
+
+    kind: Literal["sample_finished"] = "sample_finished"
+    attempt: int
+    index: int
+    temperature: float | None = None
+    call_s: float = Field(description="The model call's wall time.")
+    ttft_s: float | None = Field(None, description="Its time to first token (prompt reading).")
+    checks_s: float = 0.0
+    wall_s: float = 0.0
+    prompt_tokens: int = 0
+    cached_tokens: int = Field(0, description="Prompt tokens served from the server's cache.")
+    output_tokens: int = 0
+    changed: bool = False
+    passed: bool = False
+    error: str | None = None
+
+
+class AttemptFinished(EventBase):
+    """A build attempt was judged by verify: its strategy (the ladder's rung), whether it
+    changed anything besides the failing tests, and whether the commands passed."""
+
+    kind: Literal["attempt_finished"] = "attempt_finished"
+    attempt: int
+    strategy: str
+    model_step: int = 0
+    changed: bool
+    passed: bool
+    duration_s: float
+    samples: int = 0
+
+
+class DiagnosisChecked(EventBase):
+    """The plan's diagnosis (the line it believes wrong) was checked against the file: kept for
+    the builder, or dropped with the reason."""
+
+    kind: Literal["diagnosis_checked"] = "diagnosis_checked"
+    kept: bool
+    path: str
+    line: int
+    reason: str = ""
+
+
 class Verdict(EventBase):
     """A judge's verdict: the reviewer's, a check role's, or a human's on the plan."""
 
@@ -275,8 +319,8 @@ class Progress(EventBase):
 EVENT_TYPES: tuple[type[EventBase], ...] = (
     RunStarted, RunResumed, WorktreeRestored, RoleStarted, RoleFinished, CallFinished,
     CallFailed, CallReplayed, ToolCalled, ExplorerFinished, Forked, TestResult, Localized,
-    ExploreSkipped, CandidateFinished, RaceFinished, Verdict, Warned, RoleLost, RunFinished,
-    Progress,
+    ExploreSkipped, CandidateFinished, RaceFinished, SampleFinished, AttemptFinished,
+    DiagnosisChecked, Verdict, Warned, RoleLost, RunFinished, Progress,
 )
 BY_KIND: dict[str, type[EventBase]] = {
     str(cls.model_fields["kind"].default): cls for cls in EVENT_TYPES}
@@ -284,12 +328,13 @@ EventKind = Literal[
     "run_started", "run_resumed", "worktree_restored", "role_started", "role_finished",
     "call_finished", "call_failed", "call_replayed", "tool_called", "explorer_finished", "fork",
     "test_result", "localized", "explore_skipped", "candidate_finished", "race_finished",
-    "review", "warning", "role_lost", "run_finished", "progress",
+    "sample_finished", "attempt_finished", "diagnosis_checked", "review", "warning", "role_lost", "run_finished", "progress",
 ]
 Event = Annotated[
     RunStarted | RunResumed | WorktreeRestored | RoleStarted | RoleFinished | CallFinished
     | CallFailed | CallReplayed | ToolCalled | ExplorerFinished | Forked | TestResult | Localized
-    | ExploreSkipped | CandidateFinished | RaceFinished | Verdict | Warned | RoleLost
+    | ExploreSkipped | CandidateFinished | RaceFinished | SampleFinished | AttemptFinished
+    | DiagnosisChecked | Verdict | Warned | RoleLost
     | RunFinished | Progress,
     Field(discriminator="kind"),
 ]

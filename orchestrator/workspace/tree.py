@@ -201,6 +201,13 @@ class RunIndex:
                 lines += sum(int(p) for p in parts[:2] if p.isdigit())
         return files, lines
 
+    def paths_between(self, before: str, after: str) -> list[str]:
+        """Paths that differ between two trees (snapshots)."""
+        if before == after:
+            return []
+        out = self.git("diff", "--name-only", "-z", before, after, "--", text=False).stdout
+        return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
     def changed_files(self) -> list[str]:
         """Paths (relative to the repository) that differ from the base commit."""
         out = self.diff("--name-only", "-z").decode("utf-8", "surrogateescape")

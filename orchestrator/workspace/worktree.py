@@ -225,6 +225,10 @@ class Workspace:
             return self.files.tree_stat(tree)
         return self.files.diff("--stat").decode("utf-8", "replace")
 
+    def changed_between(self, before: str, after: str) -> list[str]:
+        """Paths that differ between two snapshots of the worktree (``snapshot``)."""
+        return self.files.paths_between(before, after)
+
     def changed_files(self) -> list[str]:
         """Paths (relative to the repository) that differ from ``base_commit``."""
         return self.files.changed_files()

@@ -1,0 +1,136 @@
+"""What the build attempts bought, per role map: the curve a user picks a map by (pass rate
+within 30, 60, 120 and 300 s, median time to a verified pass), how many attempts each pass
+needed and which strategy of the ladder produced it, every failure classified, and what the
+2nd..kth best-of-k one-shot sample cost against the first (call time, prompt reading, cached
+tokens). Pure functions of the run records; ``attempts_table`` and ``sample_lines`` print them.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict
+from rich.table import Table
+
+from orchestrator.benchmark.compare import Spread, spread
+from orchestrator.benchmark.records import RunRecord
+
+BUDGETS_S: tuple[int, ...] = (30, 60, 120, 300)
+
+
+class SampleCost(BaseModel):
+    """Best-of-k samples: sample 1 against samples 2..k of the same attempts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    attempts: int = 0  # attempts that asked more than one sample
+    first_s: Spread = Spread(median=None)
+    later_s: Spread = Spread(median=None)
+    later_vs_first: Spread = Spread(median=None)  # per attempt: median later / first call time
+    first_ttft_s: Spread = Spread(median=None)  # prompt reading
+    later_ttft_s: Spread = Spread(median=None)
+    later_cached_share: float | None = None  # cached / prompt tokens over samples 2..k
+
+
+class AttemptsSummary(BaseModel):
+    """One role map's attempts over the suite."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role_map: str
+    runs: int
+    passed: int
+    pass_rate: float
+    median_pass_s: float | None
+    within: dict[int, float]  # budget (s) -> share of runs that passed within it
+    attempts_per_pass: Spread
+    passed_by: dict[str, int]  # strategy -> passes it produced
+    tried: dict[str, int]  # strategy -> attempts that used it
+    unchanged: int  # attempts that changed nothing
+    failures: dict[str, int]  # failure class -> runs
+    samples: SampleCost
+
+
+def summarize_attempts(role_map: str, records: Sequence[RunRecord]) -> AttemptsSummary:
+    passing = [r for r in records if r.passed]
+    n = len(records)
+    attempts = [a for r in records for a in r.attempt_log]
+    return AttemptsSummary(
+        role_map=role_map, runs=n, passed=len(passing),
+        pass_rate=len(passing) / n if n else 0.0,
+        median_pass_s=statistics.median(r.wall_s for r in passing) if passing else None,
+        within={b: (sum(r.wall_s <= b for r in passing) / n if n else 0.0) for b in BUDGETS_S},
+        attempts_per_pass=spread(len(r.attempt_log) or r.attempts for r in passing),
+        passed_by=dict(Counter(r.strategy or "unknown" for r in passing)),
+        tried=dict(Counter(a.strategy for a in attempts)),
+        unchanged=sum(not a.changed for a in attempts),
+        failures=dict(Counter(r.failure or "other" for r in records if not r.passed)),
+        samples=sample_cost(records),
+    )
+
+
+def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
+    """What samples 2..k cost against sample 1, over the attempts that asked several."""
+    sampled = [a.samples for r in records for a in r.attempt_log if len(a.samples) > 1]
+    if not sampled:
+        return SampleCost()
+    firsts = [s[0] for s in sampled]
+    laters = [x for s in sampled for x in s[1:]]
+    ratios = [statistics.median(x.call_s for x in s[1:]) / s[0].call_s
+              for s in sampled if s[0].call_s > 0]
+    prompt = sum(x.prompt_tokens for x in laters)
+    return SampleCost(
+        attempts=len(sampled), first_s=spread(x.call_s for x in firsts),
+        later_s=spread(x.call_s for x in laters), later_vs_first=spread(ratios),
+        first_ttft_s=spread(x.ttft_s for x in firsts if x.ttft_s is not None),
+        later_ttft_s=spread(x.ttft_s for x in laters if x.ttft_s is not None),
+        later_cached_share=sum(x.cached_tokens for x in laters) / prompt if prompt else None)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.0f}%"
+
+
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items(), key=lambda kv: -kv[1])) or "-"
+
+
+def attempts_table(summaries: Sequence[AttemptsSummary]) -> Table:
+    """One row per map: pass rate, median time to a pass, the within-budget curve, attempts
+    per pass, the strategies that passed and how the rest failed."""
+    table = Table(title="Attempts: time to a verified pass, and what bought it",
+                  title_justify="left")
+    cols = ("role map", "pass", "median pass", *(f"≤{b}s" for b in BUDGETS_S),
+            "attempts/pass", "passed by", "unchanged", "failures")
+    for col in cols:
+        table.add_column(col, justify="left" if col in ("role map", "passed by", "failures")
+                         else "right")
+    for s in summaries:
+        per = s.attempts_per_pass.median
+        table.add_row(
+            s.role_map, f"{s.passed}/{s.runs}",
+            "-" if s.median_pass_s is None else f"{s.median_pass_s:.1f}s",
+            *(_pct(s.within[b]) for b in BUDGETS_S), "-" if per is None else f"{per:g}",
+            _counts(s.passed_by), f"{s.unchanged}/{sum(s.tried.values())}",
+            _counts(s.failures))
+    return table
+
+
+def sample_lines(summaries: Sequence[AttemptsSummary]) -> list[str]:
+    """For each map that sampled: the 2nd..kth sample's cost against the first."""
+    lines = []
+    for s in summaries:
+        c = s.samples
+        if not c.attempts or c.first_s.median is None:
+            continue
+        ttft = ("" if c.first_ttft_s.median is None or c.later_ttft_s.median is None else
+                f"; prompt reading (time to first token) {c.first_ttft_s.median:.2f}s then "
+                f"{c.later_ttft_s.median:.2f}s")
+        lines.append(
+            f"{s.role_map}: best-of-k over {c.attempts} attempt(s): sample 1 "
+            f"{c.first_s.median:.2f}s, samples 2..k {c.later_s.median or 0:.2f}s "
+            f"({c.later_vs_first.median or 0:.2f}× the first){ttft}; cached prompt tokens in "
+            f"samples 2..k: {_pct(c.later_cached_share)}")
+    return lines

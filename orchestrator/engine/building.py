@@ -1,0 +1,163 @@
+"""One build attempt: the rung of the strategy ladder it is (``ladder.py``), run within what
+is left of the run's time budget, and recorded as an ``Attempt``.
+
+The rung decides the way: a race of candidates (``parallel`` > 1, ``race.py``), a one-shot
+call for whole files (``oneshot.py``; with ``samples`` = k, best-of-k checked samples,
+``samples.py``), the same with the failure restated as facts, the tool loop, or the next model
+of the role's chain. A judge's requested changes always go to the tool loop. Whether the
+attempt changed anything is measured (the worktree's tree before and after, the failing tests
+left out, since verify puts those back): an attempt that changed nothing is not a failed fix,
+so the same-failure stop does not count it (``graph._repeating``) and the next attempt climbs.
+``run.time_budget_s`` bounds the run's builds: past it the attempt under way is stopped and
+the run fails, saying so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from orchestrator.config.prompts import text
+from orchestrator.engine import oneshot
+from orchestrator.engine.ladder import ONE_SHOTS, Rung, rung_for
+from orchestrator.engine.prompting import acceptance_commands
+from orchestrator.engine.race import race, session_of, temperature_of
+from orchestrator.engine.runtime import RunContext
+from orchestrator.engine.samples import best_of
+from orchestrator.engine.sessions import run_session
+from orchestrator.engine.toolbox import policy_of, protected_tests
+from orchestrator.session.account import SessionOutcome
+from orchestrator.state import Attempt, BuildReport, Role, RunState, Sample, Strategy
+
+Values = dict[str, Any]
+
+
+def time_left(ctx: RunContext) -> float | None:
+    """Seconds of ``run.time_budget_s`` left (None: no budget)."""
+    budget = ctx.roles.run.time_budget_s
+    if budget is None:
+        return None
+    return budget - (time.monotonic() - ctx.telemetry.started)
+
+
+def usable_steps(ctx: RunContext, role: Role) -> list[int]:
+    """Positions in the role's model chain the ladder may climb to: its model, and each
+    fallback whose provider has a key (the pool leaves the others out)."""
+    roles = ctx.roles
+    chain = roles.chain(role)
+    return [0, *(i for i, alias in enumerate(chain) if i and ctx.env.get(
+        roles.providers[roles.models[alias].provider].api_key_env))]
+
+
+async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: int
+                  ) -> tuple[SessionOutcome, Values]:
+    """Build attempt ``n`` of ``role`` on ``task``: its outcome and what the state gains (the
+    worktree's tree, the attempt's record, the race's)."""
+    spec = ctx.roles.roles[role]
+    steps = usable_steps(ctx, role)
+    rung, last = rung_for(spec, len(steps), n)
+    rung = Rung(rung.strategy, steps[rung.model_step])
+    started = time.monotonic()
+    before = await ctx.worktree_tree()
+    left = time_left(ctx)
+    samples: list[Sample] = []
+    timeout = asyncio.timeout(max(left, 0.0) if left is not None else None)
+    try:
+        async with timeout:
+            if left is not None and left <= 0:
+                raise TimeoutError
+            strategy, outcome, built = await _run(ctx, state, role, task, n, rung, samples)
+    except TimeoutError:
+        if left is None or (left > 0 and not timeout.expired()):
+            raise  # a timeout of its own (a model call's), not the budget's
+        strategy, built = rung.strategy, {"out_of_time": True,
+                                          "worktree_tree": await ctx.worktree_tree()}
+        outcome = SessionOutcome(session_of(role, n, 1), BuildReport(
+            summary=text("pipeline", "out_of_time", budget=ctx.roles.run.time_budget_s)), 0, 0)
+    after = built.get("worktree_tree") or await ctx.worktree_tree()
+    changed = await _changed(ctx, state, before, after)
+    record = Attempt(n=n, strategy=strategy, model_step=rung.model_step, changed=changed,
+                     duration_s=round(time.monotonic() - started, 3), last_rung=last,
+                     samples=samples, diagnosis=state.diagnosis is not None
+                     and strategy in ONE_SHOTS)
+    return outcome, {**built, "attempt_log": [*state.attempt_log, record]}
+
+
+async def _changed(ctx: RunContext, state: RunState, before: str, after: str) -> bool:
+    """Whether the attempt changed a file besides the failing tests (verify puts those back)."""
+    if ctx.workspace is None or not before or not after:
+        return before != after
+    paths = await asyncio.to_thread(ctx.workspace.changed_between, before, after)
+    protected = protected_tests(ctx, state)
+    return any(p not in protected for p in paths)
+
+
+async def _run(ctx: RunContext, state: RunState, role: Role, task: str, n: int, rung: Rung,
+               samples: list[Sample]) -> tuple[Strategy, SessionOutcome, Values]:
+    spec = ctx.roles.roles[role]
+    if spec.parallel > 1 and ctx.workspace is not None:
+        outcome, built = await _race(ctx, state, role, task, n)
+        return "race", outcome, built
+    if state.verify is not None and state.verify.passed and state.feedback:
+        outcome, built = await _tool_loop(ctx, state, role, task, n)  # a judge's changes
+        return "changes", outcome, built
+    one_shot = rung.strategy in ONE_SHOTS or (rung.strategy == "next_model" and spec.one_shot)
+    if one_shot:
+        once = await _one_shot(ctx, state, role, n, rung, samples)
+        if once is not None:
+            return rung.strategy, once, {"worktree_tree": await ctx.worktree_tree()}
+    outcome, built = await _tool_loop(ctx, state, role, task, n, model_step=rung.model_step)
+    return ("next_model" if rung.model_step else "tool_loop"), outcome, built
+
+
+async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: Rung,
+                    samples: list[Sample]) -> SessionOutcome | None:
+    """One call for whole files, or best-of-k checked samples of it; None when the one-shot
+    does not apply (nothing pinned small enough, a judge's changes)."""
+    spec = ctx.roles.roles[role]
+    restate = rung.strategy != "one_shot"
+    prompt = await oneshot.prompt_for(ctx, state, n, restate=restate)
+    if prompt is None:
+        return None
+    protected = protected_tests(ctx, state)
+    if spec.samples > 1 and ctx.workspace is not None and ctx.sandbox is not None:
+        outcome, made = await best_of(ctx, role, n, prompt, k=spec.samples,
+                                      commands=acceptance_commands(ctx, state),
+                                      policy=policy_of(ctx), protected=protected,
+                                      model_step=rung.model_step)
+        samples.extend(made)
+        return outcome
+    outcome, _ = await oneshot.ask(ctx, role, session_of(role, n, 1), prompt,
+                                   temperature=temperature_of(spec.temperatures, n),
+                                   protected=protected, model_step=rung.model_step)
+    return outcome
+
+
+async def _tool_loop(ctx: RunContext, state: RunState, role: Role, task: str, n: int, *,
+                     model_step: int = 0) -> tuple[SessionOutcome, Values]:
+    """The builder's tool loop; attempt n samples at ``temperatures[n - 1]`` (a retry
+    differs). The worktree's tree is taken while the model writes (``Ahead.trees``)."""
+    temperature = temperature_of(ctx.roles.roles[role].temperatures, n)
+    ahead = ctx.ahead.trees(ctx.workspace)
+    try:
+        outcome = await run_session(ctx, role, task, n=n, protected=protected_tests(ctx, state),
+                                    temperature=temperature, watch=ahead, model_step=model_step)
+        return outcome, {"worktree_tree": await ahead.tree()}
+    finally:
+        await ahead.settle()
+
+
+async def _race(ctx: RunContext, state: RunState, role: Role, task: str, n: int
+                ) -> tuple[SessionOutcome, Values]:
+    """k candidate builds of ``task`` race (``race.py``); the kept one's files are the build."""
+    protected = protected_tests(ctx, state)
+
+    async def candidate(own: RunContext, index: int, temperature: float | None
+                        ) -> SessionOutcome:
+        return await run_session(own, role, task, n, candidate=index, temperature=temperature,
+                                 protected=protected)
+
+    record, outcome = await race(ctx, role, n, commands=acceptance_commands(ctx, state),
+                                 policy=policy_of(ctx), session=candidate, protected=protected)
+    return outcome, {"races": [*state.races, record], "worktree_tree": await ctx.worktree_tree()}

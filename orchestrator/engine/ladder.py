@@ -1,0 +1,46 @@
+"""The build's strategy ladder: what the next attempt does, so that a retry is never a replay.
+
+A failed attempt climbs one rung: (a) ``one_shot``, one call for the whole files the failure
+pins; (b) ``one_shot_fact``, the same call with the failure restated as facts (the values the
+assertion compared) and the one function around the failing line named, for the attempts
+``one_shot_attempts`` allows after the first; (c) ``tool_loop``, the role's tools; (d)
+``next_model``, the next model of the role's fallback chain (a one-shot with the facts when the
+role one-shots, else its tool loop), one rung per model. The last rung repeats while attempts
+and time are left. Pure: the rung of attempt ``n`` follows from the role's settings alone, so a
+resumed run takes the same one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orchestrator.config.schema import RoleSpec
+from orchestrator.state import Strategy
+
+ONE_SHOTS: frozenset[Strategy] = frozenset({"one_shot", "one_shot_fact"})
+
+
+@dataclass(frozen=True)
+class Rung:
+    """One step of the ladder: a strategy on the model at ``model_step`` of the role's chain."""
+
+    strategy: Strategy
+    model_step: int = 0
+
+
+def rungs(spec: RoleSpec, chain: int) -> list[Rung]:
+    """The ladder of a build role whose model chain has ``chain`` models."""
+    out: list[Rung] = []
+    if spec.one_shot:
+        out.append(Rung("one_shot"))
+        out += [Rung("one_shot_fact")] * (spec.one_shot_attempts - 1)
+    out.append(Rung("tool_loop"))
+    out += [Rung("next_model", step) for step in range(1, chain)]
+    return out
+
+
+def rung_for(spec: RoleSpec, chain: int, n: int) -> tuple[Rung, bool]:
+    """The rung of build attempt ``n`` (1-based) and whether it is the ladder's last."""
+    ladder = rungs(spec, chain)
+    i = min(n - 1, len(ladder) - 1)
+    return ladder[i], i == len(ladder) - 1

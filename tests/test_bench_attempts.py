@@ -1,0 +1,98 @@
+"""The bench's attempts report (``benchmark/attempts.py``): the pass rate within 30/60/120/300 s,
+the median time to a verified pass, attempts per pass and the strategy that produced it, every
+failure classified, and the cost of the 2nd..kth best-of-k sample against the first. Pure
+functions of run records, and the packaged live maps' time budget."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from rich.console import Console
+
+from orchestrator.benchmark import load_role_map
+from orchestrator.benchmark.attempts import attempts_table, sample_lines, summarize_attempts
+from orchestrator.benchmark.records import RunRecord, classify, csv_row
+from orchestrator.state import Attempt, Sample
+
+
+def _attempt(n: int, strategy: str, *, changed: bool = True, passed: bool = False,
+             samples: tuple[Sample, ...] = ()) -> Attempt:
+    return Attempt(n=n, strategy=strategy, changed=changed, passed=passed, duration_s=1.0,
+                   samples=list(samples))
+
+
+def _rec(task: str, wall: float, log: tuple[Attempt, ...], *, passed: bool,
+         reason: str = "") -> RunRecord:
+    failure = classify(passed=passed, status="succeeded" if passed else "failed", reason=reason,
+                       checked=True, attempts=log)
+    return RunRecord(task=task, role_map="m", repeat=0, outcome="passed" if passed else "failed",
+                     status="succeeded" if passed else "failed", reason=reason, wall_s=wall,
+                     attempts=len(log), attempt_log=log, failure=failure)
+
+
+def _sample(index: int, call_s: float, ttft_s: float, cached: int, passed: bool) -> Sample:
+    return Sample(index=index, call_s=call_s, ttft_s=ttft_s, prompt_tokens=1000,
+                  cached_tokens=cached, changed=True, passed=passed)
+
+
+RECORDS = [
+    _rec("a", 25, (_attempt(1, "one_shot", passed=True),), passed=True),
+    _rec("b", 90, (_attempt(1, "one_shot", changed=False), _attempt(2, "one_shot_fact",
+                   changed=False), _attempt(3, "tool_loop", passed=True)), passed=True),
+    _rec("c", 50, (_attempt(1, "one_shot", passed=True, samples=(
+        _sample(1, 10.0, 6.0, 0, False), _sample(2, 4.0, 0.5, 896, False),
+        _sample(3, 5.0, 0.5, 896, True))),), passed=True),
+    _rec("d", 300, (_attempt(1, "one_shot", changed=False), _attempt(2, "tool_loop")),
+         passed=False, reason="the time budget of 300 s (run.time_budget_s) ran out"),
+    _rec("e", 80, (_attempt(1, "one_shot", changed=False),), passed=False,
+         reason="acceptance still failing after 1 attempt(s)"),
+    _rec("f", 80, (_attempt(1, "tool_loop"), _attempt(2, "tool_loop")), passed=False,
+         reason="acceptance still failing after 2 attempt(s) (the same failure repeated, so "
+                "the loop stopped early)"),
+]
+
+
+def test_the_curve_a_user_picks_a_map_by():
+    s = summarize_attempts("m", RECORDS)
+    assert (s.runs, s.passed) == (6, 3)
+    assert s.median_pass_s == 50
+    assert s.within == {30: pytest.approx(1 / 6), 60: pytest.approx(2 / 6),
+                        120: pytest.approx(3 / 6), 300: pytest.approx(3 / 6)}
+    assert s.attempts_per_pass.median == 1 and s.attempts_per_pass.high == 3
+    assert s.passed_by == {"one_shot": 2, "tool_loop": 1}
+    assert s.unchanged == 4 and sum(s.tried.values()) == 10
+    assert s.failures == {"out_of_time": 1, "nothing_changed": 1, "same_failure": 1}
+
+
+def test_later_samples_are_costed_against_the_first():
+    c = summarize_attempts("m", RECORDS).samples
+    assert c.attempts == 1
+    assert c.first_s.median == 10.0 and c.later_s.median == 4.5
+    assert c.later_vs_first.median == pytest.approx(0.45)
+    assert (c.first_ttft_s.median, c.later_ttft_s.median) == (6.0, 0.5)
+    assert c.later_cached_share == pytest.approx(896 / 1000)
+    (line,) = sample_lines([summarize_attempts("m", RECORDS)])
+    assert "0.45× the first" in line and "90%" in line
+
+
+def test_the_table_and_the_csv_say_which_strategy_passed():
+    console = Console(file=io.StringIO(), width=200)
+    console.print(attempts_table([summarize_attempts("m", RECORDS)]))
+    out = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "one_shot 2, tool_loop 1" in out and "out_of_time 1" in out and "4/10" in out
+    row = csv_row(RECORDS[1])
+    assert row["passed_by"] == "tool_loop"
+    assert row["strategies"] == "one_shot(unchanged) one_shot_fact(unchanged) tool_loop"
+
+
+def test_a_bench_check_failure_and_an_error_are_classes_of_their_own():
+    assert classify(passed=False, status="succeeded", reason="", checked=False,
+                    attempts=()) == "bench_check"
+    assert classify(passed=True, status="succeeded", reason="", checked=True, attempts=()) == ""
+
+
+def test_the_live_maps_spend_a_time_budget_not_an_attempt_count():
+    for name in ("live-routed", "live-solo", "live-split"):
+        _, roles = load_role_map(name)
+        assert roles.run.time_budget_s == 300 and roles.run.max_attempts > 3
