@@ -26,13 +26,17 @@ from orchestrator.record.registry import open_registry
 pytest_plugins = ["pg"]
 pytest.importorskip("procrastinate", reason="the fleet extra is not installed")
 
+# the demo role map names the simulator's address and key variable: a worker takes them from a job
+# only when allowed
+ALLOW = ("providers.*.base_url", "providers.*.api_key_env")
 WORKER = """
 import asyncio, logging, sys
 from pathlib import Path
-from orchestrator.faces.fleet import WorkerConfig, run_worker
-logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s %(message)s")
+from orchestrator.faces.fleet_worker import WorkerConfig, run_worker
+from orchestrator.faces.logs import setup_logging
+setup_logging(json=True)
 asyncio.run(run_worker(WorkerConfig(database_url=sys.argv[1], cache_dir=Path(sys.argv[2]),
-    heartbeat_s=0.5, stalled_after_s=2.0, poll_s=0.5)))
+    heartbeat_s=0.5, stalled_after_s=2.0, poll_s=0.5, allow_set=("providers.*.base_url", "providers.*.api_key_env"))))
 """
 
 
@@ -123,7 +127,7 @@ async def test_two_workers_drain_four_tasks_each_run_once(pg_url, fresh_sim, tmp
     assert all(r.commit and r.branch.startswith("orchestrate/") for r in runs)
     by_path = {r.repo for r in runs}
     assert str(repos[0]) in by_path and str(repos[2]) not in by_path  # URLs ran in a clone
-    took = [log.read_text().count("new run for") for log in logs]
+    took = [log.read_text().count('"event": "new run"') for log in logs]
     assert sum(took) == 4 and min(took) >= 1, took
 
 
@@ -154,7 +158,7 @@ async def test_a_killed_worker_leaves_its_run_to_another_which_resumes_it(pg_url
         _stop(*[w for w in (first, second) if w is not None])
     assert job.job_id == job_id and job.attempts == 2  # retried once, after its worker died
     assert "queued again" in (tmp_path / "w1.log").read_text()
-    assert "resumes run" in (tmp_path / "w1.log").read_text()
+    assert '"event": "resumes run"' in (tmp_path / "w1.log").read_text()
     with open_registry(tmp_path, pg_url) as reg:
         (run,) = reg.list()
     assert run.state == "succeeded" and run.job_id == job_id and run.commit
@@ -162,13 +166,46 @@ async def test_a_killed_worker_leaves_its_run_to_another_which_resumes_it(pg_url
 
 
 async def test_a_job_that_cannot_run_fails_visibly_and_is_not_retried(pg_url, sim, tmp_path):
-    from orchestrator.faces.fleet import WorkerConfig, run_worker
+    from orchestrator.faces.fleet_worker import WorkerConfig, run_worker
 
     not_a_repo = tmp_path / "plain"
     not_a_repo.mkdir()
     job_id = await _submit(pg_url, sim, "fix it", str(not_a_repo))
     await run_worker(WorkerConfig(database_url=pg_url, cache_dir=tmp_path / "cache", drain=True,
-                                  env=run_env(), poll_s=0.2))
+                                  env=run_env(), poll_s=0.2, allow_set=ALLOW))
     (job,) = await jobs(pg_url)
     assert (job.job_id, job.status, job.attempts, job.stalled) == (job_id, "failed", 1, False)
     assert job.task == "fix it" and job.repo == str(not_a_repo)
+
+
+async def test_a_worker_refuses_a_job_that_redirects_keys_or_turns_the_sandbox_off(
+        pg_url, fresh_sim, tmp_path):
+    """Protected settings from the queue (where keys go, the sandbox) are taken only when the
+    worker's owner allows them; a refused job fails at once, before any model is called, and
+    the worker's JSON log line says which keys and how to allow them."""
+    import io
+
+    from orchestrator.faces.fleet_worker import WorkerConfig, run_worker
+    from orchestrator.faces.logs import setup_logging
+
+    repo = make_sample_repo(tmp_path / "repo")
+    redirected = await _submit(pg_url, fresh_sim, "fix it [redirect]", str(repo))
+    sandbox_off = await submit("fix it [no sandbox]", str(repo), database_url=pg_url,
+                               role_files=[str(scenario_path("demo-roles.toml"))],
+                               sets=[*demo_roles_sets(fresh_sim.base_url), 'sandbox.mode="none"'])
+    logged = io.StringIO()
+    setup_logging(json=True, stream=logged)
+    # a worker whose owner allows a job nothing protected (no --allow-set, no job_may_set)
+    await run_worker(WorkerConfig(database_url=pg_url, cache_dir=tmp_path / "c0", drain=True,
+                                  env=run_env(HOME=str(tmp_path)), poll_s=0.2))
+    lines = [json.loads(line) for line in logged.getvalue().splitlines()]
+    assert not fresh_sim.state.requests  # no model was asked anything
+    listed = {j.job_id: j for j in await jobs(pg_url)}
+    assert listed[redirected].status == listed[sandbox_off].status == "failed"
+    assert listed[redirected].attempts == 1 and listed[redirected].run_id is None
+    refusals = {line["job_id"]: line["error"] for line in lines if line["event"] == "job failed"}
+    assert "providers.sim.base_url" in refusals[redirected]
+    assert "--allow-set providers.*.base_url" in refusals[redirected]
+    assert "sandbox.mode" in refusals[sandbox_off]
+    assert all({"event", "level", "timestamp", "worker"} <= set(line) for line in lines)
+    assert all(line["attempt"] == 1 for line in lines if line["event"] == "job failed")

@@ -29,6 +29,7 @@ PROTECTED: tuple[tuple[str, ...], ...] = (
     ("providers", "*", "api_key_env"),
     ("policy", "allow"),
     ("sandbox",),
+    ("fleet", "job_may_set"),
 )
 REPO_ROLES = "roles.toml"
 USER_ROLES = "roles.toml"

@@ -49,6 +49,7 @@ from orchestrator.evidence.verify import DirSource, GitCommitSource
 from orchestrator.localize.reporules import repo_rules
 from orchestrator.models.budget import Budget
 from orchestrator.models.journal import CallJournal, JournaledPool
+from orchestrator.models.journal_pg import PostgresJournal
 from orchestrator.models.pool import ClientPool, check_credentials
 from orchestrator.models.quota import QuotaLedger, WriteBehindLedger
 from orchestrator.models.quota_pg import build_ledger
@@ -279,7 +280,10 @@ class OpenRun:
             # before anything else: a command the dead process left running must not keep
             # writing into the worktree that is about to be restored
             self.leftovers = kill_leftovers(ws.run_dir / COMMANDS_FILE)
-        self.journal = journal = CallJournal(ws.run_dir / "journal.sqlite")
+        # with a shared database the journal is there, so any machine resumes the run exactly
+        self.journal = journal = (PostgresJournal(plan.database_url, ws.run_id)
+                                  if plan.database_url else
+                                  CallJournal(ws.run_dir / "journal.sqlite"))
         self._stack.callback(journal.close)
         base = ws.start_commit or ws.base_commit
         citations = GitCommitSource(ws.repo, base, resolved=True)  # one reader for the run

@@ -43,15 +43,22 @@ class RunRecord:
     commit: str | None = None
     job_id: int | None = None
 
+    def document(self) -> dict[str, Any]:
+        """The record as ``runs --json`` gives it (times in ISO 8601)."""
+        return {**{k: v for k, v in vars(self).items()},
+                "created_at": self.created_at.isoformat(),
+                "updated_at": self.updated_at.isoformat()}
+
 
 def new_record(
     run_id: str, task: str, repo: str, branch: str, *, state: RunStatus = "running",
-    job_id: int | None = None, now: datetime | None = None,
+    job_id: int | None = None, now: datetime | None = None, host: str | None = None,
 ) -> RunRecord:
-    """A record stamped now, on this host."""
+    """A record stamped now, on this host (or ``host``: a fleet worker's name)."""
     now = now or datetime.now(UTC)
     return RunRecord(run_id=run_id, task=task, repo=repo, branch=branch, state=state,
-                     created_at=now, updated_at=now, host=socket.gethostname(), job_id=job_id)
+                     created_at=now, updated_at=now, host=host or socket.gethostname(),
+                     job_id=job_id)
 
 
 class RunRegistry(Protocol):
