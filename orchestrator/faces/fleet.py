@@ -201,6 +201,7 @@ def checkout(repo: str, cache_dir: Path) -> Path:
     """A path as is; a URL cloned (or fetched) into ``cache_dir``, one clone per URL."""
     if not is_url(repo):
         return Path(repo)
+    cache_dir = cache_dir.expanduser().resolve()
     name = re.sub(r"[^\w.-]+", "-", repo.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git"))
     target = cache_dir / f"{name}-{hashlib.sha256(repo.encode()).hexdigest()[:12]}"
     cache_dir.mkdir(parents=True, exist_ok=True)

@@ -35,7 +35,9 @@ def setup_logging(*, json: bool | None = None, stream: TextIO | None = None,
     renderer: Any = (structlog.processors.JSONRenderer() if as_json else
                      structlog.dev.ConsoleRenderer(colors=stream.isatty(),
                                                   exception_formatter=structlog.dev.plain_traceback))
-    tail: list[Any] = [structlog.processors.dict_tracebacks] if as_json else []
+    # tracebacks as data, without local variables (keys and tokens live in locals)
+    tail: list[Any] = [structlog.processors.ExceptionRenderer(
+        structlog.tracebacks.ExceptionDictTransformer(show_locals=False))] if as_json else []
     structlog.configure(
         processors=[*_SHARED, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
         logger_factory=structlog.stdlib.LoggerFactory(),
