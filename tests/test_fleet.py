@@ -209,3 +209,35 @@ async def test_a_worker_refuses_a_job_that_redirects_keys_or_turns_the_sandbox_o
     assert "sandbox.mode" in refusals[sandbox_off]
     assert all({"event", "level", "timestamp", "worker"} <= set(line) for line in lines)
     assert all(line["attempt"] == 1 for line in lines if line["event"] == "job failed")
+
+
+async def test_sigterm_drains_the_running_job_and_the_log_is_json_lines(pg_url, fresh_sim, tmp_path):
+    """SIGTERM while a run is building: the worker takes no new job but finishes the one it
+    has, then exits 0; every line it logged is a JSON object, role events at info carrying the
+    job id, run id and attempt."""
+    base = demo_scenario()
+    slow_builder = base.models["sim-builder"].model_copy(update={"delay_s": 0.5})
+    fresh_sim.set_scenario(base.model_copy(update={"models": {**base.models, "sim-builder": slow_builder}}))
+    repo = make_sample_repo(tmp_path / "repo")
+    job_id = await _submit(pg_url, fresh_sim, f"{DEMO_TASK} [drain]", str(repo))
+    waiting = await _submit(pg_url, fresh_sim, f"{DEMO_TASK} [never taken]", str(repo))
+    log = tmp_path / "w.log"
+    worker = _start_worker(pg_url, tmp_path / "cache", log)
+    try:
+        async def building():
+            return bool(fresh_sim.state.requests_for("sim-builder"))
+
+        await _wait_for(building, 60, "the worker to reach the builder")
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(90) == 0
+    finally:
+        _stop(worker)
+    listed = {j.job_id: j for j in await jobs(pg_url)}
+    assert listed[job_id].status == "succeeded" and listed[job_id].commit
+    assert listed[waiting].status == "todo"  # drained: nothing new was taken
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    roles = [x for x in lines if x["event"] in ("role_started", "role_finished")]
+    assert roles and all(x["level"] == "info" for x in roles)
+    assert all((x["job_id"], x["run_id"], x["attempt"]) == (job_id, listed[job_id].run_id, 1)
+               for x in roles)
+    assert {"planner", "builder"} <= {x.get("role") for x in roles}

@@ -8,6 +8,7 @@ The engine (``api``: LangGraph, the OpenAI SDK) is imported on first use, so ``-
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -22,6 +23,7 @@ from rich.markup import escape
 
 from orchestrator.config.trust import UntrustedConfig, record_trust, user_config_dir
 from orchestrator.errors import OrchestrateError, UsageError
+from orchestrator.faces.logs import setup_logging
 from orchestrator.faces.render import print_run_summary, print_trust_request
 from orchestrator.workspace.repo import repo_root
 
@@ -86,7 +88,9 @@ def _options(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ) -> None:
-    pass
+    # what libraries log (warnings and worse) goes out through structlog: JSON lines for a log
+    # system, readable at a terminal; `orchestrate worker` logs its own events at info
+    setup_logging(level=logging.WARNING)
 
 
 def fail(exc: OrchestrateError) -> None:

@@ -40,6 +40,19 @@ from orchestrator.record.store import (
 QUEUE = "orchestrate"
 TASK_NAME = "orchestrate.run"
 MAX_ATTEMPTS = 3
+
+
+def _retried() -> tuple[type[Exception], ...]:
+    """What a job is tried again after (elsewhere, or here): an outage of the model, the
+    network, or the database (a restart drops every connection)."""
+    try:
+        import psycopg
+    except ImportError:
+        return (ModelUnavailable, OSError)
+    return (ModelUnavailable, OSError, psycopg.OperationalError, psycopg.InterfaceError)
+
+
+RETRIED = _retried()
 _URL = re.compile(r"^([a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.IGNORECASE)
 log = structlog.get_logger("orchestrate.fleet")
 
@@ -85,7 +98,7 @@ def app_for(database_url: str, run_job: Callable[..., Any] | None = None, *,
         conninfo=require_postgres(database_url), min_size=1, max_size=max_size))
     if run_job is not None:
         retry = procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=1,
-                                            retry_exceptions={ModelUnavailable, OSError})
+                                            retry_exceptions=set(RETRIED))
         app.task(name=TASK_NAME, queue=QUEUE, pass_context=True, retry=retry)(run_job)
     return app
 

@@ -26,8 +26,16 @@ import structlog
 
 from orchestrator import api
 from orchestrator.engine.runfiles import read_run_file
-from orchestrator.errors import ModelUnavailable, UsageError
-from orchestrator.faces.fleet import QUEUE, app_for, checkout, is_url, prepare, retry_stalled
+from orchestrator.errors import UsageError
+from orchestrator.faces.fleet import (
+    QUEUE,
+    RETRIED,
+    app_for,
+    checkout,
+    is_url,
+    prepare,
+    retry_stalled,
+)
 from orchestrator.faces.fleet_job import check_job, owner_allows, write_roles
 from orchestrator.faces.fleet_share import RunMirror, adopt, push_branch
 from orchestrator.record.registry import FINAL_STATES, PostgresRegistry, RunRecord, new_record
@@ -111,7 +119,7 @@ async def _run_job(context: Any, *, task: str, repo: str, roles: list[dict[str, 
                                trust_repo_config)
         except Exception as exc:
             log.error("job failed", error=f"{type(exc).__name__}: {exc}",
-                      retried=isinstance(exc, (ModelUnavailable, OSError)))
+                      retried=isinstance(exc, RETRIED))
             raise
 
 
@@ -150,7 +158,7 @@ async def _take(context: Any, config: WorkerConfig, task: str, repo: str,
         return {"run_id": result.run_id, "status": result.status, "pushed": pushed}
     except Exception as exc:
         # A retried job resumes a "stopped" run; a "failed" one is final.
-        retried = isinstance(exc, (ModelUnavailable, OSError))
+        retried = isinstance(exc, RETRIED)
         for run_id in started[-1:]:
             registry.record_finish(run_id, "stopped" if retried else "failed",
                                    f"{type(exc).__name__}: {exc}", 0.0, None)
