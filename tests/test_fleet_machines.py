@@ -40,7 +40,7 @@ from orchestrator.faces.fleet_worker import WorkerConfig, run_worker
 from orchestrator.faces.logs import setup_logging
 setup_logging(json=True)
 asyncio.run(run_worker(WorkerConfig(database_url=sys.argv[1], cache_dir=Path("cache"),
-    name=sys.argv[2], heartbeat_s=0.5, stalled_after_s=2.0, poll_s=0.3, push=True,
+    name=sys.argv[2], heartbeat_s=0.5, stalled_after_s=5.0, poll_s=0.3, push=True,
     allow_set=("providers.*.base_url", "providers.*.api_key_env"))))
 """
 
