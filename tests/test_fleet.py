@@ -241,3 +241,41 @@ async def test_sigterm_drains_the_running_job_and_the_log_is_json_lines(pg_url, 
     assert all((x["job_id"], x["run_id"], x["attempt"]) == (job_id, listed[job_id].run_id, 1)
                for x in roles)
     assert {"planner", "builder"} <= {x.get("role") for x in roles}
+
+
+def test_what_a_job_may_set_is_the_workers_owners_word(tmp_path):
+    """``--allow-set`` patterns and ``[fleet] job_may_set`` of the owner's own roles.toml; a
+    repository's roles.toml cannot widen it (the key is protected)."""
+    from orchestrator.config.trust import is_protected
+    from orchestrator.errors import ConfigError
+    from orchestrator.faces.fleet_job import (
+        JobRefused,
+        asked_settings,
+        check_job,
+        is_allowed,
+        owner_allows,
+        role_contents,
+    )
+
+    roles = role_contents([scenario_path("demo-roles.toml")])
+    assert roles[0]["text"] == scenario_path("demo-roles.toml").read_text()  # content, not a path
+    asked = asked_settings(roles, ['sandbox.mode="none"'], True)
+    assert asked == ["providers.sim.base_url", "providers.sim.api_key_env", "sandbox.mode",
+                     "trust_repo_config"]
+    assert is_allowed("sandbox.mode", ["sandbox"]) and is_allowed("providers.x.base_url",
+                                                                   ["providers.*.base_url"])
+    assert not is_allowed("providers.x.api_key_env", ["providers.*.base_url"])
+    assert is_protected(("fleet", "job_may_set")) and not is_protected(("fleet", "push"))
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": ""}
+    assert owner_allows(env) == ()
+    (tmp_path / ".config" / "orchestrate").mkdir(parents=True)
+    own = tmp_path / ".config" / "orchestrate" / "roles.toml"
+    own.write_text('[fleet]\njob_may_set = ["providers.*.base_url", "providers.*.api_key_env"]\n')
+    allowed = owner_allows(env)
+    check_job(1, roles, [], False, allowed)  # the owner allows the provider: taken
+    with pytest.raises(JobRefused) as refused:
+        check_job(2, roles, ['sandbox.mode="none"'], False, allowed)
+    assert "sandbox.mode" in str(refused.value) and "providers" not in str(refused.value)
+    own.write_text("[fleet]\njob_may_set = \"everything\"\n")
+    with pytest.raises(ConfigError):
+        owner_allows(env)
