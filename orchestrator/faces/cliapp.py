@@ -23,7 +23,6 @@ from rich.markup import escape
 
 from orchestrator.config.trust import UntrustedConfig, record_trust, user_config_dir
 from orchestrator.errors import OrchestrateError, UsageError
-from orchestrator.faces.logs import setup_logging
 from orchestrator.faces.render import print_run_summary, print_trust_request
 from orchestrator.workspace.repo import repo_root
 
@@ -72,6 +71,12 @@ EventsOpt = Annotated[bool, typer.Option(
 def run_async(coroutine: Any) -> Any:
     import asyncio  # not at the top: the quick commands never need an event loop
 
+    from orchestrator.faces.logs import setup_logging
+
+    if not logging.getLogger().handlers:  # `worker` set its own up (info, its format)
+        # what libraries log (warnings and worse) goes out through structlog: JSON lines for
+        # a log system, readable at a terminal
+        setup_logging(level=logging.WARNING)
     return asyncio.run(coroutine)
 
 
@@ -88,9 +93,7 @@ def _options(
     version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True,
                                           help="Print the version and exit.")] = False,
 ) -> None:
-    # what libraries log (warnings and worse) goes out through structlog: JSON lines for a log
-    # system, readable at a terminal; `orchestrate worker` logs its own events at info
-    setup_logging(level=logging.WARNING)
+    pass
 
 
 def fail(exc: OrchestrateError) -> None:
