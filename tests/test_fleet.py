@@ -279,3 +279,42 @@ def test_what_a_job_may_set_is_the_workers_owners_word(tmp_path):
     own.write_text("[fleet]\njob_may_set = \"everything\"\n")
     with pytest.raises(ConfigError):
         owner_allows(env)
+
+
+async def test_a_database_restart_mid_run_is_survived(pg_cluster, pg_url, fresh_sim, tmp_path):
+    """PostgreSQL restarts (every connection dropped) while the builder works: the worker stays
+    up, the job is queued again if the run could not go on, and the same run finishes once,
+    planned once."""
+    if pg_cluster is None:
+        pytest.skip("needs the PostgreSQL cluster this test session started (to restart it)")
+    base = demo_scenario()
+    slow_builder = base.models["sim-builder"].model_copy(update={"delay_s": 1.0})
+    fresh_sim.set_scenario(base.model_copy(update={"models": {**base.models, "sim-builder": slow_builder}}))
+    repo = make_sample_repo(tmp_path / "repo")
+    job_id = await _submit(pg_url, fresh_sim, f"{DEMO_TASK} [restart]", str(repo))
+    log = tmp_path / "w.log"
+    worker = _start_worker(pg_url, tmp_path / "cache", log)
+    try:
+        async def building():
+            return bool(fresh_sim.state.requests_for("sim-builder"))
+
+        await _wait_for(building, 60, "the worker to reach the builder")
+        pg_cluster.restart()
+
+        async def done():
+            try:
+                (job,) = await jobs(pg_url)
+            except Exception:  # the database may still be starting
+                return None
+            assert job.status != "failed", log.read_text()[-3000:]
+            return job if job.status == "succeeded" else None
+
+        job = await _wait_for(done, 120, "the run to finish after the restart")
+        assert worker.poll() is None, log.read_text()[-3000:]  # the worker survived it
+    finally:
+        _stop(worker)
+    assert job.job_id == job_id and job.state == "succeeded" and job.commit
+    with open_registry(tmp_path, pg_url) as reg:
+        (run,) = reg.list()
+    assert run.run_id == job.run_id and run.state == "succeeded"
+    assert _plannings(fresh_sim, "[restart]") == 1  # resumed from its checkpoint, not re-planned

@@ -179,6 +179,7 @@ class PostgresRegistry(_SqlRegistry):
     """The ``orchestrate_runs`` table of a shared PostgreSQL database."""
 
     def __init__(self, database_url: str) -> None:
+        self._url = database_url
         self._db = connect_postgres(database_url)
         self._lock = threading.Lock()
         key = advisory_key("orchestrate.registry")
@@ -190,8 +191,17 @@ class PostgresRegistry(_SqlRegistry):
                 self._db.execute(statement)
 
     def _execute(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """One statement; a connection the server dropped (a restart) is opened again once."""
+        import psycopg
+
         with self._lock:
-            cur = self._db.execute(sql.replace("?", "%s"), args)
+            try:
+                cur = self._db.execute(sql.replace("?", "%s"), args)
+            except psycopg.OperationalError:
+                if not self._db.closed and not self._db.broken:
+                    raise
+                self._db = connect_postgres(self._url)
+                cur = self._db.execute(sql.replace("?", "%s"), args)
             return cur.fetchall() if cur.description else []
 
     def close(self) -> None:
