@@ -88,11 +88,15 @@ async def _until(check, timeout: float, what: str):
     raise AssertionError(f"timed out waiting for {what}")
 
 
+# killed in the builder's second call (the last checkpoint: before the build, the start's
+# files), or in the reviewer's first (the last checkpoint holds the builder's files: the other
+# machine gets them from the snapshot ref)
+@pytest.mark.parametrize(("model", "nth"), [("sim-builder", 2), ("sim-reviewer", 1)])
 async def test_a_run_killed_on_one_machine_finishes_on_another_paying_once(
-        pg_url, fresh_sim, tmp_path):
+        pg_url, fresh_sim, tmp_path, model, nth):
     base = demo_scenario()
-    slow = base.models["sim-builder"].model_copy(update={"delay_s": 1.5})
-    fresh_sim.set_scenario(base.model_copy(update={"models": {**base.models, "sim-builder": slow}}))
+    slow = base.models[model].model_copy(update={"delay_s": 1.5})
+    fresh_sim.set_scenario(base.model_copy(update={"models": {**base.models, model: slow}}))
     work = make_sample_repo(tmp_path / "work")
     origin = tmp_path / "origin.git"
     subprocess.run(["git", "clone", "-q", "--bare", str(work), str(origin)], check=True)
@@ -102,16 +106,16 @@ async def test_a_run_killed_on_one_machine_finishes_on_another_paying_once(
     first, first_log = _machine(tmp_path, "machine-a", pg_url)
     second = None
     try:
-        async def second_builder_call():  # it is in flight for 1.5 s from its arrival
-            return len(fresh_sim.state.requests_for("sim-builder")) >= 2
+        async def nth_call():  # it is in flight for 1.5 s from its arrival
+            return len(fresh_sim.state.requests_for(model)) >= nth
 
         try:
-            await _until(second_builder_call, 90, "the builder's second call")
+            await _until(nth_call, 90, f"{model}'s call {nth}")
         except AssertionError:
             raise AssertionError(first_log.read_text()[-3000:]) from None
         first.send_signal(signal.SIGKILL)
         first.wait(10)
-        in_flight_at_kill = len(fresh_sim.state.requests_for("sim-builder"))
+        in_flight_at_kill = len(fresh_sim.state.requests_for(model))
         second, second_log = _machine(tmp_path, "machine-b", pg_url)
 
         async def finished():
@@ -126,12 +130,14 @@ async def test_a_run_killed_on_one_machine_finishes_on_another_paying_once(
             _stop(second)
     lines = [json.loads(x) for x in second_log.read_text().splitlines() if x.startswith("{")]
     (done,) = [x for x in lines if x["event"] == "job done"]
-    repeated = _asked_twice(fresh_sim, "sim-builder") + _asked_twice(fresh_sim, "sim-planner") \
-        + _asked_twice(fresh_sim, "sim-explorer")
+    repeated = sum(_asked_twice(fresh_sim, m) for m in
+                   ("sim-planner", "sim-explorer", "sim-builder", "sim-reviewer"))
     # only the call in flight at the kill was asked again, and the report counts exactly that
-    assert in_flight_at_kill >= 2 and repeated == 1
+    assert in_flight_at_kill == nth and repeated == 1
+    assert _asked_twice(fresh_sim, model) == 1
     assert done["paid_calls_repeated"] == repeated
-    assert done["replayed_calls"] >= 1  # the builder's first call came from the journal
+    # the calls the node had completed before it came from the journal
+    assert done["replayed_calls"] == nth - 1
     assert done["run_id"] == job.run_id and done["job_id"] == job_id and done["attempt"] == 2
     assert any(x["event"] == "resumes run" and x["adopted"] for x in lines)
     # the branch is on the origin, at the run's commit

@@ -76,6 +76,12 @@ class RunFiles:
                   "name) DO UPDATE SET content = orchestrate_run_files.content || "
                   "excluded.content", (run_id, name, content))
 
+    def size(self, run_id: str, name: str) -> int:
+        """The length in bytes of a stored file (0 when there is none)."""
+        rows = self._run("SELECT octet_length(content) FROM orchestrate_run_files WHERE "
+                         "run_id = %s AND name = %s", (run_id, name))
+        return int(rows[0][0]) if rows else 0
+
     def get(self, run_id: str) -> dict[str, str]:
         rows = self._run("SELECT name, content FROM orchestrate_run_files WHERE run_id = %s",
                          (run_id,))
@@ -107,8 +113,8 @@ class RunMirror:
     def __call__(self, event: Event) -> None:
         if event.kind in ("run_started", "run_resumed"):
             self.run_id = event.run_id
-            self._offset = (self.run_dir / EVENTS).stat().st_size \
-                if event.kind == "run_resumed" else 0
+            # the database holds a prefix of the log (all of it after ``adopt``): go on from there
+            self._offset = self.files.size(event.run_id, EVENTS)
             for name in SEED_FILES:
                 path = self.run_dir / name
                 if path.is_file():
