@@ -20,6 +20,7 @@ from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -27,7 +28,7 @@ from orchestrator.config.definitions import Registry
 from orchestrator.config.layers import resolve_overrides, resolve_setup
 from orchestrator.config.pipeline import Pipeline, pipeline_of
 from orchestrator.config.schema import RoleMap
-from orchestrator.engine.options import Mode, RunOptions
+from orchestrator.engine.options import Mode, RunOptions, TreeHook
 from orchestrator.engine.runfiles import (
     COMMANDS_FILE,
     RUN_FILE,
@@ -209,11 +210,28 @@ async def _make(plan: _Plan, options: RunOptions, saving: AsyncExitStack) -> Sav
     made, saver = await asyncio.gather(making, opening, return_exceptions=True)
     if isinstance(made, BaseException):
         raise made
+    if options.before_checkpoint is not None and isinstance(saver, BaseCheckpointSaver):
+        _announce_trees(saver, plan.run_id, options.before_checkpoint)
     if made is not None:
         plan.ws, plan.run_dir = made, made.run_dir
         write_run_file(made, plan.task, plan.role_map, approve_plan=options.approve_plan,
                        registry=plan.registry)
     return saver
+
+
+def _announce_trees(saver: BaseCheckpointSaver, run_id: str, hook: TreeHook) -> None:
+    """Await ``hook(run_id, tree)`` before a checkpoint with a new worktree tree is written, so
+    whoever must restore that checkpoint can have its files first."""
+    put, told = saver.aput, [""]
+
+    async def aput(config: Any, checkpoint: Any, metadata: Any, versions: Any) -> Any:
+        tree = str(checkpoint.get("channel_values", {}).get("worktree_tree") or "")
+        if tree and tree != told[0]:
+            await hook(run_id, tree)
+            told[0] = tree
+        return await put(config, checkpoint, metadata, versions)
+
+    saver.aput = aput  # type: ignore[method-assign, assignment]
 
 
 async def _nothing() -> None:

@@ -6,7 +6,8 @@ into the ``orchestrate_run_files`` table as the run goes; its call journal is al
 database (``models/journal_pg.py``) and so are its checkpoints. The files the last checkpoint
 saw (its ``worktree_tree``) and the run branch's tip are pushed to the job's origin as one
 commit under a private ref, ``refs/orchestrate/snapshots/<run-id>`` (tree: the checkpoint's
-files; parent: the branch tip), each time a role starts (a checkpoint was just written).
+files; parent: the branch tip), before each checkpoint with new files is written
+(``RunOptions.before_checkpoint``), so the files a checkpoint names are always there first.
 
 ``adopt`` is the other side: in a clone that has never seen the run, it fetches that ref,
 writes the run's files into ``workspaces/<run-id>/`` and puts the run branch back, so
@@ -24,7 +25,7 @@ from typing import Any
 import structlog
 
 from orchestrator.gitsafe import git
-from orchestrator.record.store import advisory_key, connect_postgres, open_checkpointer
+from orchestrator.record.store import advisory_key, connect_postgres
 from orchestrator.record.telemetry import Event
 
 SNAPSHOTS = "refs/orchestrate/snapshots"
@@ -95,16 +96,14 @@ class RunFiles:
 
 
 class RunMirror:
-    """A fleet run's listener: mirrors its files and events to the database and pushes its
-    checkpoint snapshots to the origin. ``aclose`` waits for what is under way."""
+    """A fleet run's listener: mirrors its files and events to the database; its
+    ``before_checkpoint`` pushes the checkpoints' files to the origin."""
 
     def __init__(self, database_url: str, clone: Path, *, origin: str | None) -> None:
         self.files = RunFiles(database_url)
         self.url, self.clone, self.origin = database_url, clone, origin
         self.run_id: str | None = None
         self._offset = 0
-        self._pending: asyncio.Task[None] | None = None
-        self._again = False
 
     @property
     def run_dir(self) -> Path:
@@ -122,8 +121,6 @@ class RunMirror:
         if self.run_id is None or event.kind == "progress":
             return
         self._mirror_events()
-        if event.kind == "role_started" and self.origin is not None:
-            self._snapshot_soon()
 
     def _mirror_events(self) -> None:
         """The event log's lines written since the last call, appended in the database."""
@@ -138,43 +135,22 @@ class RunMirror:
             self.files.append(str(self.run_id), EVENTS, data[:end].decode("utf-8", "replace"))
             self._offset += end
 
-    def _snapshot_soon(self) -> None:
-        if self._pending is not None and not self._pending.done():
-            self._again = True  # one more once this one is pushed
+    async def before_checkpoint(self, run_id: str, tree: str) -> None:
+        """``RunOptions.before_checkpoint``: the checkpoint's files go to the origin before the
+        checkpoint that names them is written, so a resume elsewhere always finds them."""
+        if self.origin is None:
             return
-        self._pending = asyncio.get_running_loop().create_task(self._snapshot())
-
-    async def _snapshot(self) -> None:
-        while True:
-            self._again = False
-            try:
-                tree = await checkpoint_tree(self.clone, self.url, str(self.run_id))
-                await asyncio.to_thread(push_snapshot, self.clone, str(self.run_id), tree,
-                                        str(self.origin))
-            except Exception as exc:  # the run goes on; a resume elsewhere starts earlier
-                log.warning("could not push the run's snapshot", run_id=self.run_id,
-                            error=f"{type(exc).__name__}: {exc}")
-            if not self._again:
-                return
+        try:
+            await asyncio.to_thread(push_snapshot, self.clone, run_id, tree, self.origin)
+        except Exception as exc:  # the run goes on; a resume elsewhere would say why it cannot
+            log.warning("could not push the run's snapshot", run_id=run_id,
+                        error=f"{type(exc).__name__}: {exc}")
 
     async def aclose(self) -> None:
-        if self._pending is not None:
-            with contextlib.suppress(Exception):
-                await self._pending
         if self.run_id is not None:
             with contextlib.suppress(Exception):
                 self._mirror_events()
         await asyncio.to_thread(self.files.close)
-
-
-async def checkpoint_tree(clone: Path, database_url: str, run_id: str) -> str:
-    """The ``worktree_tree`` of the run's last checkpoint ("" for the start commit's files)."""
-    async with open_checkpointer(clone, database_url) as saver:
-        found = await saver.aget_tuple({"configurable": {"thread_id": run_id,
-                                                         "checkpoint_ns": ""}})
-    if found is None:
-        return ""
-    return str(found.checkpoint.get("channel_values", {}).get("worktree_tree") or "")
 
 
 def push_snapshot(clone: Path, run_id: str, tree: str, origin: str) -> str:

@@ -135,7 +135,8 @@ async def _take(context: Any, config: WorkerConfig, task: str, repo: str,
     listeners: tuple[Listener, ...] = (*config.listeners, mirror, _recorder(registry, task, str(path), job_id,
                                                       started, config.name))
     given = api.RunOptions(repo=path, env=config.env, listeners=listeners,
-                           database_url=config.database_url)
+                           database_url=config.database_url,
+                           before_checkpoint=mirror.before_checkpoint)
     try:
         prior = await asyncio.to_thread(registry.for_job, job_id)
         if prior is not None and prior.state in FINAL_STATES - {"stopped"}:
