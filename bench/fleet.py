@@ -113,6 +113,25 @@ def queue_times(url: str) -> tuple[list[float], int]:
     return waits, sum(1 for s in started.values() if len(s) > 1)
 
 
+_AGAIN = ("job failed", "job was stalled (its worker stopped): queued again",
+          "run cannot resume here: starting the task again")
+
+
+def why_again(logs: list[Path]) -> list[str]:
+    """The workers' log lines that say why a job failed or was started again."""
+    found = []
+    for log in logs:
+        for text in log.read_text().splitlines():
+            try:
+                line = json.loads(text)
+            except ValueError:
+                continue
+            if line.get("event") in _AGAIN:
+                found.append(f"{line['event']}: job {line.get('job_id')} "
+                             f"{line.get('error', '')[:200]}")
+    return found
+
+
 def runs_per_job(url: str) -> tuple[int, int]:
     """Runs recorded beyond one per job (a job run twice would record two), and runs that
     succeeded (the demo task fixed and reviewed)."""
@@ -159,6 +178,8 @@ async def one(cluster: PgCluster, base_url: str, n_workers: int, n_jobs: int,
             p.wait()
     waits, twice = queue_times(url)
     extra_runs, runs_ok = runs_per_job(url)
+    for line in why_again(logs):  # what made a job start again, from the workers' own logs
+        print(f"  w{n_workers}: {line}", flush=True)
     done = sum(1 for j in found if j.status == "succeeded")
     return {"workers": n_workers, "jobs": n_jobs, "succeeded": done, "runs_ok": runs_ok,
             "wall_s": round(wall, 1),
