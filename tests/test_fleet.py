@@ -318,3 +318,19 @@ async def test_a_database_restart_mid_run_is_survived(pg_cluster, pg_url, fresh_
         (run,) = reg.list()
     assert run.run_id == job.run_id and run.state == "succeeded"
     assert _plannings(fresh_sim, "[restart]") == 1  # resumed from its checkpoint, not re-planned
+
+
+def test_a_run_that_cannot_continue_is_recorded_with_what_it_cost(pg_url):
+    """What a run paid for is read back from its mirrored event log (its calls' cost)."""
+    from orchestrator.faces.fleet_share import EVENTS, RunFiles, spent
+
+    files = RunFiles(pg_url)
+    try:
+        files.append("r1", EVENTS, json.dumps({"kind": "call_finished", "cost_usd": 0.25}) + "\n")
+        files.append("r1", EVENTS, json.dumps({"kind": "role_started", "role": "builder"}) + "\n"
+                     + json.dumps({"kind": "call_finished", "cost_usd": 0.5}) + "\n")
+        files.append("r2", EVENTS, json.dumps({"kind": "call_finished", "cost_usd": 9.0}) + "\n")
+        assert files.size("r1", EVENTS) == len(files.get("r1")[EVENTS].encode())
+    finally:
+        files.close()
+    assert spent(pg_url, "r1") == 0.75 and spent(pg_url, "nothing") == 0.0

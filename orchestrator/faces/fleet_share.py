@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -180,6 +181,24 @@ def _push(clone: Path, origin: str, refspec: str) -> None:
                       f"{proc.stderr.strip() or proc.stdout.strip()}")
 
 
+def spent(database_url: str, run_id: str) -> float:
+    """What run ``run_id`` paid for, by its mirrored event log (its calls' cost)."""
+    files = RunFiles(database_url)
+    try:
+        log_text = files.get(run_id).get(EVENTS, "")
+    finally:
+        files.close()
+    total = 0.0
+    for line in log_text.splitlines():
+        if '"call_finished"' not in line:
+            continue
+        with contextlib.suppress(ValueError):
+            event = json.loads(line)
+            if event.get("kind") == "call_finished":
+                total += float(event.get("cost_usd") or 0.0)
+    return total
+
+
 def adopt(database_url: str, clone: Path, run_id: str, origin: str | None) -> bool:
     """Make run ``run_id``, started on another machine, resumable in ``clone``; False when the
     database holds nothing of it (then it starts again)."""
@@ -201,8 +220,6 @@ def adopt(database_url: str, clone: Path, run_id: str, origin: str | None) -> bo
         if fetched.returncode == 0:
             tip = git("rev-parse", f"{SNAPSHOTS}/{run_id}^", cwd=clone).stdout.strip()
     if tip is None:  # nothing was pushed: the run had not moved its branch yet
-        import json
-
         meta = json.loads(saved["workspace.json"])
         tip = meta.get("start_commit") or meta["base_commit"]
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -37,7 +37,7 @@ from orchestrator.faces.fleet import (
     retry_stalled,
 )
 from orchestrator.faces.fleet_job import check_job, owner_allows, write_roles
-from orchestrator.faces.fleet_share import RunMirror, adopt, push_branch
+from orchestrator.faces.fleet_share import RunMirror, adopt, push_branch, spent
 from orchestrator.record.registry import FINAL_STATES, PostgresRegistry, RunRecord, new_record
 from orchestrator.record.telemetry import Event, Listener
 
@@ -180,8 +180,9 @@ async def _resume(registry: PostgresRegistry, prior: RunRecord, given: api.RunOp
     except UsageError as exc:  # no checkpoint yet, or nothing of it reached the database
         log.warning("run cannot resume here: starting the task again", run_id=prior.run_id,
                     error=str(exc))
+        cost = await asyncio.to_thread(spent, config.database_url, prior.run_id)
         registry.record_finish(prior.run_id, "stopped", f"not resumable on {config.name}: {exc}",
-                               prior.cost_usd, None)
+                               max(cost, prior.cost_usd), None)
         return None
 
 
