@@ -31,6 +31,8 @@ from orchestrator.models.fallback import quota_key
 from orchestrator.models.pool import ClientPool
 from orchestrator.models.quota import ClaimRow, QuotaRow
 from orchestrator.models.quota_pg import build_ledger
+from orchestrator.record.registry import PostgresRegistry, RunRecord
+from orchestrator.record.store import require_postgres
 from orchestrator.record.telemetry import Event
 from orchestrator.results import ExploreResult, RunResult
 from orchestrator.runs import RunDetails, RunInfo, list_runs, run_details
@@ -225,6 +227,16 @@ def _maybe_repo() -> Path | None:
 def runs(*, repo: str | os.PathLike[str] | None = None) -> list[RunInfo]:
     """The runs of ``repo`` (default: the current directory's), oldest first."""
     return list_runs(repo_root(repo))
+
+
+def shared_runs(*, database_url: str) -> list[RunRecord]:
+    """Every run of the fleet sharing ``database_url`` (its registry), newest first, whichever
+    machine ran it: id, state, branch, commit, host or worker, cost, times, job."""
+    registry = PostgresRegistry(require_postgres(database_url))
+    try:
+        return registry.list()
+    finally:
+        registry.close()
 
 
 def show(run_id: str, *, repo: str | os.PathLike[str] | None = None) -> RunDetails:

@@ -24,6 +24,7 @@ from orchestrator.evidence.claimstats import ClaimStats, merge
 from orchestrator.gitsafe import git
 from orchestrator.record.events import CallFinished, read_events
 from orchestrator.workspace.autorun import allowed, runs_by_itself
+from orchestrator.workspace.repo import top_of
 from orchestrator.workspace.worktree import Workspace, list_workspaces
 
 if TYPE_CHECKING:
@@ -229,44 +230,58 @@ def apply(repo: Path, run_id: str, *, allow: tuple[str, ...] = (),
     ``allow_git_config`` lets all of them through; hooks never run during the merge.
     ``guard_ci`` adds CI workflow files (default: ``git config orchestrate.guardCi``).
     """
-    ws = Workspace.open(repo, run_id, reattach=False)
+    top, branch = _applicable(repo, run_id)
+    if _git(top, "status", "--porcelain", "--untracked-files=no").stdout.strip():
+        raise UsageError(
+            "your checkout has uncommitted changes to tracked files; commit or stash them, "
+            f"then run `orchestrate apply {run_id}` again (nothing was changed)"
+        )
+    current = _git(top, "symbolic-ref", "--short", "-q", "HEAD").stdout.strip()
+    if not current:
+        raise UsageError("HEAD is detached; check out the branch to merge into first")
+    ahead = _git(top, "rev-list", "--count", f"HEAD..{branch}").stdout.strip()
+    if ahead in ("", "0"):
+        raise UsageError(f"{branch} has nothing that {current} does not already have")
+    if guard_ci is None:
+        guard_ci = _git(top, "config", "--type=bool", "--get",
+                        "orchestrate.guardCi").stdout.strip() == "true"
+    risky = [] if allow_git_config else [
+        r for r in risky_changes(top, branch, ci=guard_ci) if not allowed(r.path, allow)]
+    if risky:
+        raise UsageError(_refusal(branch, run_id, risky))
+    has_identity = bool(_git(top, "config", "user.email").stdout.strip())
+    merge = _git(top, "merge", "--no-ff", "--no-edit", "-m",
+                 f"Merge {branch} (orchestrate run {run_id})", "--", branch,
+                 user_identity=has_identity)
+    if merge.returncode != 0:
+        conflicts = _git(top, "diff", "--name-only", "--diff-filter=U").stdout.split()
+        _git(top, "merge", "--abort")
+        where = f" in {', '.join(conflicts)}" if conflicts else ""
+        detail = "" if conflicts else f": {merge.stderr.strip() or merge.stdout.strip()}"
+        raise UsageError(
+            f"merging {branch} into {current} conflicts{where}{detail}; nothing was changed "
+            f"(merge it by hand: git merge {branch})"
+        )
+    return _git(top, "rev-parse", "HEAD", check=True).stdout.strip()
+
+
+def _applicable(repo: Path, run_id: str) -> tuple[Path, str]:
+    """The repository and the branch to merge: a run of this checkout's, or a fleet run's
+    branch fetched from the team's origin (``orchestrate/<run-id>``, local or ``origin/``)."""
+    try:
+        ws = Workspace.open(repo, run_id, reattach=False)
+    except UsageError:
+        top = top_of(repo)
+        for ref in (f"orchestrate/{run_id}", f"origin/orchestrate/{run_id}"):
+            if _git(top, "rev-parse", "--verify", "-q", f"{ref}^{{commit}}").returncode == 0:
+                return top, ref
+        raise
     if not ws.branch:
         raise UsageError(f"run {run_id} is an `orchestrate explore` run: it changed nothing, so "
                          "there is nothing to apply")
     if is_running(ws.run_dir):
         raise UsageError(f"run {run_id} is still running; wait for it to finish")
-    if _git(ws.repo, "status", "--porcelain", "--untracked-files=no").stdout.strip():
-        raise UsageError(
-            "your checkout has uncommitted changes to tracked files; commit or stash them, "
-            f"then run `orchestrate apply {run_id}` again (nothing was changed)"
-        )
-    current = _git(ws.repo, "symbolic-ref", "--short", "-q", "HEAD").stdout.strip()
-    if not current:
-        raise UsageError("HEAD is detached; check out the branch to merge into first")
-    ahead = _git(ws.repo, "rev-list", "--count", f"HEAD..{ws.branch}").stdout.strip()
-    if ahead in ("", "0"):
-        raise UsageError(f"{ws.branch} has nothing that {current} does not already have")
-    if guard_ci is None:
-        guard_ci = _git(ws.repo, "config", "--type=bool", "--get",
-                        "orchestrate.guardCi").stdout.strip() == "true"
-    risky = [] if allow_git_config else [
-        r for r in risky_changes(ws.repo, ws.branch, ci=guard_ci) if not allowed(r.path, allow)]
-    if risky:
-        raise UsageError(_refusal(ws.branch, run_id, risky))
-    has_identity = bool(_git(ws.repo, "config", "user.email").stdout.strip())
-    merge = _git(ws.repo, "merge", "--no-ff", "--no-edit", "-m",
-                 f"Merge {ws.branch} (orchestrate run {run_id})", "--", ws.branch,
-                 user_identity=has_identity)
-    if merge.returncode != 0:
-        conflicts = _git(ws.repo, "diff", "--name-only", "--diff-filter=U").stdout.split()
-        _git(ws.repo, "merge", "--abort")
-        where = f" in {', '.join(conflicts)}" if conflicts else ""
-        detail = "" if conflicts else f": {merge.stderr.strip() or merge.stdout.strip()}"
-        raise UsageError(
-            f"merging {ws.branch} into {current} conflicts{where}{detail}; nothing was changed "
-            f"(merge it by hand: git merge {ws.branch})"
-        )
-    return _git(ws.repo, "rev-parse", "HEAD", check=True).stdout.strip()
+    return ws.repo, ws.branch
 
 
 @dataclass(frozen=True)

@@ -26,13 +26,17 @@ from orchestrator.record.registry import open_registry
 pytest_plugins = ["pg"]
 pytest.importorskip("procrastinate", reason="the fleet extra is not installed")
 
+# the demo role map names the simulator's address and key variable: a worker takes them from a job
+# only when allowed
+ALLOW = ("providers.*.base_url", "providers.*.api_key_env")
 WORKER = """
 import asyncio, logging, sys
 from pathlib import Path
-from orchestrator.faces.fleet import WorkerConfig, run_worker
-logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(name)s %(message)s")
+from orchestrator.faces.fleet_worker import WorkerConfig, run_worker
+from orchestrator.faces.logs import setup_logging
+setup_logging(json=True)
 asyncio.run(run_worker(WorkerConfig(database_url=sys.argv[1], cache_dir=Path(sys.argv[2]),
-    heartbeat_s=0.5, stalled_after_s=2.0, poll_s=0.5)))
+    heartbeat_s=0.5, stalled_after_s=5.0, poll_s=0.5, allow_set=("providers.*.base_url", "providers.*.api_key_env"))))
 """
 
 
@@ -123,7 +127,7 @@ async def test_two_workers_drain_four_tasks_each_run_once(pg_url, fresh_sim, tmp
     assert all(r.commit and r.branch.startswith("orchestrate/") for r in runs)
     by_path = {r.repo for r in runs}
     assert str(repos[0]) in by_path and str(repos[2]) not in by_path  # URLs ran in a clone
-    took = [log.read_text().count("new run for") for log in logs]
+    took = [log.read_text().count('"event": "new run"') for log in logs]
     assert sum(took) == 4 and min(took) >= 1, took
 
 
@@ -154,7 +158,7 @@ async def test_a_killed_worker_leaves_its_run_to_another_which_resumes_it(pg_url
         _stop(*[w for w in (first, second) if w is not None])
     assert job.job_id == job_id and job.attempts == 2  # retried once, after its worker died
     assert "queued again" in (tmp_path / "w1.log").read_text()
-    assert "resumes run" in (tmp_path / "w1.log").read_text()
+    assert '"event": "resumes run"' in (tmp_path / "w1.log").read_text()
     with open_registry(tmp_path, pg_url) as reg:
         (run,) = reg.list()
     assert run.state == "succeeded" and run.job_id == job_id and run.commit
@@ -162,13 +166,171 @@ async def test_a_killed_worker_leaves_its_run_to_another_which_resumes_it(pg_url
 
 
 async def test_a_job_that_cannot_run_fails_visibly_and_is_not_retried(pg_url, sim, tmp_path):
-    from orchestrator.faces.fleet import WorkerConfig, run_worker
+    from orchestrator.faces.fleet_worker import WorkerConfig, run_worker
 
     not_a_repo = tmp_path / "plain"
     not_a_repo.mkdir()
     job_id = await _submit(pg_url, sim, "fix it", str(not_a_repo))
     await run_worker(WorkerConfig(database_url=pg_url, cache_dir=tmp_path / "cache", drain=True,
-                                  env=run_env(), poll_s=0.2))
+                                  env=run_env(), poll_s=0.2, allow_set=ALLOW))
     (job,) = await jobs(pg_url)
     assert (job.job_id, job.status, job.attempts, job.stalled) == (job_id, "failed", 1, False)
     assert job.task == "fix it" and job.repo == str(not_a_repo)
+
+
+async def test_a_worker_refuses_a_job_that_redirects_keys_or_turns_the_sandbox_off(
+        pg_url, fresh_sim, tmp_path):
+    """Protected settings from the queue (where keys go, the sandbox) are taken only when the
+    worker's owner allows them; a refused job fails at once, before any model is called, and
+    the worker's JSON log line says which keys and how to allow them."""
+    import io
+
+    from orchestrator.faces.fleet_worker import WorkerConfig, run_worker
+    from orchestrator.faces.logs import setup_logging
+
+    repo = make_sample_repo(tmp_path / "repo")
+    redirected = await _submit(pg_url, fresh_sim, "fix it [redirect]", str(repo))
+    sandbox_off = await submit("fix it [no sandbox]", str(repo), database_url=pg_url,
+                               role_files=[str(scenario_path("demo-roles.toml"))],
+                               sets=[*demo_roles_sets(fresh_sim.base_url), 'sandbox.mode="none"'])
+    logged = io.StringIO()
+    setup_logging(json=True, stream=logged)
+    # a worker whose owner allows a job nothing protected (no --allow-set, no job_may_set)
+    await run_worker(WorkerConfig(database_url=pg_url, cache_dir=tmp_path / "c0", drain=True,
+                                  env=run_env(HOME=str(tmp_path)), poll_s=0.2))
+    lines = [json.loads(line) for line in logged.getvalue().splitlines()]
+    assert not fresh_sim.state.requests  # no model was asked anything
+    listed = {j.job_id: j for j in await jobs(pg_url)}
+    assert listed[redirected].status == listed[sandbox_off].status == "failed"
+    assert listed[redirected].attempts == 1 and listed[redirected].run_id is None
+    refusals = {line["job_id"]: line["error"] for line in lines if line["event"] == "job failed"}
+    assert "providers.sim.base_url" in refusals[redirected]
+    assert "--allow-set providers.*.base_url" in refusals[redirected]
+    assert "sandbox.mode" in refusals[sandbox_off]
+    assert all({"event", "level", "timestamp", "worker"} <= set(line) for line in lines)
+    assert all(line["attempt"] == 1 for line in lines if line["event"] == "job failed")
+
+
+async def test_sigterm_drains_the_running_job_and_the_log_is_json_lines(pg_url, fresh_sim, tmp_path):
+    """SIGTERM while a run is building: the worker takes no new job but finishes the one it
+    has, then exits 0; every line it logged is a JSON object, role events at info carrying the
+    job id, run id and attempt."""
+    base = demo_scenario()
+    slow_builder = base.models["sim-builder"].model_copy(update={"delay_s": 0.5})
+    fresh_sim.set_scenario(base.model_copy(update={"models": {**base.models, "sim-builder": slow_builder}}))
+    repo = make_sample_repo(tmp_path / "repo")
+    job_id = await _submit(pg_url, fresh_sim, f"{DEMO_TASK} [drain]", str(repo))
+    waiting = await _submit(pg_url, fresh_sim, f"{DEMO_TASK} [never taken]", str(repo))
+    log = tmp_path / "w.log"
+    worker = _start_worker(pg_url, tmp_path / "cache", log)
+    try:
+        async def building():
+            return bool(fresh_sim.state.requests_for("sim-builder"))
+
+        await _wait_for(building, 60, "the worker to reach the builder")
+        worker.send_signal(signal.SIGTERM)
+        assert worker.wait(90) == 0
+    finally:
+        _stop(worker)
+    listed = {j.job_id: j for j in await jobs(pg_url)}
+    assert listed[job_id].status == "succeeded" and listed[job_id].commit
+    assert listed[waiting].status == "todo"  # drained: nothing new was taken
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    roles = [x for x in lines if x["event"] in ("role_started", "role_finished")]
+    assert roles and all(x["level"] == "info" for x in roles)
+    assert all((x["job_id"], x["run_id"], x["attempt"]) == (job_id, listed[job_id].run_id, 1)
+               for x in roles)
+    assert {"planner", "builder"} <= {x.get("role") for x in roles}
+
+
+def test_what_a_job_may_set_is_the_workers_owners_word(tmp_path):
+    """``--allow-set`` patterns and ``[fleet] job_may_set`` of the owner's own roles.toml; a
+    repository's roles.toml cannot widen it (the key is protected)."""
+    from orchestrator.config.trust import is_protected
+    from orchestrator.errors import ConfigError
+    from orchestrator.faces.fleet_job import (
+        JobRefused,
+        asked_settings,
+        check_job,
+        is_allowed,
+        owner_allows,
+        role_contents,
+    )
+
+    roles = role_contents([scenario_path("demo-roles.toml")])
+    assert roles[0]["text"] == scenario_path("demo-roles.toml").read_text()  # content, not a path
+    asked = asked_settings(roles, ['sandbox.mode="none"'], True)
+    assert asked == ["providers.sim.base_url", "providers.sim.api_key_env", "sandbox.mode",
+                     "trust_repo_config"]
+    assert is_allowed("sandbox.mode", ["sandbox"]) and is_allowed("providers.x.base_url",
+                                                                   ["providers.*.base_url"])
+    assert not is_allowed("providers.x.api_key_env", ["providers.*.base_url"])
+    assert is_protected(("fleet", "job_may_set")) and not is_protected(("fleet", "push"))
+    env = {"HOME": str(tmp_path), "XDG_CONFIG_HOME": ""}
+    assert owner_allows(env) == ()
+    (tmp_path / ".config" / "orchestrate").mkdir(parents=True)
+    own = tmp_path / ".config" / "orchestrate" / "roles.toml"
+    own.write_text('[fleet]\njob_may_set = ["providers.*.base_url", "providers.*.api_key_env"]\n')
+    allowed = owner_allows(env)
+    check_job(1, roles, [], False, allowed)  # the owner allows the provider: taken
+    with pytest.raises(JobRefused) as refused:
+        check_job(2, roles, ['sandbox.mode="none"'], False, allowed)
+    assert "sandbox.mode" in str(refused.value) and "providers" not in str(refused.value)
+    own.write_text("[fleet]\njob_may_set = \"everything\"\n")
+    with pytest.raises(ConfigError):
+        owner_allows(env)
+
+
+async def test_a_database_restart_mid_run_is_survived(pg_cluster, pg_url, fresh_sim, tmp_path):
+    """PostgreSQL restarts (every connection dropped) while the builder works: the worker stays
+    up, the job is queued again if the run could not go on, and the same run finishes once,
+    planned once."""
+    if pg_cluster is None:
+        pytest.skip("needs the PostgreSQL cluster this test session started (to restart it)")
+    base = demo_scenario()
+    slow_builder = base.models["sim-builder"].model_copy(update={"delay_s": 1.0})
+    fresh_sim.set_scenario(base.model_copy(update={"models": {**base.models, "sim-builder": slow_builder}}))
+    repo = make_sample_repo(tmp_path / "repo")
+    job_id = await _submit(pg_url, fresh_sim, f"{DEMO_TASK} [restart]", str(repo))
+    log = tmp_path / "w.log"
+    worker = _start_worker(pg_url, tmp_path / "cache", log)
+    try:
+        async def building():
+            return bool(fresh_sim.state.requests_for("sim-builder"))
+
+        await _wait_for(building, 60, "the worker to reach the builder")
+        pg_cluster.restart()
+
+        async def done():
+            try:
+                (job,) = await jobs(pg_url)
+            except Exception:  # the database may still be starting
+                return None
+            assert job.status != "failed", log.read_text()[-3000:]
+            return job if job.status == "succeeded" else None
+
+        job = await _wait_for(done, 120, "the run to finish after the restart")
+        assert worker.poll() is None, log.read_text()[-3000:]  # the worker survived it
+    finally:
+        _stop(worker)
+    assert job.job_id == job_id and job.state == "succeeded" and job.commit
+    with open_registry(tmp_path, pg_url) as reg:
+        (run,) = reg.list()
+    assert run.run_id == job.run_id and run.state == "succeeded"
+    assert _plannings(fresh_sim, "[restart]") == 1  # resumed from its checkpoint, not re-planned
+
+
+def test_a_run_that_cannot_continue_is_recorded_with_what_it_cost(pg_url):
+    """What a run paid for is read back from its mirrored event log (its calls' cost)."""
+    from orchestrator.faces.fleet_share import EVENTS, RunFiles, spent
+
+    files = RunFiles(pg_url)
+    try:
+        files.append("r1", EVENTS, json.dumps({"kind": "call_finished", "cost_usd": 0.25}) + "\n")
+        files.append("r1", EVENTS, json.dumps({"kind": "role_started", "role": "builder"}) + "\n"
+                     + json.dumps({"kind": "call_finished", "cost_usd": 0.5}) + "\n")
+        files.append("r2", EVENTS, json.dumps({"kind": "call_finished", "cost_usd": 9.0}) + "\n")
+        assert files.size("r1", EVENTS) == len(files.get("r1")[EVENTS].encode())
+    finally:
+        files.close()
+    assert spent(pg_url, "r1") == 0.75 and spent(pg_url, "nothing") == 0.0

@@ -168,7 +168,8 @@ async def test_explorers_are_skipped_when_the_failing_test_points_at_the_code(fr
 
 def test_a_race_killed_mid_flight_resumes_exactly(fresh_sim, sample_repo):
     """kill -9 while both candidates wait for their third reply: resume rebuilds each
-    candidate's worktree, replays its completed calls from the journal, pays for none twice."""
+    candidate's worktree, replays its completed calls from the journal, pays for none twice
+    (only the two calls in flight at the kill are asked again, and counted)."""
     import os
     import signal
     import sys
@@ -205,7 +206,11 @@ def test_a_race_killed_mid_flight_resumes_exactly(fresh_sim, sample_repo):
     after = fresh_sim.state.requests[count:]
     assert [r for r in after if key(r.body) in done] == [], "a completed call was sent again"
     assert result.status == "succeeded", result.reason
-    assert result.replayed_calls == 4 and result.paid_calls_repeated == 0
+    # each candidate's third call was in flight at the kill: sent again, and counted so
+    sent = {key(r.body) for r in fresh_sim.state.requests[:count]}
+    asked_again = [r for r in after if key(r.body) in sent]
+    assert len(asked_again) == 2
+    assert result.replayed_calls == 4 and result.paid_calls_repeated == len(asked_again)
     (race,) = result.races
     assert race.winner == 1
     assert RIGHT in _git(sample_repo, "show", f"{result.branch}:stats.py")

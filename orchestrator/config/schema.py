@@ -24,7 +24,7 @@ EditFormat = Literal["any", "replace", "lines", "patch", "whole"]
 _EFFORT_ALIASES = {"light": "low", "max": "xhigh"}
 SECTIONS = (
     "providers", "models", "roles", "teams", "run", "verify", "policy", "quota", "sandbox",
-    "pipeline",
+    "pipeline", "fleet",
 )
 DEFAULT_STEPS = ("planner", "explorer", "builder", "reviewer")
 
@@ -239,6 +239,18 @@ class PipelineSettings(_Strict):
         return (*self.steps, self.summarizer)
 
 
+class FleetSettings(_Strict):
+    """How a fleet worker treats a run (``orchestrate worker``, ``faces/fleet.py``)."""
+
+    push: bool = Field(
+        False, description="Push the run's branch to the job's origin as "
+        "refs/heads/orchestrate/<run-id> (with the remote's own git credentials).")
+    job_may_set: tuple[str, ...] = Field(
+        (), description="On a worker, the protected settings a queued job may set, e.g. "
+        "providers.*.base_url, sandbox, trust_repo_config (only the worker owner's own "
+        "roles.toml is read for this).")
+
+
 class RoleMap(_Strict):
     """The resolved role map of one run."""
 
@@ -250,6 +262,7 @@ class RoleMap(_Strict):
     verify: VerifySettings = VerifySettings()
     policy: PolicySettings = PolicySettings()
     sandbox: SandboxSettings = SandboxSettings()
+    fleet: FleetSettings = FleetSettings()
     teams: dict[str, dict[str, Any]] = Field(default_factory=dict)
     team: str | None = None
 

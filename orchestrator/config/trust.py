@@ -33,6 +33,7 @@ PROTECTED: tuple[tuple[str, ...], ...] = (
     ("run", "max_result_mb"),
     ("run", "max_result_files"),
     ("sandbox",),
+    ("fleet", "job_may_set"),
 )
 REPO_ROLES = "roles.toml"
 USER_ROLES = "roles.toml"

@@ -20,6 +20,7 @@ from contextlib import AsyncExitStack, ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -27,7 +28,7 @@ from orchestrator.config.definitions import Registry
 from orchestrator.config.layers import resolve_overrides, resolve_setup
 from orchestrator.config.pipeline import Pipeline, pipeline_of
 from orchestrator.config.schema import RoleMap
-from orchestrator.engine.options import Mode, RunOptions
+from orchestrator.engine.options import Mode, RunOptions, TreeHook
 from orchestrator.engine.runfiles import (
     COMMANDS_FILE,
     RUN_FILE,
@@ -49,6 +50,7 @@ from orchestrator.evidence.verify import DirSource, GitCommitSource
 from orchestrator.localize.reporules import repo_rules
 from orchestrator.models.budget import Budget
 from orchestrator.models.journal import CallJournal, JournaledPool
+from orchestrator.models.journal_pg import PostgresJournal
 from orchestrator.models.pool import ClientPool, check_credentials
 from orchestrator.models.quota import QuotaLedger, WriteBehindLedger
 from orchestrator.models.quota_pg import build_ledger
@@ -162,7 +164,7 @@ def _reopened(mode: Mode, options: RunOptions, top: Path, run_id: str) -> _Plan:
     the worktree from the checkpoint before the graph goes on, so it is not checked out here."""
     ws = Workspace.open(top, run_id, reattach=mode == "node")
     task, role_map = read_run_file(ws.run_dir)
-    ws = ws.bounded(_bounds(role_map))
+    ws = ws.bounded(Bounds(role_map.run.max_result_mb, role_map.run.max_result_files))
     registry = run_registry(ws)
     pipeline = pipeline_of(role_map, registry)
     env = options.run_env()
@@ -205,7 +207,7 @@ async def _make(plan: _Plan, options: RunOptions, saving: AsyncExitStack) -> Sav
         return None
     making: Awaitable[Workspace | None] = _nothing() if plan.resumed else asyncio.to_thread(
         Workspace.create, plan.top, plan.run_id, include_dirty=options.include_dirty,
-        bounds=_bounds(plan.role_map))
+        bounds=Bounds(plan.role_map.run.max_result_mb, plan.role_map.run.max_result_files))
     opening: Awaitable[BaseCheckpointSaver | None] = _nothing() if plan.mode == "node" else \
         saving.enter_async_context(open_checkpointer(plan.top, plan.database_url))
     # the checkpointer opens while the worktree is made (a new file's syncs to disk, a
@@ -213,6 +215,8 @@ async def _make(plan: _Plan, options: RunOptions, saving: AsyncExitStack) -> Sav
     made, saver = await asyncio.gather(making, opening, return_exceptions=True)
     if isinstance(made, BaseException):
         raise made
+    if options.before_checkpoint is not None and isinstance(saver, BaseCheckpointSaver):
+        _announce_trees(saver, plan.run_id, options.before_checkpoint)
     if made is not None:
         plan.ws, plan.run_dir = made, made.run_dir
         write_run_file(made, plan.task, plan.role_map, approve_plan=options.approve_plan,
@@ -220,8 +224,19 @@ async def _make(plan: _Plan, options: RunOptions, saving: AsyncExitStack) -> Sav
     return saver
 
 
-def _bounds(role_map: RoleMap) -> Bounds:
-    return Bounds(role_map.run.max_result_mb, role_map.run.max_result_files)
+def _announce_trees(saver: BaseCheckpointSaver, run_id: str, hook: TreeHook) -> None:
+    """Await ``hook(run_id, tree)`` before a checkpoint with a new worktree tree is written, so
+    whoever must restore that checkpoint can have its files first."""
+    put, told = saver.aput, [""]
+
+    async def aput(config: Any, checkpoint: Any, metadata: Any, versions: Any) -> Any:
+        tree = str(checkpoint.get("channel_values", {}).get("worktree_tree") or "")
+        if tree and tree != told[0]:
+            await hook(run_id, tree)
+            told[0] = tree
+        return await put(config, checkpoint, metadata, versions)
+
+    saver.aput = aput  # type: ignore[method-assign, assignment]
 
 
 async def _nothing() -> None:
@@ -289,7 +304,10 @@ class OpenRun:
             # before anything else: a command the dead process left running must not keep
             # writing into the worktree that is about to be restored
             self.leftovers = kill_leftovers(ws.run_dir / COMMANDS_FILE)
-        self.journal = journal = CallJournal(ws.run_dir / "journal.sqlite")
+        # with a shared database the journal is there, so any machine resumes the run exactly
+        self.journal = journal = (PostgresJournal(plan.database_url, ws.run_id)
+                                  if plan.database_url else
+                                  CallJournal(ws.run_dir / "journal.sqlite"))
         self._stack.callback(journal.close)
         base = ws.start_commit or ws.base_commit
         citations = GitCommitSource(ws.repo, base, resolved=True)  # one reader for the run

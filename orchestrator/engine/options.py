@@ -22,6 +22,7 @@ from orchestrator.state import Plan
 
 Mode = Literal["run", "resume", "explore", "node"]
 Approver = Callable[[Plan], bool | Awaitable[bool]]
+TreeHook = Callable[[str, str], Awaitable[None]]
 DATABASE_ENV = "ORCHESTRATE_DATABASE_URL"
 
 
@@ -33,7 +34,7 @@ PathArg = Annotated[Path, BeforeValidator(_fspath)]
 
 _SETUP = frozenset({"repo", "roles", "role_files", "sets", "team", "env", "listeners",
                     "trust_repo_config"})
-_SPEND = frozenset({"max_usd", "max_tokens", "quota_path", "database_url"})
+_SPEND = frozenset({"max_usd", "max_tokens", "quota_path", "database_url", "before_checkpoint"})
 
 
 class RunOptions(BaseModel):
@@ -80,6 +81,10 @@ class RunOptions(BaseModel):
     database_url: str | None = Field(
         None, description=f"postgresql://... for shared state (default: ${DATABASE_ENV}, "
                           "else local SQLite).")
+    before_checkpoint: TreeHook | None = Field(
+        None, description="Awaited with (run id, worktree tree) before a checkpoint holding a "
+                          "new worktree tree is written: the fleet pushes it where another "
+                          "machine resuming the run fetches it.")
     parallel: int | None = Field(None, description="explore: explorers at once.")
     workdir: PathArg | None = Field(
         None, description="explore: where the record goes (default workspaces/<run-id>/).")

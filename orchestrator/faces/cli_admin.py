@@ -34,7 +34,13 @@ from orchestrator.faces.cliapp import (
     run_async,
     trusting,
 )
-from orchestrator.faces.render import print_jobs, print_quota, print_runs, print_trust
+from orchestrator.faces.render import (
+    print_jobs,
+    print_quota,
+    print_runs,
+    print_shared_runs,
+    print_trust,
+)
 from orchestrator.workspace.repo import repo_root
 
 
@@ -163,10 +169,18 @@ def trust(
 
 
 @app.command()
-def runs(repo: RepoOpt = None, as_json: JsonOpt = False) -> None:
-    """List the runs in the repository (id, state, branch, task, cost)."""
+def runs(repo: RepoOpt = None, database_url: DbOpt = None, as_json: JsonOpt = False) -> None:
+    """List the runs in the repository (id, state, branch, task, cost); with a shared database
+    (--database-url or ORCHESTRATE_DATABASE_URL), the fleet's runs from any machine."""
     from orchestrator.runs import claims_by_model
 
+    if database_url:
+        shared = guarded(lambda: api.shared_runs(database_url=database_url), Machine(as_json))
+        if as_json:
+            out.print_json(data=[r.document() for r in shared])
+        else:
+            print_shared_runs(out, shared)
+        return
     found = guarded(lambda: api.runs(repo=repo), Machine(as_json))
     if as_json:
         out.print_json(data=[r.summary() for r in found])
@@ -269,15 +283,30 @@ def worker(
     cache_dir: Annotated[Path | None, typer.Option(help="Where URL repositories are cloned.")] = None,
     concurrency: Annotated[int, typer.Option(help="Runs at once on this worker.")] = 1,
     drain: Annotated[bool, typer.Option("--drain", help="Exit when the queue is empty.")] = False,
+    allow_set: Annotated[list[str], typer.Option(
+        "--allow-set", help="A protected key a job may set (providers.*.base_url, sandbox, "
+        "policy.allow, trust_repo_config ...); repeat. Also [fleet] job_may_set.")] = [],  # noqa: B006
+    push: Annotated[bool, typer.Option(
+        "--push", help="Push each run's branch to the job's origin as orchestrate/<run-id>.")] = False,
+    heartbeat: Annotated[float, typer.Option(help="Seconds between heartbeats.")] = 2.0,
+    stalled_after: Annotated[float, typer.Option(
+        help="A job whose worker was silent this long is queued again.")] = 10.0,
+    log_json: Annotated[bool | None, typer.Option(
+        "--log-json/--log-console", help="Log JSON lines (default when stderr is not a terminal).")] = None,
 ) -> None:
-    """Take queued runs from the shared database until stopped (Ctrl-C finishes the current one)."""
-    from orchestrator.faces import fleet
+    """Take queued runs from the shared database until stopped (SIGTERM or Ctrl-C: the current
+    runs finish, no new one is taken)."""
+    from orchestrator.faces import fleet_worker
+    from orchestrator.faces.logs import setup_logging
 
     def go() -> None:
         url = need_database(database_url)
         cache = (cache_dir or Path("~/.cache/orchestrate/repos")).expanduser()
-        run_async(fleet.run_worker(fleet.WorkerConfig(
-            database_url=url, cache_dir=cache, concurrency=concurrency, drain=drain)))
+        setup_logging(json=log_json)
+        run_async(fleet_worker.run_worker(fleet_worker.WorkerConfig(
+            database_url=url, cache_dir=cache, concurrency=concurrency, drain=drain,
+            allow_set=tuple(allow_set), push=push, heartbeat_s=heartbeat,
+            stalled_after_s=stalled_after)))
 
     guarded(go)
 

@@ -7,6 +7,7 @@ The engine (``api``: LangGraph, the OpenAI SDK) is imported on first use, so ``-
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Callable
@@ -75,6 +76,12 @@ EventsOpt = Annotated[bool, typer.Option(
 def run_async(coroutine: Any) -> Any:
     import asyncio  # not at the top: the quick commands never need an event loop
 
+    from orchestrator.faces.logs import setup_logging
+
+    if not logging.getLogger().handlers:  # `worker` set its own up (info, its format)
+        # what libraries log (warnings and worse) goes out through structlog: JSON lines for
+        # a log system, readable at a terminal
+        setup_logging(level=logging.WARNING)
     return asyncio.run(coroutine)
 
 

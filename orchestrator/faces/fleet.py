@@ -1,61 +1,60 @@
-"""The fleet: ``submit`` queues a run in PostgreSQL; ``run_worker``, on any number of machines,
-takes runs off the queue one at a time and records them in the shared run registry.
+"""The fleet's queue: ``submit`` queues a run in PostgreSQL, ``jobs`` lists the queue with what
+the shared registry knows of each job's run; ``fleet_worker.run_worker``, on any number of
+machines, takes runs off it.
 
 The queue is procrastinate's (jobs, retries, worker heartbeats), in the same database as the
-checkpoints, registry and quota ledger. A job remembers the run it started (the registry's
-``job_id``), so when a worker dies mid-run the job, found stalled by its stopped heartbeat and
-retried by any other worker, resumes that run from its checkpoint instead of starting over.
-A run that already finished is never run twice.
+checkpoints, registry, call journal and quota ledger. A job carries what it needs (the task,
+the repository's URL, its role map files' *content*, ``fleet_job.py``), never a path on the
+submitter's disk. A job remembers the run it started (the registry's ``job_id``), so when a
+worker dies mid-run the job, found stalled by its stopped heartbeat and retried by any other
+worker, resumes that run (``fleet_share.py``) instead of starting over. A run that already
+finished is never run twice.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import dataclasses
 import fcntl
 import hashlib
-import logging
 import os
 import re
-import socket
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from orchestrator import api
+import structlog
+
 from orchestrator.errors import ModelUnavailable, UsageError
+from orchestrator.faces.fleet_job import role_contents
 from orchestrator.gitsafe import git
-from orchestrator.record.registry import FINAL_STATES, PostgresRegistry, RunRecord, new_record
+from orchestrator.record.registry import PostgresRegistry, RunRecord
 from orchestrator.record.store import (
     CONNECT_TIMEOUT_S,
     advisory_key,
     database_errors,
     require_postgres,
 )
-from orchestrator.record.telemetry import Event, Listener
 
 QUEUE = "orchestrate"
 TASK_NAME = "orchestrate.run"
 MAX_ATTEMPTS = 3
+
+
+def _retried() -> tuple[type[Exception], ...]:
+    """What a job is tried again after (elsewhere, or here): an outage of the model, the
+    network, or the database (a restart drops every connection)."""
+    try:
+        import psycopg
+    except ImportError:
+        return (ModelUnavailable, OSError)
+    return (ModelUnavailable, OSError, psycopg.OperationalError, psycopg.InterfaceError)
+
+
+RETRIED = _retried()
 _URL = re.compile(r"^([a-z][a-z0-9+.-]*://|\w[\w.-]*@\w[\w.-]*:)", re.IGNORECASE)
-log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class WorkerConfig:
-    """How a worker runs: its database, where it clones URL repositories, its timings."""
-
-    database_url: str
-    cache_dir: Path
-    env: Mapping[str, str] | None = None
-    name: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
-    concurrency: int = 1
-    heartbeat_s: float = 10.0
-    stalled_after_s: float = 30.0
-    poll_s: float = 5.0
-    drain: bool = False
-    listeners: Sequence[Listener] = ()
+log = structlog.get_logger("orchestrate.fleet")
 
 
 @dataclass(frozen=True)
@@ -69,6 +68,15 @@ class JobInfo:
     attempts: int
     worker_id: int | None
     stalled: bool = False
+    # the job's run, from the shared registry (none before a worker started it)
+    run_id: str | None = None
+    state: str | None = None
+    branch: str | None = None
+    commit: str | None = None
+    host: str | None = None
+    cost_usd: float | None = None
+    created_at: str | None = None
+    updated_at: str | None = None
 
 
 def is_url(repo: str) -> bool:
@@ -79,16 +87,19 @@ def is_url(repo: str) -> bool:
 # --- the queue -----------------------------------------------------------------------------------
 
 
-def _app(database_url: str) -> Any:
+def app_for(database_url: str, run_job: Callable[..., Any] | None = None, *,
+            max_size: int = 4) -> Any:
+    """The queue's procrastinate app; a worker registers ``run_job`` as the run task."""
     try:
         import procrastinate
     except ImportError:
         raise UsageError("the fleet needs its queue: pip install 'orchestrate[fleet]'") from None
     app = procrastinate.App(connector=procrastinate.PsycopgConnector(
-        conninfo=require_postgres(database_url), min_size=1, max_size=4))
-    retry = procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=5,
-                                        retry_exceptions={ModelUnavailable, OSError})
-    app.task(name=TASK_NAME, queue=QUEUE, pass_context=True, retry=retry)(_run_job)
+        conninfo=require_postgres(database_url), min_size=1, max_size=max_size))
+    if run_job is not None:
+        retry = procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=1,
+                                            retry_exceptions=set(RETRIED))
+        app.task(name=TASK_NAME, queue=QUEUE, pass_context=True, retry=retry)(run_job)
     return app
 
 
@@ -96,7 +107,7 @@ async def prepare(database_url: str) -> None:
     """Create the queue's tables once; safe to call from many workers at the same moment."""
     import psycopg
 
-    app = _app(database_url)
+    app = app_for(database_url)
     with database_errors(database_url, "connect to"):
         conn = await psycopg.AsyncConnection.connect(database_url, autocommit=True,
                                                      connect_timeout=CONNECT_TIMEOUT_S)
@@ -120,40 +131,62 @@ async def submit(
 ) -> int:
     """Queue ``task`` on ``repo`` (a URL to clone, or a path every worker can reach); the job id.
 
-    ``trust_repo_config`` is the submitter's trust in the repository's own ``roles.toml``
-    (provider URLs, key variables, policy allows, sandbox); without it the worker refuses them.
-    Role files are queued as absolute paths, so a worker finds them wherever it runs.
+    The role files' content travels with the job (``fleet_job.role_contents``).
+    ``trust_repo_config`` asks the worker to trust the repository's own ``roles.toml``; like a
+    protected key in the role files or ``sets``, a worker takes it only when its owner allows.
     """
     if not task.strip():
         raise UsageError("the task is empty: say what should be done, e.g. 'fix the failing test'")
     _check_repo(repo)
     if not is_url(repo):
         repo = str(Path(repo).resolve())
+    roles = role_contents(role_files)
     await prepare(database_url)
-    app = _app(database_url)
+    app = app_for(database_url)
     async with app.open_async():
         return await app.configure_task(TASK_NAME, queue=QUEUE).defer_async(
-            task=task, repo=repo, role_files=[str(Path(f).resolve()) for f in role_files],
-            sets=list(sets), team=team, trust_repo_config=trust_repo_config,
+            task=task, repo=repo, roles=roles, sets=list(sets), team=team,
+            trust_repo_config=trust_repo_config,
         )
 
 
 async def jobs(database_url: str, *, stalled_after_s: float = 30.0) -> list[JobInfo]:
     """Every run job, oldest first, with ``stalled`` set for those whose worker went silent."""
     await prepare(database_url)  # fails fast, in one line, on a database that cannot be used
-    app = _app(database_url)
+    app = app_for(database_url)
     async with app.open_async():
         stalled = {j.id for j in await app.job_manager.get_stalled_jobs(
             queue=QUEUE, seconds_since_heartbeat=stalled_after_s)}
         found = await app.job_manager.list_jobs_async(queue=QUEUE)
-    return sorted((_info(j, j.id in stalled) for j in found), key=lambda j: j.job_id)
+    runs = await asyncio.to_thread(_runs_of_jobs, database_url)
+    return sorted((_info(j, j.id in stalled, runs.get(j.id)) for j in found),
+                  key=lambda j: j.job_id)
 
 
-def _info(job: Any, stalled: bool) -> JobInfo:
+def _runs_of_jobs(database_url: str) -> dict[int, RunRecord]:
+    """The newest run of each job, from the shared registry."""
+    registry = PostgresRegistry(database_url)
+    try:
+        found: dict[int, RunRecord] = {}
+        for run in reversed(registry.list()):  # oldest first: the newest run of a job wins
+            if run.job_id is not None:
+                found[run.job_id] = run
+        return found
+    finally:
+        registry.close()
+
+
+def _info(job: Any, stalled: bool, run: RunRecord | None) -> JobInfo:
     kwargs = job.task_kwargs
-    return JobInfo(job_id=job.id, status=str(getattr(job.status, "value", job.status)),
+    info = JobInfo(job_id=job.id, status=str(getattr(job.status, "value", job.status)),
                    task=kwargs.get("task", ""), repo=kwargs.get("repo", ""),
                    attempts=job.attempts, worker_id=job.worker_id, stalled=stalled)
+    if run is None:
+        return info
+    return dataclasses.replace(
+        info, run_id=run.run_id, state=run.state, branch=run.branch, commit=run.commit,
+        host=run.host, cost_usd=run.cost_usd, created_at=run.created_at.isoformat(),
+        updated_at=run.updated_at.isoformat())
 
 
 async def retry_stalled(app: Any, *, stalled_after_s: float) -> list[int]:
@@ -166,104 +199,13 @@ async def retry_stalled(app: Any, *, stalled_after_s: float) -> list[int]:
     ):
         if job.attempts + 1 >= MAX_ATTEMPTS:
             await app.job_manager.finish_job(job, status=Status.FAILED, delete_job=False)
-            log.warning("job %s stalled %d times: failed", job.id, job.attempts + 1)
+            log.warning("job stalled too often: failed", job_id=job.id, attempt=job.attempts + 1)
             continue
         await app.job_manager.retry_job(job)
-        log.warning("job %s was stalled (its worker stopped): queued again", job.id)
+        log.warning("job was stalled (its worker stopped): queued again", job_id=job.id,
+                    attempt=job.attempts + 1)
         retried.append(job.id)
     return retried
-
-
-# --- the worker ----------------------------------------------------------------------------------
-
-
-async def run_worker(config: WorkerConfig) -> None:
-    """Take run jobs until stopped (SIGINT/SIGTERM), or until the queue is empty with ``drain``."""
-    await prepare(config.database_url)
-    app = _app(config.database_url)
-    async with app.open_async():
-        reaper = asyncio.create_task(_reap_forever(app, config))
-        try:
-            await app.run_worker_async(
-                queues=[QUEUE], name=config.name, concurrency=config.concurrency,
-                wait=not config.drain, fetch_job_polling_interval=config.poll_s,
-                update_heartbeat_interval=config.heartbeat_s,
-                stalled_worker_timeout=config.stalled_after_s,
-                additional_context={"config": config},
-            )
-        finally:
-            reaper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await reaper
-
-
-async def _reap_forever(app: Any, config: WorkerConfig) -> None:
-    while True:
-        try:
-            await retry_stalled(app, stalled_after_s=config.stalled_after_s)
-        except Exception:  # a transient database error must not stop the worker
-            log.exception("looking for stalled jobs failed")
-        await asyncio.sleep(config.heartbeat_s)
-
-
-async def _run_job(context: Any, *, task: str, repo: str, role_files: list[str],
-                   sets: list[str], team: str | None,
-                   trust_repo_config: bool = False) -> dict[str, Any]:
-    config: WorkerConfig = context.additional_context["config"]
-    job_id = context.job.id
-    path = await asyncio.to_thread(checkout, repo, config.cache_dir)
-    registry = PostgresRegistry(config.database_url)
-    started: list[str] = []
-    listeners = (*config.listeners, _recorder(registry, task, str(path), job_id, started))
-    # what a resumed run and a new one are both given; a new one also gets its role map
-    given = api.RunOptions(repo=path, env=config.env, listeners=listeners,
-                           database_url=config.database_url)
-    try:
-        prior = await asyncio.to_thread(registry.for_job, job_id)
-        if prior is not None and prior.state in FINAL_STATES - {"stopped"}:
-            log.info("job %s: run %s already %s", job_id, prior.run_id, prior.state)
-            return {"run_id": prior.run_id, "status": prior.state}
-        result = await _resume(registry, prior, given, config) if prior else None
-        if result is None:
-            log.info("job %s on %s: new run for %r", job_id, config.name, task)
-            result = await api.arun(task, options=given, role_files=role_files, sets=sets,
-                                    team=team, trust_repo_config=trust_repo_config)
-        await asyncio.to_thread(registry.record_finish, result.run_id, result.status,
-                                result.reason, result.cost_usd, result.commit)
-        return {"run_id": result.run_id, "status": result.status}
-    except Exception as exc:
-        # A retried job resumes a "stopped" run; a "failed" one is final.
-        retried = isinstance(exc, (ModelUnavailable, OSError))
-        for run_id in started[-1:]:
-            registry.record_finish(run_id, "stopped" if retried else "failed",
-                                   f"{type(exc).__name__}: {exc}", 0.0, None)
-        raise
-    finally:
-        registry.close()
-
-
-async def _resume(registry: PostgresRegistry, prior: RunRecord, given: api.RunOptions,
-                  config: WorkerConfig) -> api.RunResult | None:
-    """The resumed run's result, or None when it cannot resume (then the job starts afresh)."""
-    log.info("job resumes run %s on %s", prior.run_id, config.name)
-    try:
-        return await api.aresume(prior.run_id, options=given)
-    except UsageError as exc:  # no checkpoint yet, or its worktree is on another machine
-        log.warning("run %s cannot resume here (%s): starting the task again", prior.run_id, exc)
-        registry.record_finish(prior.run_id, "stopped", f"not resumable on {config.name}: {exc}",
-                               prior.cost_usd, None)
-        return None
-
-
-def _recorder(registry: PostgresRegistry, task: str, repo: str, job_id: int,
-              started: list[str]) -> Listener:
-    def record(event: Event) -> None:
-        if event.kind in ("run_started", "run_resumed"):
-            started.append(event.run_id)
-            registry.record_start(new_record(event.run_id, task, repo,
-                                             str(event.data.get("branch", "")), job_id=job_id))
-
-    return record
 
 
 # --- repositories --------------------------------------------------------------------------------
@@ -274,6 +216,7 @@ def checkout(repo: str, cache_dir: Path) -> Path:
     _check_repo(repo)  # the queue is written by whoever can write the database
     if not is_url(repo):
         return Path(repo)
+    cache_dir = cache_dir.expanduser().resolve()
     name = re.sub(r"[^\w.-]+", "-", repo.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git"))
     target = cache_dir / f"{name}-{hashlib.sha256(repo.encode()).hexdigest()[:12]}"
     cache_dir.mkdir(parents=True, exist_ok=True)

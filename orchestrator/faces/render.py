@@ -357,12 +357,27 @@ def _print_usage(console: Console, rows: list) -> None:
 
 def print_jobs(console: Console, jobs: list) -> None:
     t = Table(title="fleet jobs", show_edge=False)
-    for col in ("job", "status", "attempts", "worker", "stalled", "repo", "task"):
+    for col in ("job", "status", "attempts", "stalled", "run", "state", "host", "cost $",
+                "commit", "repo", "task"):
         t.add_column(col)
     for j in jobs:
-        t.add_row(str(j.job_id), j.status, str(j.attempts), str(j.worker_id or "-"),
-                  "STALLED" if j.stalled else "", escape(j.repo), escape(j.task[:50]))
+        t.add_row(str(j.job_id), j.status, str(j.attempts), "STALLED" if j.stalled else "",
+                  j.run_id or "-", j.state or "-", escape(j.host or "-"),
+                  "-" if j.cost_usd is None else f"{j.cost_usd:.4f}", (j.commit or "-")[:10],
+                  escape(j.repo), escape(j.task[:40]))
     console.print(t if jobs else "the queue is empty")
+
+
+def print_shared_runs(console: Console, runs: list) -> None:
+    """The fleet's runs from the shared registry (``runs`` with a database)."""
+    t = Table(title="runs (shared registry)", show_edge=False)
+    for col in ("run", "state", "updated", "branch", "commit", "host", "job", "cost $", "task"):
+        t.add_column(col)
+    for r in runs:
+        t.add_row(r.run_id, r.state, r.updated_at.strftime("%Y-%m-%d %H:%M:%S"), r.branch,
+                  (r.commit or "-")[:10], escape(r.host), str(r.job_id or "-"),
+                  f"{r.cost_usd:.4f}", escape(r.task[:50]))
+    console.print(t if runs else "no runs in the shared registry")
 
 
 def print_trust_request(console: Console, exc: Any) -> None:

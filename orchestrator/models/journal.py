@@ -94,6 +94,7 @@ def _common_prefix(old: list[Mapping[str, Any]], new: Sequence[Mapping[str, Any]
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS calls (key TEXT PRIMARY KEY, reply TEXT);
 CREATE TABLE IF NOT EXISTS turns (session TEXT, turn INTEGER, key TEXT, PRIMARY KEY (session, turn));
+CREATE TABLE IF NOT EXISTS asked (key TEXT PRIMARY KEY);
 """
 
 
@@ -127,9 +128,12 @@ def _from_json(text: str) -> Completion:
 class CallJournal:
     """Completed calls of one run, keyed by session and the exact request.
 
-    It also remembers which request completed at each (session, turn): a resumed run that sends
-    a *different* request at a turn that had completed pays for it again — ``repeated`` counts
-    those, and an exact resume keeps it at 0.
+    It also remembers which request completed at each (session, turn), and every request that
+    was sent (``ask``, before it goes out): a resumed run that sends a request an earlier
+    process had sent but never got back (the call in flight when it died), or a *different*
+    request at a turn that had completed, asks the provider again — ``repeated`` counts those
+    (measured: what the provider is asked again, nothing assumed); an exact resume of a run
+    stopped between calls keeps it at 0.
 
     The keys and turns are read once when the journal opens and kept in memory, so a call that
     was never made costs no lookup on disk. ``put`` writes a completed call before it returns,
@@ -152,11 +156,13 @@ class CallJournal:
         self._keys: set[str] = set()
         self._turns: dict[tuple[str, int], str] = {}
         self._opening: threading.Thread | None = None
+        self._asked: set[str] = set()  # sent by an earlier process of this run
         if path.exists():  # a resumed run: what it paid for before
             db = self._open()
             self._keys = {k for (k,) in db.execute("SELECT key FROM calls")}
             self._turns = {(s, t): k for s, t, k in db.execute(
                 "SELECT session, turn, key FROM turns")}
+            self._asked = {k for (k,) in db.execute("SELECT key FROM asked")} - self._keys
         else:
             self._opening = threading.Thread(target=self._create, name="call-journal-open",
                                              daemon=True)
@@ -180,11 +186,27 @@ class CallJournal:
     def check_repeat(self, session: str, turn: int, key: str) -> bool:
         """Record a paid call at a turn that had completed with another request."""
         known = self._turns.get((session, turn))
-        if known is None or known == key:
+        if key in self._asked:  # sent before, its reply never came: asked again now
+            self._asked.discard(key)
+        elif known is None or known == key:
             return False
         self.repeated += 1
         self.repeats.append((session, turn))
         return True
+
+    def ask(self, key: str) -> None:
+        """Record that the request ``key`` is about to be sent (before it goes out)."""
+        self._ready()
+        self.check()
+        try:
+            self._write_asked(key)
+        except Exception as exc:
+            self._error = exc
+            raise
+
+    def _write_asked(self, key: str) -> None:
+        with self._lock:
+            self._open().execute("INSERT OR IGNORE INTO asked VALUES (?)", (key,))
 
     def knows(self, key: str) -> bool:
         """Whether a completed call with this key is in the journal (no disk access)."""
@@ -284,6 +306,8 @@ class JournaledClient:
             if cached is not None:
                 return cached
         self.journal.check_repeat(session, turn, key)
+        with phase("journal"):
+            self.journal.ask(key)
         completion = await self.inner.complete(
             messages, session=session, tools=tools, response_format=response_format,
             progress=progress,

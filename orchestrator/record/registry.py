@@ -43,15 +43,22 @@ class RunRecord:
     commit: str | None = None
     job_id: int | None = None
 
+    def document(self) -> dict[str, Any]:
+        """The record as ``runs --json`` gives it (times in ISO 8601)."""
+        return {**{k: v for k, v in vars(self).items()},
+                "created_at": self.created_at.isoformat(),
+                "updated_at": self.updated_at.isoformat()}
+
 
 def new_record(
     run_id: str, task: str, repo: str, branch: str, *, state: RunStatus = "running",
-    job_id: int | None = None, now: datetime | None = None,
+    job_id: int | None = None, now: datetime | None = None, host: str | None = None,
 ) -> RunRecord:
-    """A record stamped now, on this host."""
+    """A record stamped now, on this host (or ``host``: a fleet worker's name)."""
     now = now or datetime.now(UTC)
     return RunRecord(run_id=run_id, task=task, repo=repo, branch=branch, state=state,
-                     created_at=now, updated_at=now, host=socket.gethostname(), job_id=job_id)
+                     created_at=now, updated_at=now, host=host or socket.gethostname(),
+                     job_id=job_id)
 
 
 class RunRegistry(Protocol):
@@ -172,6 +179,7 @@ class PostgresRegistry(_SqlRegistry):
     """The ``orchestrate_runs`` table of a shared PostgreSQL database."""
 
     def __init__(self, database_url: str) -> None:
+        self._url = database_url
         self._db = connect_postgres(database_url)
         self._lock = threading.Lock()
         key = advisory_key("orchestrate.registry")
@@ -183,8 +191,17 @@ class PostgresRegistry(_SqlRegistry):
                 self._db.execute(statement)
 
     def _execute(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """One statement; a connection the server dropped (a restart) is opened again once."""
+        import psycopg
+
         with self._lock:
-            cur = self._db.execute(sql.replace("?", "%s"), args)
+            try:
+                cur = self._db.execute(sql.replace("?", "%s"), args)
+            except psycopg.OperationalError:
+                if not self._db.closed and not self._db.broken:
+                    raise
+                self._db = connect_postgres(self._url)
+                cur = self._db.execute(sql.replace("?", "%s"), args)
             return cur.fetchall() if cur.description else []
 
     def close(self) -> None:

@@ -1,0 +1,229 @@
+"""What another machine needs to continue a fleet run, kept where every worker reaches it.
+
+A run's files that ``resume`` rebuilds it from (``run.json``, ``agents.json``,
+``workspace.json``) and its event log (the calls it paid for: cost and history) are mirrored
+into the ``orchestrate_run_files`` table as the run goes; its call journal is already in the
+database (``models/journal_pg.py``) and so are its checkpoints. The files the last checkpoint
+saw (its ``worktree_tree``) and the run branch's tip are pushed to the job's origin as one
+commit under a private ref, ``refs/orchestrate/snapshots/<run-id>`` (tree: the checkpoint's
+files; parent: the branch tip), before each checkpoint with new files is written
+(``RunOptions.before_checkpoint``), so the files a checkpoint names are always there first.
+
+``adopt`` is the other side: in a clone that has never seen the run, it fetches that ref,
+writes the run's files into ``workspaces/<run-id>/`` and puts the run branch back, so
+``api.aresume`` continues the run exactly as on the machine that started it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from orchestrator.gitsafe import git
+from orchestrator.record.store import advisory_key, connect_postgres
+from orchestrator.record.telemetry import Event
+
+SNAPSHOTS = "refs/orchestrate/snapshots"
+SEED_FILES = ("run.json", "agents.json", "workspace.json")
+EVENTS = "events.jsonl"
+_SCHEMA = ("CREATE TABLE IF NOT EXISTS orchestrate_run_files (run_id TEXT NOT NULL, "
+           "name TEXT NOT NULL, content TEXT NOT NULL, PRIMARY KEY (run_id, name))")
+log = structlog.get_logger("orchestrate.fleet")
+
+
+class RunFiles:
+    """The ``orchestrate_run_files`` table, through one connection (reopened once if dropped)."""
+
+    def __init__(self, database_url: str) -> None:
+        self._url = database_url
+        self._conn: Any = None
+        self._lock = threading.Lock()
+        conn = self._connection()
+        with self._lock, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)",
+                         (advisory_key("orchestrate.run_files"),))
+            conn.execute(_SCHEMA)
+
+    def _connection(self) -> Any:
+        if self._conn is None or self._conn.closed:
+            self._conn = connect_postgres(self._url)
+        return self._conn
+
+    def _run(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        import psycopg
+
+        for attempt in (1, 2):
+            with self._lock:
+                try:
+                    cur = self._connection().execute(sql, args)
+                    return cur.fetchall() if cur.description else []
+                except psycopg.OperationalError:
+                    if attempt == 2:
+                        raise
+                    self._conn = None
+        return []
+
+    def put(self, run_id: str, name: str, content: str) -> None:
+        self._run("INSERT INTO orchestrate_run_files VALUES (%s, %s, %s) ON CONFLICT (run_id, "
+                  "name) DO UPDATE SET content = excluded.content", (run_id, name, content))
+
+    def append(self, run_id: str, name: str, content: str) -> None:
+        self._run("INSERT INTO orchestrate_run_files VALUES (%s, %s, %s) ON CONFLICT (run_id, "
+                  "name) DO UPDATE SET content = orchestrate_run_files.content || "
+                  "excluded.content", (run_id, name, content))
+
+    def size(self, run_id: str, name: str) -> int:
+        """The length in bytes of a stored file (0 when there is none)."""
+        rows = self._run("SELECT octet_length(content) FROM orchestrate_run_files WHERE "
+                         "run_id = %s AND name = %s", (run_id, name))
+        return int(rows[0][0]) if rows else 0
+
+    def get(self, run_id: str) -> dict[str, str]:
+        rows = self._run("SELECT name, content FROM orchestrate_run_files WHERE run_id = %s",
+                         (run_id,))
+        return {str(name): str(content) for name, content in rows}
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+
+class RunMirror:
+    """A fleet run's listener: mirrors its files and events to the database; its
+    ``before_checkpoint`` pushes the checkpoints' files to the origin."""
+
+    def __init__(self, database_url: str, clone: Path, *, origin: str | None) -> None:
+        self.files = RunFiles(database_url)
+        self.url, self.clone, self.origin = database_url, clone, origin
+        self.run_id: str | None = None
+        self._offset = 0
+
+    @property
+    def run_dir(self) -> Path:
+        return self.clone / "workspaces" / str(self.run_id)
+
+    def __call__(self, event: Event) -> None:
+        if event.kind in ("run_started", "run_resumed"):
+            self.run_id = event.run_id
+            # the database holds a prefix of the log (all of it after ``adopt``): go on from there
+            self._offset = self.files.size(event.run_id, EVENTS)
+            for name in SEED_FILES:
+                path = self.run_dir / name
+                if path.is_file():
+                    self.files.put(event.run_id, name, path.read_text("utf-8"))
+        if self.run_id is None or event.kind == "progress":
+            return
+        self._mirror_events()
+
+    def _mirror_events(self) -> None:
+        """The event log's lines written since the last call, appended in the database."""
+        try:
+            with (self.run_dir / EVENTS).open("rb") as f:
+                f.seek(self._offset)
+                data = f.read()
+        except OSError:
+            return
+        end = data.rfind(b"\n") + 1
+        if end:
+            self.files.append(str(self.run_id), EVENTS, data[:end].decode("utf-8", "replace"))
+            self._offset += end
+
+    async def before_checkpoint(self, run_id: str, tree: str) -> None:
+        """``RunOptions.before_checkpoint``: the checkpoint's files go to the origin before the
+        checkpoint that names them is written, so a resume elsewhere always finds them."""
+        if self.origin is None:
+            return
+        try:
+            await asyncio.to_thread(push_snapshot, self.clone, run_id, tree, self.origin)
+        except Exception as exc:  # the run goes on; a resume elsewhere would say why it cannot
+            log.warning("could not push the run's snapshot", run_id=run_id,
+                        error=f"{type(exc).__name__}: {exc}")
+
+    async def aclose(self) -> None:
+        if self.run_id is not None:
+            with contextlib.suppress(Exception):
+                self._mirror_events()
+        await asyncio.to_thread(self.files.close)
+
+
+def push_snapshot(clone: Path, run_id: str, tree: str, origin: str) -> str:
+    """Push a commit of ``tree`` (default: the start's files) on top of the run branch's tip
+    to ``refs/orchestrate/snapshots/<run-id>`` of ``origin``; the commit."""
+    tip = git("rev-parse", "--verify", "-q", f"refs/heads/orchestrate/{run_id}^{{commit}}",
+              cwd=clone).stdout.strip()
+    tree = tree or git("rev-parse", f"{tip}^{{tree}}", cwd=clone).stdout.strip()
+    commit = git("commit-tree", tree, "-p", tip, "-m", f"orchestrate snapshot of {run_id}",
+                 cwd=clone).stdout.strip()
+    _push(clone, origin, f"+{commit}:{SNAPSHOTS}/{run_id}")
+    return commit
+
+
+def push_branch(clone: Path, run_id: str, origin: str) -> str:
+    """Push the run branch to ``origin`` as ``refs/heads/orchestrate/<run-id>``."""
+    ref = f"refs/heads/orchestrate/{run_id}"
+    _push(clone, origin, f"+{ref}:{ref}")
+    return ref
+
+
+def _push(clone: Path, origin: str, refspec: str) -> None:
+    proc = git("push", "-q", "--", origin, refspec, cwd=clone, check=False, timeout=600,
+               network=True)
+    if proc.returncode != 0:
+        raise OSError(f"git push to {origin} failed: "
+                      f"{proc.stderr.strip() or proc.stdout.strip()}")
+
+
+def spent(database_url: str, run_id: str) -> float:
+    """What run ``run_id`` paid for, by its mirrored event log (its calls' cost)."""
+    files = RunFiles(database_url)
+    try:
+        log_text = files.get(run_id).get(EVENTS, "")
+    finally:
+        files.close()
+    total = 0.0
+    for line in log_text.splitlines():
+        if '"call_finished"' not in line:
+            continue
+        with contextlib.suppress(ValueError):
+            event = json.loads(line)
+            if event.get("kind") == "call_finished":
+                total += float(event.get("cost_usd") or 0.0)
+    return total
+
+
+def adopt(database_url: str, clone: Path, run_id: str, origin: str | None) -> bool:
+    """Make run ``run_id``, started on another machine, resumable in ``clone``; False when the
+    database holds nothing of it (then it starts again)."""
+    run_dir = clone / "workspaces" / run_id
+    if (run_dir / "workspace.json").is_file():
+        return True  # this clone has it already
+    files = RunFiles(database_url)
+    try:
+        saved = files.get(run_id)
+    finally:
+        files.close()
+    if not all(name in saved for name in SEED_FILES):
+        return False
+    branch = f"refs/heads/orchestrate/{run_id}"
+    tip = None
+    if origin is not None:
+        fetched = git("fetch", "-q", "--", origin, f"+{SNAPSHOTS}/{run_id}:{SNAPSHOTS}/{run_id}",
+                      cwd=clone, check=False, timeout=600, network=True)
+        if fetched.returncode == 0:
+            tip = git("rev-parse", f"{SNAPSHOTS}/{run_id}^", cwd=clone).stdout.strip()
+    if tip is None:  # nothing was pushed: the run had not moved its branch yet
+        meta = json.loads(saved["workspace.json"])
+        tip = meta.get("start_commit") or meta["base_commit"]
+    run_dir.mkdir(parents=True, exist_ok=True)
+    for name, content in saved.items():
+        (run_dir / name).write_text(content, "utf-8")
+    git("update-ref", branch, str(tip), cwd=clone)
+    return True

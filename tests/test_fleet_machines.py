@@ -1,0 +1,172 @@
+"""A fleet across machines, as a team runs one: PostgreSQL, a bare origin reached by URL, and
+two workers with their own home and working directories (two machines). One is killed with
+SIGKILL while the builder's second call is in flight; the other continues the same run from
+what the first left in the database and on the origin, asking the simulator again for at most
+that one call, and its report counts exactly what the simulator saw asked twice. The branch is
+on the origin; ``runs``/``jobs`` from a third directory show the run with its host and cost,
+and ``orchestrate apply`` merges the branch fetched from there."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from conftest import run_env
+
+from orchestrator.faces.demo import (
+    DEMO_TASK,
+    demo_roles_sets,
+    demo_scenario,
+    make_sample_repo,
+    scenario_path,
+)
+from orchestrator.faces.fleet import jobs, submit
+
+pytest_plugins = ["pg"]
+pytest.importorskip("procrastinate", reason="the fleet extra is not installed")
+
+WORKER = """
+import asyncio, sys
+from pathlib import Path
+from orchestrator.faces.fleet_worker import WorkerConfig, run_worker
+from orchestrator.faces.logs import setup_logging
+setup_logging(json=True)
+asyncio.run(run_worker(WorkerConfig(database_url=sys.argv[1], cache_dir=Path("cache"),
+    name=sys.argv[2], heartbeat_s=0.5, stalled_after_s=5.0, poll_s=0.3, push=True,
+    allow_set=("providers.*.base_url", "providers.*.api_key_env"))))
+"""
+
+
+def _machine(tmp: Path, name: str, url: str) -> tuple[subprocess.Popen, Path]:
+    """A worker in a directory and home of its own."""
+    home = tmp / name
+    (home / "home").mkdir(parents=True)
+    log = home / "worker.log"
+    env = run_env(HOME=str(home / "home"), XDG_CONFIG_HOME=str(home / "home" / ".config"))
+    proc = subprocess.Popen([sys.executable, "-c", WORKER, url, name], cwd=home, env=env,
+                            stdout=subprocess.DEVNULL, stderr=log.open("w"))
+    return proc, log
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _asked_twice(sim, model: str) -> int:
+    """Requests the simulator received more than once (the same body), counted at the server."""
+    seen = Counter(json.dumps(r.body, sort_keys=True) for r in sim.state.requests_for(model))
+    return sum(n - 1 for n in seen.values())
+
+
+def _cli(cwd: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = run_env(ORCHESTRATE_DATABASE_URL=url, HOME=str(cwd))
+    return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+async def _until(check, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = await check()
+        if found:
+            return found
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+# killed in the builder's second call (the last checkpoint: before the build, the start's
+# files), or in the reviewer's first (the last checkpoint holds the builder's files: the other
+# machine gets them from the snapshot ref)
+@pytest.mark.parametrize(("model", "nth"), [("sim-builder", 2), ("sim-reviewer", 1)])
+async def test_a_run_killed_on_one_machine_finishes_on_another_paying_once(
+        pg_url, fresh_sim, tmp_path, model, nth):
+    base = demo_scenario()
+    slow = base.models[model].model_copy(update={"delay_s": 1.5})
+    fresh_sim.set_scenario(base.model_copy(update={"models": {**base.models, model: slow}}))
+    work = make_sample_repo(tmp_path / "work")
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(origin)], check=True)
+    job_id = await submit(f"{DEMO_TASK} [two machines]", f"file://{origin}", database_url=pg_url,
+                          role_files=[str(scenario_path("demo-roles.toml"))],
+                          sets=demo_roles_sets(fresh_sim.base_url))
+    first, first_log = _machine(tmp_path, "machine-a", pg_url)
+    second = None
+    try:
+        async def nth_call():  # it is in flight for 1.5 s from its arrival
+            return len(fresh_sim.state.requests_for(model)) >= nth
+
+        try:
+            await _until(nth_call, 90, f"{model}'s call {nth}")
+        except AssertionError:
+            raise AssertionError(first_log.read_text()[-3000:]) from None
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        in_flight_at_kill = len(fresh_sim.state.requests_for(model))
+        second, second_log = _machine(tmp_path, "machine-b", pg_url)
+
+        async def finished():
+            (job,) = await jobs(pg_url)
+            assert job.status != "failed", second_log.read_text()[-3000:]
+            return job if job.status == "succeeded" else None
+
+        job = await _until(finished, 120, "the second machine to finish the run")
+    finally:
+        _stop(first)
+        if second is not None:
+            _stop(second)
+    lines = [json.loads(x) for x in second_log.read_text().splitlines() if x.startswith("{")]
+    (done,) = [x for x in lines if x["event"] == "job done"]
+    repeated = sum(_asked_twice(fresh_sim, m) for m in
+                   ("sim-planner", "sim-explorer", "sim-builder", "sim-reviewer"))
+    # only the call in flight at the kill was asked again, and the report counts exactly that
+    assert in_flight_at_kill == nth and repeated == 1
+    assert _asked_twice(fresh_sim, model) == 1
+    assert done["paid_calls_repeated"] == repeated
+    # the calls the node had completed before it came from the journal
+    assert done["replayed_calls"] == nth - 1
+    assert done["run_id"] == job.run_id and done["job_id"] == job_id and done["attempt"] == 2
+    assert any(x["event"] == "resumes run" and x["adopted"] for x in lines)
+    # the branch is on the origin, at the run's commit
+    remote = subprocess.run(["git", "ls-remote", str(origin), f"refs/heads/orchestrate/{job.run_id}"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert remote and remote[0] == job.commit
+    # a third machine sees it in the shared registry, with host and cost
+    third = tmp_path / "third"
+    third.mkdir()
+    listed = _cli(third, pg_url, "runs", "--json")
+    assert listed.returncode == 0, listed.stderr
+    (run,) = json.loads(listed.stdout)
+    assert (run["run_id"], run["state"], run["host"]) == (job.run_id, "succeeded", "machine-b")
+    assert run["commit"] == job.commit and run["cost_usd"] > 0 and run["job_id"] == job_id
+    queued = _cli(third, pg_url, "jobs", "--json")
+    assert queued.returncode == 0, queued.stderr
+    (row,) = json.loads(queued.stdout)
+    assert (row["run_id"], row["host"], row["state"]) == (job.run_id, "machine-b", "succeeded")
+    assert row["cost_usd"] == run["cost_usd"] and row["branch"] == f"orchestrate/{job.run_id}"
+    # and the branch, fetched from the origin, applies in a checkout of it
+    checkout = third / "checkout"
+    subprocess.run(["git", "clone", "-q", str(origin), str(checkout)], check=True)
+    subprocess.run(["git", "fetch", "-q", "origin", f"orchestrate/{job.run_id}"], cwd=checkout,
+                   check=True)
+    subprocess.run(["git", "branch", "-q", f"orchestrate/{job.run_id}", "FETCH_HEAD"],
+                   cwd=checkout, check=True)
+    before = (checkout / "stats.py").read_text()
+    applied = _cli(checkout, pg_url, "apply", job.run_id, "--json")
+    assert applied.returncode == 0, applied.stderr
+    assert (checkout / "stats.py").read_text() != before
+    assert os.path.exists(checkout / ".git")
+    print(f"asked again {repeated}, replayed {done['replayed_calls']}, cost {run['cost_usd']}")
