@@ -1,7 +1,10 @@
 """A CI bot: run a task on a checked-out pull request and write the result as Markdown.
 
     python examples/ci_bot.py "fix the failing test" --repo . --out orchestrate.md \
-        [--roles roles.toml] [--set builder.model=terra] [--max-attempts 2]
+        [--roles roles.toml] [--set builder.model=terra] [--set builder.max_attempts=2]
+
+From an installed package (the wheel ships this file as ``orchestrator/examples/ci_bot.py``):
+``python -m orchestrator.examples.ci_bot ...`` with the same arguments.
 
 It drives the library API exactly as any bot would: ``orchestrator.start`` for a run with an
 event stream (progress goes to stderr as plain lines), then the typed ``RunResult``. It exits
