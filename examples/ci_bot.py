@@ -1,7 +1,7 @@
 """A CI bot: run a task on a checked-out pull request and write the result as Markdown.
 
     python examples/ci_bot.py "fix the failing test" --repo . --out orchestrate.md \
-        [--roles roles.toml] [--set builder.model=terra] [--set builder.max_attempts=2]
+        [--roles roles.toml] [--set builder.model=terra] [--set run.max_attempts=2]
 
 From an installed package (the wheel ships this file as ``orchestrator/examples/ci_bot.py``):
 ``python -m orchestrator.examples.ci_bot ...`` with the same arguments.
