@@ -31,8 +31,9 @@ __all__ = ["app", "main"]
 
 def main() -> None:
     try:
-        # spans go out over OTLP when the standard OTEL_EXPORTER_OTLP_* variables say where
-        configure_from_env(os.environ)
+        # spans as the SDK's standard variables say: OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_*
+        configure_from_env(os.environ, warn=lambda message: err.print(
+            f"warning: {message}", markup=False, highlight=False))
         app()
     except OrchestrateError as exc:  # raised outside a command body
         err.print(f"error: {' '.join(str(exc).split())}", markup=False, highlight=False)
