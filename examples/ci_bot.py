@@ -1,7 +1,10 @@
 """A CI bot: run a task on a checked-out pull request and write the result as Markdown.
 
     python examples/ci_bot.py "fix the failing test" --repo . --out orchestrate.md \
-        [--roles ci-roles.toml] [--set builder.model=terra] [--set run.max_attempts=2]
+        [--roles roles.toml] [--set builder.model=terra] [--set run.max_attempts=2]
+
+From an installed package (the wheel ships this file as ``orchestrator/examples/ci_bot.py``):
+``python -m orchestrator.examples.ci_bot ...`` with the same arguments.
 
 (``--roles`` and ``--set`` repeat, as with ``orchestrate run``; any role map key goes through
 ``--set``.) It drives the library API exactly as any bot would: ``orchestrator.start`` for a

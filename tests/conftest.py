@@ -77,6 +77,16 @@ def fresh_sim(sim, wire_api):
 
 
 @pytest.fixture
+async def pools_closed():
+    """Closes every pool ``routing_kit.pool_for`` made during the test, in the test's loop."""
+    import routing_kit
+
+    yield
+    while routing_kit.OPEN:
+        await routing_kit.OPEN.pop().aclose()
+
+
+@pytest.fixture
 def sample_repo(tmp_path: Path) -> Path:
     return make_sample_repo(tmp_path / "repo")
 

@@ -1,5 +1,10 @@
 """Helpers for the routing tests: a pool over the simulator with a backup model, quick retries,
-recorded routing events, and a real planner session over a sample repository."""
+recorded routing events, and a real planner session over a sample repository.
+
+Every pool ``pool_for`` makes is closed after its test, in the test's own event loop (the
+``pools_closed`` fixture of ``conftest.py``, which the modules that use this kit ask for):
+an SDK client left open would leave its aiohttp session to the garbage collector, which
+prints "Unclosed client session" long after the test."""
 
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ BACKUP = [
     'models.backup-sim.provider="sim"', 'models.backup-sim.id="sim-backup"',
     "models.backup-sim.context_window=32000", "models.backup-sim.max_output=4000",
 ]
+OPEN: list[ClientPool] = []  # the pools made by ``pool_for``, closed after their test
 PLAN = {"goal": "g", "steps": ["fix it"], "questions": [], "acceptance": []}
 MESSAGES = [{"role": "system", "content": "You help."}, {"role": "user", "content": "hi"}]
 
@@ -42,6 +48,7 @@ def pool_for(sim: SimServer, *sets: str, policy: RetryPolicy = QUICK, **kw) -> t
     events = Events()
     pool = ClientPool(roles_with_backup(sim, *sets), run_env(), listeners=[events.append],
                       policy=policy, **kw)
+    OPEN.append(pool)
     return pool, events
 
 

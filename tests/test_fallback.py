@@ -14,7 +14,8 @@ from orchestrator.models.errors import ModelRefused
 from orchestrator.models.fallback import FallbackClient, RetryPolicy, demote
 from orchestrator.sim import FaultSpec, ModelBehavior, Reply
 
-pytestmark = pytest.mark.both_apis  # every simulator test runs on both wire APIs
+# every simulator test runs on both wire APIs; the pools it makes are closed after it
+pytestmark = [pytest.mark.both_apis, pytest.mark.usefixtures("pools_closed")]
 
 OK = Reply(content="fine")
 QUOTA = Reply(error=FaultSpec(status=429, code="insufficient_quota", type="insufficient_quota",

@@ -15,7 +15,8 @@ from orchestrator.models.routing import same_model, same_tier
 from orchestrator.models.toolmode import JsonToolsClient
 from orchestrator.sim import FaultSpec, ModelBehavior, Reply
 
-pytestmark = pytest.mark.both_apis  # every simulator test runs on both wire APIs
+# every simulator test runs on both wire APIs; the pools it makes are closed after it
+pytestmark = [pytest.mark.both_apis, pytest.mark.usefixtures("pools_closed")]
 
 FACTORIES = {
     "openai": lambda pool: pool.client("planner", "planner-sim"),

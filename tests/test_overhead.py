@@ -460,14 +460,14 @@ class _Refusing(JsonHandler):
 
 
 async def test_a_request_sent_once_built_fails_as_the_sdk_would(tmp_path):
-    """``_Post`` (headers built once, the SDK's own send, over the aiohttp transport) raises
-    what the SDK's ``post`` raises over its default transport, type and message: HTTP errors,
-    a refused connection, a server that hangs up, a server that never answers."""
+    """``client.post`` (the SDK's public ``post``, over our aiohttp transport) raises what the
+    SDK's ``post`` raises over its default transport, type and message: HTTP errors, a refused
+    connection, a server that hangs up, a server that never answers."""
     from http.server import ThreadingHTTPServer
 
     import openai
 
-    from orchestrator.models.client import _OPTIONS, _http_client, _poster
+    from orchestrator.models.client import _OPTIONS, _http_client, post
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -486,7 +486,7 @@ async def test_a_request_sent_once_built_fails_as_the_sdk_would(tmp_path):
                                  timeout=0.5)
         errors = []
         try:
-            for send in (lambda: _poster(ours, path).send(ours, b"{}"),
+            for send in (lambda: post(ours, path, b"{}"),
                          lambda: sdk.post(path, cast_to=object, content=b"{}", options=_OPTIONS,
                                           stream=True, stream_cls=openai.AsyncStream[object])):
                 with pytest.raises(openai.APIError) as caught:
@@ -547,7 +547,7 @@ async def test_a_stream_cut_off_midway_is_a_connection_error_as_over_the_sdks_tr
     which ``classify`` makes a transient error, retried and then failed over."""
     import openai
 
-    from orchestrator.models.client import _http_client, _poster
+    from orchestrator.models.client import _http_client, post
 
     cut = _hanging_up(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                       b"Content-Length: 4000\r\n\r\ndata: {\"choices\": []}\n\n")
@@ -558,7 +558,7 @@ async def test_a_stream_cut_off_midway_is_a_connection_error_as_over_the_sdks_tr
             sdk = openai.AsyncOpenAI(api_key="sk-test-key", base_url=base_url, max_retries=0,
                                      timeout=2, http_client=http_client)
             try:
-                stream = await _poster(sdk, "/chat/completions").send(sdk, b"{}")
+                stream = await post(sdk, "/chat/completions", b"{}")
                 events = []
                 with pytest.raises(openai.APIConnectionError) as caught:
                     async for event in stream:
@@ -571,23 +571,3 @@ async def test_a_stream_cut_off_midway_is_a_connection_error_as_over_the_sdks_tr
         cut.close()
     ours, sdks = failures
     assert type(ours) is type(sdks) is openai.APIConnectionError
-
-
-def test_a_request_built_once_does_not_keep_its_sdk_client_alive():
-    """The cache of built requests is keyed by the SDK client, weakly: a run's clients go with
-    it (a bot that runs for weeks makes a pool per run)."""
-    import gc
-    import weakref
-
-    import openai
-
-    from orchestrator.models.client import _http_client, _poster, _posts
-
-    sdk = openai.AsyncOpenAI(api_key="sk-test-key", base_url="http://127.0.0.1:9/v1",
-                             http_client=_http_client())
-    _poster(sdk, "/chat/completions")
-    assert sdk in _posts
-    gone = weakref.ref(sdk)
-    del sdk
-    gc.collect()
-    assert gone() is None  # nothing the cache holds keeps it

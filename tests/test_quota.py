@@ -15,7 +15,8 @@ from orchestrator.models.errors import parse_duration, quota_reset, retry_after_
 from orchestrator.models.quota import QuotaLedger, default_ledger_path, quota_rows
 from orchestrator.sim import ModelBehavior, Reply
 
-pytestmark = pytest.mark.both_apis  # every simulator test runs on both wire APIs
+# every simulator test runs on both wire APIs; the pools it makes are closed after it
+pytestmark = [pytest.mark.both_apis, pytest.mark.usefixtures("pools_closed")]
 
 NOW = datetime(2026, 3, 1, 15, 30, tzinfo=UTC)
 

@@ -18,6 +18,8 @@ from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 
+pytestmark = pytest.mark.usefixtures("pools_closed")  # pool_for's pools closed after each test
+
 SHAPES = {
     "trailing commas": '{"tool": "search", "arguments": {"pattern": "median",},}',
     "single quotes": "{'tool': 'search', 'arguments': {'pattern': 'median'}}",

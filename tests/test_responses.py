@@ -27,6 +27,8 @@ from orchestrator.state import Plan
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 
+pytestmark = pytest.mark.usefixtures("pools_closed")  # pool_for's pools closed after each test
+
 RESPONSES = 'providers.sim.api="responses"'
 OK = Reply(content="fine")
 QUOTA = Reply(error=FaultSpec(status=429, code="insufficient_quota", type="insufficient_quota",

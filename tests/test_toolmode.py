@@ -30,7 +30,8 @@ from orchestrator.state import Findings, Plan
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 
-pytestmark = pytest.mark.both_apis  # every simulator test runs on both wire APIs
+# every simulator test runs on both wire APIs; the pools it makes are closed after it
+pytestmark = [pytest.mark.both_apis, pytest.mark.usefixtures("pools_closed")]
 
 TOOLS = [
     {"type": "function", "function": {"name": "read", "description": "Read a file.",

@@ -4,6 +4,7 @@ standard environment variables, received by a collector on 127.0.0.1."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -165,6 +166,56 @@ def test_configure_from_env_needs_an_endpoint_and_a_known_protocol():
     with pytest.raises(UsageError, match="http/protobuf"):
         configure_from_env({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9",
                             "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json"})
+
+
+def test_an_exporter_that_is_not_installed_is_named_once_and_skipped():
+    said: list[str] = []
+    for _ in range(2):
+        assert configure_from_env({"OTEL_TRACES_EXPORTER": "zipkin-nowhere"}, said.append) is False
+    assert len(said) == 1 and "zipkin-nowhere" in said[0] and "console" in said[0]
+
+
+def _console_spans(text: str) -> list[dict]:
+    """The spans the SDK's console exporter printed (each a JSON object), among other output."""
+    decoder, spans, at = json.JSONDecoder(), [], 0
+    while (at := text.find("{", at)) != -1:
+        try:
+            value, end = decoder.raw_decode(text, at)
+        except ValueError:
+            at += 1
+            continue
+        if isinstance(value, dict) and "context" in value and "kind" in value:
+            spans.append(value)
+        at = end
+    return spans
+
+
+def test_the_console_exporter_prints_the_runs_spans_with_model_calls_as_clients(sim,
+                                                                               sample_repo):
+    sets = [arg for s in demo_roles_sets(sim.base_url) for arg in ("--set", s)]
+    env = run_env(OTEL_TRACES_EXPORTER="console")
+    for name in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                 "OTEL_SDK_DISABLED"):
+        env.pop(name, None)
+    proc = cli("explore", "Where is `def median` defined?", "--repo", str(sample_repo),
+               "--roles", str(scenario_path("demo-roles.toml")), *sets, env=env)
+    assert proc.returncode == 0, proc.stderr
+    spans = _console_spans(proc.stdout)
+    names = {s["name"] for s in spans}
+    assert {"orchestrate.run", "invoke_agent explorer", "chat sim-explorer"} <= names, names
+    calls = [s for s in spans if s["name"].startswith("chat ")]
+    assert calls and {s["kind"] for s in calls} == {"SpanKind.CLIENT"}
+    for span in calls:
+        attrs = span["attributes"]
+        assert attrs["gen_ai.system"] == "openai" and attrs["gen_ai.operation.name"] == "chat"
+        assert attrs["gen_ai.request.model"].startswith("sim-")
+        assert attrs["gen_ai.usage.input_tokens"] > 0 and attrs["gen_ai.usage.output_tokens"] > 0
+    assert {s["kind"] for s in spans if not s["name"].startswith("chat ")} == {"SpanKind.INTERNAL"}
+    # none turns it off
+    env["OTEL_TRACES_EXPORTER"] = "none"
+    quiet = cli("explore", "Where is `def median` defined?", "--repo", str(sample_repo),
+                "--roles", str(scenario_path("demo-roles.toml")), *sets, env=env)
+    assert quiet.returncode == 0 and _console_spans(quiet.stdout) == []
 
 
 class _Collector(BaseHTTPRequestHandler):

@@ -136,6 +136,7 @@ def resolve(**where: Unpack[Where]) -> Resolved:
     later = [*env_layers(where.get("env") or {}, role_names),
              *[Layer(f"--set {s}", parse_set(s)) for s in where.get("sets", ())]]
     merged, sources = merge_layers([Layer("merged", merged), *later], sources)
+    _packaged_defaults_for_packaged_models(merged, sources, layers[0])
     for name in _pipeline_roles(merged):
         # registry[name] raises, for a file that could not be used, why it could not
         agent = registry[name] if name in registry or name in registry.unusable else None
@@ -177,6 +178,29 @@ class Setup(NamedTuple):
     roles: RoleMap
     registry: Registry
     ignored: tuple[str, ...] = ()
+
+
+PACKAGED_ROLE_KEYS = ("fallback", "tier", "effort")  # chosen for the packaged role's model
+
+
+def _packaged_defaults_for_packaged_models(merged: dict[str, Any], sources: dict[KeyPath, str],
+                                           packaged: Layer) -> None:
+    """A role that another layer moved to a model of its own (not one the packaged map defines)
+    keeps none of the packaged map's fallback, tier and effort for that role: they were chosen
+    for the packaged model (a fallback on the packaged provider, a tier its provider offers),
+    and would warn about models the map never uses or fail on a provider without tiers."""
+    own = {alias for alias, model in packaged.data.get("models", {}).items()
+           if isinstance(model, Mapping)
+           and source_of(("models", alias, "provider"), sources) == packaged.name}
+    for role, spec in (merged.get("roles") or {}).items():
+        if not isinstance(spec, dict) or spec.get("model") in own:
+            continue
+        if "model" not in spec or source_of(("roles", role, "model"), sources) == packaged.name:
+            continue  # no layer moved it (an agent file's default model comes later)
+        for key in PACKAGED_ROLE_KEYS:
+            if key in spec and source_of(("roles", role, key), sources) == packaged.name:
+                del spec[key]
+                sources.pop(("roles", role, key), None)
 
 
 def resolve_setup(

@@ -36,8 +36,9 @@ __all__ = ["app", "main"]
 def main() -> None:
     machine = _machine(sys.argv[1:])
     try:
-        # spans go out over OTLP when the standard OTEL_EXPORTER_OTLP_* variables say where
-        configure_from_env(os.environ)
+        # spans as the SDK's standard variables say: OTEL_TRACES_EXPORTER, OTEL_EXPORTER_OTLP_*
+        configure_from_env(os.environ, warn=lambda message: err.print(
+            f"warning: {message}", markup=False, highlight=False))
         if not machine:
             app()
         sys.exit(app(standalone_mode=False))

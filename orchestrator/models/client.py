@@ -15,7 +15,6 @@ import functools
 import os
 import ssl
 import time
-import weakref
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
@@ -24,8 +23,6 @@ import aiohttp
 import httpx2
 import openai
 from openai import AsyncOpenAI
-from openai._httpx2 import request_exceptions, timeout_exceptions
-from openai._models import FinalRequestOptions
 
 from orchestrator import timing
 from orchestrator.config.schema import Provider
@@ -133,53 +130,14 @@ def _renamed() -> Iterator[None]:
         raise kind(str(cause)) from cause
 
 
-class _Post:
-    """Posts a finished JSON body to one path of one SDK client and streams the reply, as the
-    SDK's ``post(..., stream=True)`` does: the SDK builds the request's URL, headers (auth,
-    platform, read timeout) and timeouts once, and each call goes out through its own
-    ``_send_request`` (auth retry, provider hooks included); a failure becomes the exception
-    the SDK would raise, made by its own code. Left out is the SDK's per-call work around that
-    (copying the options twice, merging the headers and parsing the URL again: ~0.5 ms a call
-    on a 2-core box, a tenth of a demo turn's orchestration; ``bench/overhead.py``).
-    ``tests/test_overhead.py`` checks that the server sees the same request either way."""
-
-    def __init__(self, sdk: AsyncOpenAI, path: str) -> None:
-        # no reference to ``sdk`` is kept: it is the key this is cached under (``_posts``)
-        template = sdk._build_request(
-            FinalRequestOptions.construct(method="post", url=path, content=b"", **_OPTIONS))
-        self.url = template.url
-        self.headers = [(k, v) for k, v in template.headers.raw if k.lower() != b"content-length"]
-        self.extensions = template.extensions
-
-    async def send(self, sdk: AsyncOpenAI, content: bytes) -> openai.AsyncStream[object]:
-        request = httpx2.Request("POST", self.url, headers=self.headers, content=content,
-                                 extensions=dict(self.extensions))
-        try:
-            response = await sdk._send_request(request, stream=True)
-        except openai.OpenAIError:
-            raise
-        except timeout_exceptions() as exc:
-            raise openai.APITimeoutError(request=request) from exc
-        except request_exceptions() as exc:
-            raise openai.APIConnectionError(request=request) from exc
-        if not response.is_success:
-            try:
-                await response.aread()
-            finally:
-                await response.aclose()
-            raise sdk._make_status_error_from_response(response) from None
-        return openai.AsyncStream(cast_to=object, response=response, client=sdk)
-
-
-_posts: weakref.WeakKeyDictionary[AsyncOpenAI, dict[str, _Post]] = weakref.WeakKeyDictionary()
-
-
-def _poster(sdk: AsyncOpenAI, path: str) -> _Post:
-    """The ``_Post`` of ``sdk`` for ``path``, made once per SDK client."""
-    by_path = _posts.setdefault(sdk, {})
-    if path not in by_path:
-        by_path[path] = _Post(sdk, path)
-    return by_path[path]
+async def post(sdk: AsyncOpenAI, path: str, content: bytes) -> openai.AsyncStream[object]:
+    """Posts a finished JSON body to ``path`` and streams the reply, through the SDK's public
+    ``post`` (its documented way to a path with a body of one's own): the SDK builds the URL and
+    headers (auth, platform, read timeout), sends it (auth retry, provider hooks and the
+    standard OpenAI instrumentations included) and raises its own error types. Events come as
+    their JSON (``cast_to=object``), no model object per chunk."""
+    return await sdk.post(path, cast_to=object, content=content, options=_OPTIONS, stream=True,
+                          stream_cls=openai.AsyncStream[object])
 
 
 class OpenAIModelClient:
@@ -207,10 +165,9 @@ class OpenAIModelClient:
             acc = wire.fold(r)
             try:
                 # The body is final JSON: posted as it is, without the SDK's per-call walk of
-                # every message or rebuilding of headers, and events arrive as their JSON (no
-                # model object per chunk). HTTP errors still come as the SDK's own exception
-                # types, made by its own code (``_Post``).
-                stream = await _poster(self.sdk, wire.path).send(self.sdk, content)
+                # every message, and events arrive as their JSON (no model object per chunk).
+                # HTTP errors come as the SDK's own exception types (``post``).
+                stream = await post(self.sdk, wire.path, content)
                 async with stream:
                     async for event in stream:
                         if acc.add(cast(Event, event), time.monotonic()) and progress:

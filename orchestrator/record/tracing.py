@@ -6,8 +6,9 @@ other module knows about tracing. Spans carry the GenAI semantic-convention attr
 tokens, service tier) and never prompt or reply text unless
 ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`` asks for it (secrets still redacted).
 
-An embedding application's own tracer provider is used as it is; the CLI installs one that
-exports over OTLP when the standard ``OTEL_EXPORTER_OTLP_*`` variables name an endpoint.
+An embedding application's own tracer provider is used as it is; the CLI installs one from the
+SDK's standard variables (``OTEL_TRACES_EXPORTER`` = console, otlp or none;
+``OTEL_EXPORTER_OTLP_*``), see ``configure_from_env``. Model calls are ``CLIENT`` spans.
 """
 
 from __future__ import annotations
@@ -59,57 +60,89 @@ def span_hook(
     return SpanHook(tracer, root, capture=capture, secrets=tuple(secrets))
 
 
-def configure_from_env(env: Mapping[str, str]) -> bool:
-    """Install a tracer provider exporting over OTLP when the standard variables ask for one.
+def configure_from_env(env: Mapping[str, str], warn: Callable[[str], None] | None = None) -> bool:
+    """Install a tracer provider as the SDK's standard variables ask, when no one else did.
 
-    True when one was installed. Nothing happens without an endpoint variable, with
-    ``OTEL_SDK_DISABLED=true`` or ``OTEL_TRACES_EXPORTER=none``, or when the process already has
-    an SDK tracer provider (an embedding application's). The exporter reads the other
-    ``OTEL_EXPORTER_OTLP_*`` variables (headers, timeout, compression) itself.
+    ``OTEL_TRACES_EXPORTER`` (comma-separated) names the exporters the SDK registers
+    (``opentelemetry_traces_exporter`` entry points): ``console`` prints each span as JSON on
+    stdout as it ends, ``otlp`` sends over OTLP (``OTEL_EXPORTER_OTLP_*``: endpoint, protocol,
+    headers, timeout, compression, read by the exporter itself), ``none`` turns tracing off. An
+    exporter that is not installed is named once through ``warn`` and skipped. Unset, spans go
+    over OTLP only when an endpoint variable names where. Nothing happens with
+    ``OTEL_SDK_DISABLED=true`` or when the process already has an SDK tracer provider (an
+    embedding application's). True when one was installed.
     """
     if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
         return False
-    if env.get("OTEL_TRACES_EXPORTER", "otlp").strip().lower() == "none":
-        return False
-    if not any(env.get(name) for name in ENDPOINT_VARS):
+    names = [n.strip().lower() for n in env.get("OTEL_TRACES_EXPORTER", "").split(",")
+             if n.strip()]
+    if not names:
+        if not any(env.get(name) for name in ENDPOINT_VARS):
+            return False  # no collector named: none is assumed on localhost
+        names = ["otlp"]
+    names = [n for n in dict.fromkeys(names) if n != "none"]
+    if not names:
         return False
     try:
         from opentelemetry import trace
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
-        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor
     except ImportError:
         raise UsageError(
-            "OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK is not installed: "
-            "pip install 'orchestrate[otel]' (or unset the variable)"
+            "OpenTelemetry is asked for (OTEL_TRACES_EXPORTER or OTEL_EXPORTER_OTLP_ENDPOINT) but "
+            "its SDK is not installed: pip install 'orchestrate[otel]' (or unset the variable)"
         ) from None
     if isinstance(trace.get_tracer_provider(), TracerProvider):
         return False
-    exporter = _exporter(env)
+    exporters = {name: exporter for name in names
+                 if (exporter := _exporter(name, env, warn or _warn)) is not None}
+    if not exporters:
+        return False
     named = "OTEL_SERVICE_NAME" in env or "service.name=" in env.get("OTEL_RESOURCE_ATTRIBUTES", "")
     provider = TracerProvider(resource=Resource.create({} if named else {"service.name": SERVICE_NAME}))
-    provider.add_span_processor(BatchSpanProcessor(exporter))
+    for name, exporter in exporters.items():  # the console's spans as they end, in order
+        provider.add_span_processor(SimpleSpanProcessor(exporter) if name == "console"
+                                    else BatchSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
     return True
 
 
-def _exporter(env: Mapping[str, str]) -> Any:
-    protocol = (env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-                or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip()
-    if protocol == "http/protobuf":
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-        return OTLPSpanExporter()
-    if protocol == "grpc":
-        try:
-            from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import (
-                OTLPSpanExporter as GrpcExporter,
-            )
-        except ImportError:
-            raise UsageError("OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs "
-                             "pip install opentelemetry-exporter-otlp-proto-grpc") from None
-        return GrpcExporter()
-    raise UsageError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol} is not supported; "
-                     "use http/protobuf (the default) or grpc")
+_WARNED: set[str] = set()
+
+
+def _warn(message: str) -> None:
+    import warnings
+
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def _exporter(name: str, env: Mapping[str, str], warn: Callable[[str], None]) -> Any:
+    """A new span exporter of the name ``OTEL_TRACES_EXPORTER`` gives, found as the SDK finds
+    it (its entry point); None, said once, when no installed package provides it."""
+    from importlib.metadata import entry_points
+
+    entry = name
+    if name == "otlp":
+        protocol = (env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+                    or env.get("OTEL_EXPORTER_OTLP_PROTOCOL") or "http/protobuf").strip()
+        entry = {"http/protobuf": "otlp_proto_http", "grpc": "otlp_proto_grpc"}.get(protocol, "")
+        if not entry:
+            raise UsageError(f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol} is not supported; "
+                             "use http/protobuf (the default) or grpc")
+    found = entry_points(group="opentelemetry_traces_exporter", name=entry)
+    if found:
+        return next(iter(found)).load()()
+    if entry == "otlp_proto_grpc":
+        raise UsageError("OTEL_EXPORTER_OTLP_PROTOCOL=grpc needs "
+                         "pip install opentelemetry-exporter-otlp-proto-grpc")
+    if name not in _WARNED:
+        _WARNED.add(name)
+        known = sorted({"none", "otlp", *(e.name for e in entry_points(
+            group="opentelemetry_traces_exporter"))})
+        warn(f"OTEL_TRACES_EXPORTER={name}: no such span exporter is installed, so no spans go "
+             f"there (known here: {', '.join(known)})")
+    return None
 
 
 # --- the spans of one run ------------------------------------------------------------------------
@@ -300,10 +333,12 @@ class SpanHook:
     def _chat_span(self, session: str, data: Mapping[str, Any], start: int) -> Any:
         route = self._routes.get(session, {})
         model = data.get("requested_model") or route.get("model")
-        return self._tracer.start_span(
+        return self._tracer.start_span(  # a call to a model server: a client span
             f"chat {model}", context=self._parent(session), start_time=start,
+            kind=self._trace.SpanKind.CLIENT,
             attributes=_clean({
-                "gen_ai.operation.name": "chat", "gen_ai.provider.name": route.get("provider"),
+                "gen_ai.operation.name": "chat", "gen_ai.system": "openai",  # the wire's protocol
+                "gen_ai.provider.name": route.get("provider"),
                 "gen_ai.request.model": model, "gen_ai.conversation.id": session,
                 "openai.request.service_tier": data.get("requested_tier"),
                 "orchestrate.tier": route.get("tier"), "orchestrate.effort": data.get("effort"),
