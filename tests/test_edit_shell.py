@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import hashlib
 import os
 import socket
@@ -19,6 +20,7 @@ from orchestrator.sandbox import Sandbox, build_sandbox
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.edit import edit_tools
 from orchestrator.tools.shell import (
+    _SECRET_PATTERNS,
     CommandPolicy,
     run_command,
     scrubbed_env,
@@ -229,6 +231,15 @@ def test_scrubbed_env_drops_secrets() -> None:
         "PATH": "/bin", "HOME": "/h", "LANG": "C.UTF-8",
         "GIT_TERMINAL_PROMPT": "0", "PYTHONDONTWRITEBYTECODE": "1",
     }
+
+
+def test_the_secret_filter_is_the_glob_list():
+    names = ["OPENAI_API_KEY", "GH_TOKEN", "DB_PASSWORD", "aws_secret_access_key", "PATH", "HOME",
+             "MY_SECRET_THING", "TOKENIZER", "LANG", "SSH_AUTH_SOCK", "API_KEYS_FILE"]
+    kept = scrubbed_env(dict.fromkeys(names, "v"))
+    for name in names:
+        secret = any(fnmatch.fnmatchcase(name.upper(), p) for p in _SECRET_PATTERNS)
+        assert (name in kept) is not secret, name
 
 
 async def test_secret_from_passed_env_is_not_visible(tmp_path: Path, box: Sandbox) -> None:
