@@ -10,6 +10,7 @@ Run: .venv/bin/python bench/context_ledger.py
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import hashlib
 import statistics
@@ -113,6 +114,7 @@ def per_turn_cost(turn: int, count, repeats: int = 400) -> float:
 
 
 def main() -> int:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     counter = token_counter()
     print(f"client tokenizer: {counter.name}")
     header = f"{'server tokenizer':<18}{'turns':>7}{'median err':>12}{'max err':>10}"

@@ -17,6 +17,7 @@ from orchestrator.config.layers import load_roles
 from orchestrator.config.schema import RoleMap
 from orchestrator.faces.demo import demo_roles_sets, demo_scenario, make_sample_repo, scenario_path
 from orchestrator.sim import Scenario, SimServer
+from orchestrator.sim.local import serve_local
 
 SIM_ENV = {"ORCHESTRATE_SIM_KEY": "simulated-key"}
 # Runs record usage in the per-user quota ledger (XDG state dir), and read the user's role map
@@ -44,10 +45,29 @@ def sim_scenario() -> Scenario:
     return faster(demo_scenario())
 
 
+class Sim(SimServer):
+    """The module's simulator, one state reached two ways: in-process at ``local_url`` (a
+    ``sim://`` URL: the real SDK, no socket; what ``sim_roles`` uses) and over HTTP at
+    ``base_url``, served from the first time a test asks for it (a CLI in another process, a
+    test about the wire)."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        super().__init__(scenario)
+        self.local_url = serve_local(self.state)
+
+    @property
+    def base_url(self) -> str:
+        self.start()
+        return super().base_url
+
+
 @pytest.fixture(scope="module")
 def sim():
-    with SimServer(sim_scenario()) as server:
+    server = Sim(sim_scenario())
+    try:
         yield server
+    finally:
+        server.stop()
 
 
 WIRE_APIS = ("chat", "responses")
@@ -59,21 +79,33 @@ def wire_api() -> str:
     return "chat"
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Tests marked ``both_apis`` that use the simulator run once per wire API."""
-    if metafunc.definition.get_closest_marker("both_apis") and "wire_api" in metafunc.fixturenames:
-        metafunc.parametrize("wire_api", WIRE_APIS)
+REACHES = ("in-process", "http")
 
 
 @pytest.fixture
-def fresh_sim(sim, wire_api):
+def reach() -> str:
+    """How role maps built by ``sim_roles`` reach the simulator (``fresh_sim``)."""
+    return "in-process"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked ``both_apis`` that use the simulator run once per wire API; tests marked
+    ``both_reaches`` once in-process and once over HTTP."""
+    if metafunc.definition.get_closest_marker("both_apis") and "wire_api" in metafunc.fixturenames:
+        metafunc.parametrize("wire_api", WIRE_APIS)
+    if metafunc.definition.get_closest_marker("both_reaches") and "reach" in metafunc.fixturenames:
+        metafunc.parametrize("reach", REACHES)
+
+
+@pytest.fixture
+def fresh_sim(sim, wire_api, reach):
     """The module's simulator, reset to the demo scenario with no recorded requests; role maps
-    built by ``sim_roles`` for it speak ``wire_api``."""
+    built by ``sim_roles`` for it speak ``wire_api`` and reach it as ``reach`` says."""
     sim.set_scenario(sim_scenario())
     sim.state.clear()
-    sim.wire_api = wire_api
+    sim.wire_api, sim.http = wire_api, reach == "http"
     yield sim
-    sim.wire_api = "chat"
+    sim.wire_api, sim.http = "chat", False
 
 
 @pytest.fixture
@@ -91,10 +123,15 @@ def sample_repo(tmp_path: Path) -> Path:
     return make_sample_repo(tmp_path / "repo")
 
 
-def sim_roles(sim: SimServer, *sets: str) -> RoleMap:
+def sim_roles(sim: SimServer, *sets: str, http: bool = False) -> RoleMap:
+    """The demo's role map pointed at ``sim``: in-process when it has a ``local_url`` (the
+    module's ``sim``), over HTTP when it has not or ``http`` (or the test's ``reach``) asks
+    for the wire."""
     text = scenario_path("demo-roles.toml").read_text(encoding="utf-8")
     api = f'providers.sim.api="{getattr(sim, "wire_api", "chat")}"'
-    return load_roles(base_text=text, sets=[*demo_roles_sets(sim.base_url), api, *sets])
+    http = http or getattr(sim, "http", False)
+    url = sim.base_url if http else getattr(sim, "local_url", sim.base_url)
+    return load_roles(base_text=text, sets=[*demo_roles_sets(url), api, *sets])
 
 
 def run_env(**extra: str) -> dict[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -204,3 +205,28 @@ def test_artifact_pages_concatenate_to_the_original(tmp_path):
         store.page("s-1.a9")
     shown = preview(text, 400)
     assert shown.startswith("line 0") and shown.endswith("no newline") and "omitted" in shown
+
+
+def test_tool_declarations_are_counted_once_and_counted_again_when_anything_changes():
+    from orchestrator.session.tokens import tools_tokens as _tools_tokens
+
+    seen: list[str] = []
+
+    def count(text: str) -> int:
+        seen.append(text)
+        return len(text)
+
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+
+    def declared(description: str, params: dict, **extra: object) -> list[dict]:
+        return [{"type": "function", **extra, "function": {
+            "name": "read", "description": description, "parameters": params}}]
+
+    first = declared("Read a file.", schema)
+    assert _tools_tokens(count, first) == len(json.dumps(first)) and len(seen) == 1
+    assert _tools_tokens(count, declared("Read a file.", schema)) == len(json.dumps(first))
+    assert len(seen) == 1  # a fresh declaration of the same tools: not serialised again
+    for changed in (declared("Read one file.", schema), declared("Read a file.", dict(schema)),
+                    declared("Read a file.", schema, strict=True)):
+        assert _tools_tokens(count, changed) == len(json.dumps(changed))
+    assert len(seen) == 4

@@ -93,7 +93,7 @@ async def test_a_teams_check_role_sends_the_build_back_and_resumes_with_its_own_
         "sim-checker": ModelBehavior(respond=_wants_a_note),
         "sim-builder": ModelBehavior(respond=_follows_feedback)}))
     setup = dict(repo=sample_repo, role_files=[scenario_path("demo-roles.toml")], env=run_env(),
-                 sets=[*demo_roles_sets(fresh_sim.base_url), "run.max_reviews=2"])
+                 sets=[*demo_roles_sets(fresh_sim.local_url), "run.max_reviews=2"])
     paused = await api.arun(DEMO_TASK, approve_plan=True, **setup)
     assert paused.status == "awaiting_approval", paused.reason
     assert _git(sample_repo, "check-ignore", "-q", ".orchestrate/state/runs.sqlite") == ""

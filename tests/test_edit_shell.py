@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import fnmatch
 import hashlib
 import os
 import socket
@@ -19,6 +20,7 @@ from orchestrator.sandbox import Sandbox, build_sandbox
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.edit import edit_tools
 from orchestrator.tools.shell import (
+    _SECRET_PATTERNS,
     CommandPolicy,
     run_command,
     scrubbed_env,
@@ -231,6 +233,15 @@ def test_scrubbed_env_drops_secrets() -> None:
     }
 
 
+def test_the_secret_filter_is_the_glob_list():
+    names = ["OPENAI_API_KEY", "GH_TOKEN", "DB_PASSWORD", "aws_secret_access_key", "PATH", "HOME",
+             "MY_SECRET_THING", "TOKENIZER", "LANG", "SSH_AUTH_SOCK", "API_KEYS_FILE"]
+    kept = scrubbed_env(dict.fromkeys(names, "v"))
+    for name in names:
+        secret = any(fnmatch.fnmatchcase(name.upper(), p) for p in _SECRET_PATTERNS)
+        assert (name in kept) is not secret, name
+
+
 async def test_secret_from_passed_env_is_not_visible(tmp_path: Path, box: Sandbox) -> None:
     env = {**os.environ, "OPENAI_API_KEY": "sk-supersecret-123"}
     result = await run_command('echo "key=[$OPENAI_API_KEY]"', cwd=tmp_path, sandbox=box, env=env)
@@ -239,13 +250,11 @@ async def test_secret_from_passed_env_is_not_visible(tmp_path: Path, box: Sandbo
 
 
 async def test_huge_output_is_capped(tmp_path: Path, box: Sandbox) -> None:
-    started = time.monotonic()
     result = await run_command("yes | head -c 50000000", cwd=tmp_path, sandbox=box, output_cap=10_000)
     assert result.exit_code == 0 and not result.timed_out
     assert result.output_bytes == 50_000_000 and result.truncated
     assert "bytes omitted ..." in result.output
     assert len(result.output) < 10_200
-    assert time.monotonic() - started < 60
 
 
 async def test_timeout_kills_the_whole_group(tmp_path: Path, box: Sandbox) -> None:
@@ -254,7 +263,6 @@ async def test_timeout_kills_the_whole_group(tmp_path: Path, box: Sandbox) -> No
     result = await run_command(command, cwd=tmp_path, sandbox=box, timeout=1)
     assert result.timed_out and result.exit_code != 0
     assert "started" in result.output
-    assert result.duration_s < 10
     deadline = time.monotonic() + 5
     while _live_processes(f"sleep {marker}") and time.monotonic() < deadline:
         await asyncio.sleep(0.1)
@@ -280,17 +288,21 @@ def _live_processes(needle: str) -> list[int]:
 async def test_background_child_does_not_outlive_a_finished_command(tmp_path: Path, box: Sandbox) -> None:
     marker = f"999.{os.getpid()}"
     result = await run_command(f"sleep {marker} & echo done", cwd=tmp_path, sandbox=box, timeout=30)
+    # not timed out: the command ended without waiting for its 999 s background child
     assert result.exit_code == 0 and not result.timed_out and "done" in result.output
-    assert result.duration_s < 10
     await asyncio.sleep(0.2)
     assert _live_processes(f"sleep {marker}") == []
 
 
 async def test_commands_run_concurrently(tmp_path: Path, box: Sandbox) -> None:
-    started = time.monotonic()
-    results = await asyncio.gather(*(run_command("sleep 1", cwd=tmp_path, sandbox=box) for _ in range(5)))
+    """Five commands at once: each was started before any of them ended."""
+    command = "echo start $(date +%s%N); sleep 1; echo end $(date +%s%N)"
+    results = await asyncio.gather(*(run_command(command, cwd=tmp_path, sandbox=box)
+                                     for _ in range(5)))
     assert all(r.exit_code == 0 for r in results)
-    assert time.monotonic() - started < 4
+    stamps = [dict(line.split() for line in r.output.splitlines() if line.strip())
+              for r in results]
+    assert max(int(s["start"]) for s in stamps) < min(int(s["end"]) for s in stamps)
 
 
 async def test_network_is_unreachable_inside(tmp_path: Path, box: Sandbox) -> None:

@@ -1,5 +1,7 @@
 """One contract for every ``ModelClient`` (the real adapter, the fallback chain, the JSON-tools
-wrapper) against the simulator, and how each HTTP fault is classified: one request each."""
+wrapper) against the simulator, and how each HTTP fault is classified: one request each. Every
+test runs over HTTP and with the simulator in-process (``sim://``, what session tests use):
+both must keep the contract."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ from orchestrator.models.routing import same_model, same_tier
 from orchestrator.models.toolmode import JsonToolsClient
 from orchestrator.sim import FaultSpec, ModelBehavior, Reply
 
-# every simulator test runs on both wire APIs; the pools it makes are closed after it
-pytestmark = [pytest.mark.both_apis, pytest.mark.usefixtures("pools_closed")]
+# every simulator test runs on both wire APIs, over HTTP and in-process; the pools it makes
+# are closed after it
+pytestmark = [pytest.mark.both_apis, pytest.mark.both_reaches,
+              pytest.mark.usefixtures("pools_closed")]
 
 FACTORIES = {
     "openai": lambda pool: pool.client("planner", "planner-sim"),
@@ -102,3 +106,19 @@ def test_dated_ids_and_missing_echoes_are_not_downgrades():
     assert not same_model("gpt-5.1", "gpt-5.1-mini") and not same_model("gpt-5.1", "gpt-4o")
     assert same_tier("priority", None) and same_tier(None, "default")
     assert same_tier("auto", "flex") and not same_tier("priority", "default")
+
+
+async def test_a_sim_url_reaches_only_a_simulator_served_in_this_process(sim):
+    """``sim://`` is the simulator in this process: the one served answers; one nobody serves is a one-line configuration error saying what to use."""
+    from orchestrator.config.schema import Provider
+    from orchestrator.errors import ConfigError
+    from orchestrator.models.client import provider_sdk
+
+    served = provider_sdk(Provider(base_url=sim.local_url, api_key_env="K"), "k")
+    try:
+        assert [m.id for m in (await served.models.list()).data] == sim.scenario.model_ids()
+    finally:
+        await served.close()
+    with pytest.raises(ConfigError, match="use the http:// URL") as err:
+        provider_sdk(Provider(base_url="sim://nobody/v1", api_key_env="K"), "k")
+    assert "\n" not in str(err.value)

@@ -29,7 +29,7 @@ def _call(name: str, **arguments) -> Reply:
 
 def _setup(sim, repo: Path, *sets: str) -> dict:
     return dict(repo=repo, role_files=[scenario_path("demo-roles.toml")], env=run_env(),
-                sets=[*demo_roles_sets(sim.base_url), "builder.one_shot=true", *sets])
+                sets=[*demo_roles_sets(sim.local_url), "builder.one_shot=true", *sets])
 
 
 def _show(repo: Path, rev: str) -> str:
@@ -248,7 +248,7 @@ async def test_the_file_the_explorers_found_is_shown_whole_when_the_failure_does
     }))
     result = await api.arun(task.instruction, repo=repo,
                             role_files=[scenario_path("demo-roles.toml")], env=run_env(),
-                            sets=[*demo_roles_sets(fresh_sim.base_url), "builder.one_shot=true",
+                            sets=[*demo_roles_sets(fresh_sim.local_url), "builder.one_shot=true",
                                   "run.explore_when_pinned=true",
                                   f'verify.commands=["{task.acceptance[0]}"]'])
     assert result.status == "succeeded", result.reason

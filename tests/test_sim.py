@@ -227,9 +227,7 @@ async def test_parallel_streams_overlap(serve):
             model="slow", messages=[{"role": "user", "content": f"n{i}"}], stream=True)
         return "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
 
-    t0 = time.monotonic()
     out = await asyncio.gather(*(one(i) for i in range(20)))
-    assert time.monotonic() - t0 < 1.5
     assert out == [f"n{i}" for i in range(20)]
     assert sim.state.max_in_flight["slow"] >= 10
     assert sim.state.overlapped("slow")

@@ -26,6 +26,7 @@ from openai import AsyncOpenAI
 
 from orchestrator import timing
 from orchestrator.config.schema import Provider
+from orchestrator.errors import ConfigError
 from orchestrator.models import chat, responses
 from orchestrator.models.base import Completion, Progress, Route, Streamed, Wire, cost_usd
 from orchestrator.models.errors import Transient, classify, where
@@ -47,9 +48,24 @@ def _tls(cafile: str | None, capath: str | None) -> ssl.SSLContext:
 
 def provider_sdk(provider: Provider, key: str) -> AsyncOpenAI:
     """A provider's SDK client: its endpoint, key and timeout, no SDK retries (one client attempt
-    is one HTTP request), the shared transport (``_http_client``)."""
+    is one HTTP request), the shared transport (``_http_client``); a ``sim://`` endpoint is the
+    simulator served in this process (``sim/local.py``), reached without a socket."""
+    url = provider.base_url or ""
+    http = _local_client(url) if url.startswith("sim://") else _http_client()
     return AsyncOpenAI(api_key=key, base_url=provider.base_url, max_retries=0,
-                       timeout=provider.timeout_s, http_client=_http_client())
+                       timeout=provider.timeout_s, http_client=http)
+
+
+def _local_client(url: str) -> httpx2.AsyncClient:
+    """An HTTP client whose requests the in-process simulator answers (imported only then: the
+    simulator's web framework is no part of a run's start-up)."""
+    from orchestrator.sim import local
+
+    try:
+        transport = local.transport(url)
+    except LookupError as exc:
+        raise ConfigError(str(exc)) from None
+    return httpx2.AsyncClient(transport=transport, event_hooks={"request": [timing.on_request]})
 
 
 def _http_client() -> httpx2.AsyncClient:
