@@ -201,5 +201,5 @@ def test_each_packaged_explore_suite_loads_by_name(name, tmp_path, monkeypatch):
     own = tmp_path / name
     own.mkdir()
     (own / "explore.toml").write_text("broken = [", encoding="utf-8")
-    with pytest.raises(ConfigError, match=str(own / "explore.toml")):
+    with pytest.raises(ConfigError, match=f"^{name}/explore.toml: cannot read"):
         load_explore_suite(name)
