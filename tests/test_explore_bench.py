@@ -187,3 +187,19 @@ def test_an_explore_role_under_another_name_is_the_one_measured(tmp_path):
     (summary,) = report.summaries
     assert (summary.model, summary.asked, summary.answered) == ("sim-bench-explorer", 3, 3)
     assert all(r.calls > 0 and r.tokens > 0 for r in report.records)
+
+
+@pytest.mark.parametrize("name", ["builtin-explore", "requests-explore", "log-explore"])
+def test_each_packaged_explore_suite_loads_by_name(name, tmp_path, monkeypatch):
+    """`orchestrate bench requests-explore` finds the packaged suite from any directory; a
+    directory of that name in the working directory is a suite of the user's own and wins."""
+    from orchestrator.benchmark.explore_suite import load_explore_suite
+
+    monkeypatch.chdir(tmp_path)
+    suite = load_explore_suite(name)
+    assert is_explore_suite(name) and suite.path.name == name and suite.questions
+    own = tmp_path / name
+    own.mkdir()
+    (own / "explore.toml").write_text("broken = [", encoding="utf-8")
+    with pytest.raises(ConfigError, match=f"^{name}/explore.toml: cannot read"):
+        load_explore_suite(name)

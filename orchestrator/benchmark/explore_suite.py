@@ -112,18 +112,33 @@ class ExploreSuite(BaseModel):
         return self.model_copy(update={"questions": tuple(q for q in self.questions if q.id in ids)})
 
 
+# explore suites shipped with the package, loadable by name (a directory of that name wins)
+PACKAGED_EXPLORE = (BUILTIN, "requests-explore", "log-explore")
+
+
 def builtin_explore_path() -> Path:
-    return Path(str(resources.files("orchestrator.benchmark").joinpath("suites", BUILTIN)))
+    return _packaged(BUILTIN)
+
+
+def _packaged(name: str) -> Path:
+    return Path(str(resources.files("orchestrator.benchmark").joinpath("suites", name)))
+
+
+def _root(path: str | os.PathLike[str]) -> Path:
+    if str(path) in PACKAGED_EXPLORE and not (Path(path) / SUITE_FILE).is_file():
+        return _packaged(str(path))
+    return Path(path)
 
 
 def is_explore_suite(path: str | os.PathLike[str]) -> bool:
-    """True for ``builtin-explore`` and for directories holding an ``explore.toml``."""
-    return str(path) == BUILTIN or (Path(path) / SUITE_FILE).is_file()
+    """True for the packaged explore suites' names (``builtin-explore``, ``requests-explore``,
+    ``log-explore``) and for directories holding an ``explore.toml``."""
+    return (_root(path) / SUITE_FILE).is_file()
 
 
 def load_explore_suite(path: str | os.PathLike[str]) -> ExploreSuite:
-    """The suite in ``path`` (or the built-in one); errors name the file and the key."""
-    root = builtin_explore_path() if str(path) == BUILTIN else Path(path)
+    """The suite in ``path`` (or a packaged one, by name); errors name the file and the key."""
+    root = _root(path)
     file = root / SUITE_FILE
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))

@@ -326,7 +326,7 @@ def jobs(database_url: DbOpt = None, as_json: JsonOpt = False) -> None:
 
 @app.command()
 def bench(
-    suite: Annotated[str, typer.Argument(help="Suite directory, or 'builtin'.")],
+    suite: Annotated[str, typer.Argument(help="Suite directory, or a packaged suite: builtin, live, builtin-explore, requests-explore, log-explore.")],
     roles: Annotated[list[str], typer.Option("--roles", help="Role map file or packaged name (bench-careful, bench-fast, live-split, live-solo); repeat to compare.")] = [],  # noqa: B006
     repeat: Annotated[int, typer.Option("--repeat", help="Runs per task and role map.")] = 1,
     jobs: Annotated[int, typer.Option("--jobs", help="Runs at once (timings are fairest with 1).")] = 1,
