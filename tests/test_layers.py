@@ -182,5 +182,9 @@ def test_events_have_one_schema_and_older_logs_still_read(tmp_path):
                                                         "2026-01-01T00:00:00Z")
     assert (warned.category, warned.session) == ("policy_violation", "builder-1")
     assert parse_event(warned.model_dump(mode="json")) == warned
+    # what --events prints: every event, then the result line or the error line
+    from orchestrator.results import stream_schema
+
     proc = cli("schema", "events")
-    assert proc.returncode == 0 and json.loads(proc.stdout) == schema
+    assert proc.returncode == 0 and json.loads(proc.stdout) == stream_schema()
+    assert set(schema["$defs"]) < set(stream_schema()["$defs"])

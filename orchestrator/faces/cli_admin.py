@@ -6,7 +6,6 @@ its options into a library call and prints what comes back.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from dataclasses import asdict
@@ -142,7 +141,7 @@ def schema(
             return ErrorLine.model_json_schema(mode="serialization")
         raise UsageError(f"schema {what!r}: expected events, result or error")
 
-    out.print(json.dumps(guarded(go), indent=2), highlight=False, soft_wrap=True)
+    out.print_json(data=guarded(go), highlight=False)
 
 
 @app.command()
