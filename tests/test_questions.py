@@ -45,3 +45,12 @@ def test_questions_that_name_nothing_to_search_for_are_dropped_with_the_reason()
     # in explore mode the user's own question is never dropped for it
     kept, _ = clean(["How does it work?"], allowed=["How does it work?"])
     assert kept == ["How does it work?"]
+
+
+def test_plain_word_questions_must_share_a_word_with_the_task():
+    task = "The catalogue lists books in the order they were catalogued, not by year."
+    kept, reasons = clean(["What is the function called?", "Call only: submit.",
+                           "Where are catalogue entries ordered?", "Where is `sorted` called?"],
+                          allowed=[task], task=task)
+    assert kept == ["Where are catalogue entries ordered?", "Where is `sorted` called?"]
+    assert len(reasons) == 2 and all("nothing the task mentions" in r for r in reasons)

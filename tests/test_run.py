@@ -192,3 +192,23 @@ async def test_preflight_can_be_turned_off(fresh_sim, sample_repo):
     assert not [e for e in events if e.kind == "localized"]
     prompt = fresh_sim.state.requests_for("sim-planner")[0].body["messages"][1]["content"]
     assert "before any change" not in prompt
+
+
+async def test_a_plan_whose_questions_name_nothing_explores_the_task_itself(fresh_sim, sample_repo):
+    """A small planner asks "What is the function called?" and copies a tool note ("Call only:
+    submit."): neither names code nor anything the task mentions, so both are dropped, and the
+    explorers look for what the task itself says instead of being skipped."""
+    planner = _planner_with_questions(["What is the function called?", "Call only: submit."])
+    one_reply = Reply(tool_calls=[ToolCallSpec(name="submit", arguments={"answer": "x", "claims": []})])
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": planner, "sim-explorer": ModelBehavior(script=[one_reply])}))
+    events = []
+    result = await api.arun(DEMO_TASK, repo=sample_repo,
+                            roles=sim_roles(fresh_sim, "run.explore_answer_first=false"),
+                            env=run_env(), listeners=[events.append])
+    assert [e.question for e in result.explorers] == [DEMO_TASK]
+    (asked,) = fresh_sim.state.requests_for("sim-explorer")[:1]
+    assert DEMO_TASK in json.dumps(asked.body)
+    (dropped,) = [e for e in events if e.kind == "warning" and "question(s) dropped" in e.message]
+    assert "names no code and nothing the task mentions" in dropped.message
+    assert "the task itself is asked instead" in dropped.message

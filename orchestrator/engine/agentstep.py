@@ -204,13 +204,24 @@ def _known_tests(ctx: RunContext, plan: Plan, task: str,
 def _clean_questions(ctx: RunContext, plan: Plan, state: RunState, asked: Asked) -> Plan:
     """Explorers only for real, distinct questions (small planners copy their prompt)."""
     prompt = [ctx.agents[asked.role].system, asked.task]
-    kept, dropped = questions.clean(plan.questions, prompt=prompt, allowed=[state.task])
+    kept, dropped = questions.clean(plan.questions, prompt=prompt, allowed=[state.task],
+                                    task=state.task)
     if not dropped:
         return plan
+    note = ""
+    if not kept and state.mode == "run" and not _pinned(state):
+        # the planner wanted the code explored but asked nothing searchable: the task itself,
+        # an issue's own words, is what the explorers look for
+        kept, note = [state.task], "; the task itself is asked instead"
     ctx.telemetry.emit(Warned(
         role=asked.role, session=f"{asked.role}-1",
-        message=f"{len(dropped)} question(s) dropped: " + "; ".join(dropped)[:500]))
+        message=f"{len(dropped)} question(s) dropped: " + "; ".join(dropped)[:500] + note))
     return plan.model_copy(update={"questions": kept})
+
+
+def _pinned(state: RunState) -> bool:
+    loc = state.localization
+    return loc is not None and loc.pinned
 
 
 async def _build_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:

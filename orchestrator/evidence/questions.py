@@ -26,14 +26,18 @@ def normalize(text: str) -> str:
     return " ".join(_NON_WORD.sub(" ", text.lower()).split())
 
 
-def clean(questions: Sequence[str], *, prompt: Sequence[str] = (), allowed: Sequence[str] = ()
-          ) -> tuple[list[str], list[str]]:
+def clean(questions: Sequence[str], *, prompt: Sequence[str] = (), allowed: Sequence[str] = (),
+          task: str = "") -> tuple[list[str], list[str]]:
     """``(kept, reasons)``: the questions worth an explorer, in order, and why the others went.
 
     ``prompt`` holds the texts the planner was given; a question found in them is a copy,
     unless it is one of ``allowed`` (in explore mode the user's question is a fine question).
+    Given the ``task``, a question of plain words only (no name, flag, quote or path) must share
+    one with it: "What is the function called?" or a tool note ("Call only: submit.") searches
+    for nothing the task is about.
     """
     source = normalize("\n".join(prompt))
+    about = set(normalize(task).split())
     ok = {normalize(a) for a in allowed}
     kept: list[str] = []
     seen: list[str] = []
@@ -48,12 +52,22 @@ def clean(questions: Sequence[str], *, prompt: Sequence[str] = (), allowed: Sequ
         elif key not in ok and not terms(q):
             reasons.append(f"{q!r}: names nothing to search for (a function, flag, message "
                            "or file)")
+        elif key not in ok and about and _off_task(q, about):
+            reasons.append(f"{q!r}: names no code and nothing the task mentions")
         elif any(_same(key, s) for s in seen):
             reasons.append(f"{q!r}: the same as an earlier question")
         else:
             kept.append(q)
             seen.append(key)
     return kept, reasons
+
+
+def _off_task(question: str, about: set[str]) -> bool:
+    """Plain words only, and none of them (nor a word they start) in the task."""
+    found = terms(question)
+    if any(t.kind != "word" for t in found):
+        return False
+    return not any(w.startswith(t.pattern.lower()) for t in found for w in about)
 
 
 def _same(a: str, b: str) -> bool:
