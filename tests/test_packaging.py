@@ -92,7 +92,8 @@ def test_the_sdist_carries_the_license_langgraph_json_and_the_examples(dists):
     with tarfile.open(sdist) as tf:
         names = {n.split("/", 1)[1] for n in tf.getnames() if "/" in n}
     assert {"LICENSE", "langgraph.json", "examples/ci_bot.py", "pyproject.toml", "roles.toml",
-            "agents/builder.md"} <= names
+            "agents/builder.md", "action.yml", "scripts/ci/action.sh",
+            "scripts/live-model/start.sh", "docs/ci.md"} <= names  # the Action and the live kit
 
 
 def test_the_shipped_example_runs_from_the_wheel(dists, sim, sample_repo, tmp_path):
