@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -24,6 +25,13 @@ SIM_ENV = {"ORCHESTRATE_SIM_KEY": "simulated-key"}
 # and trust records (XDG config dir): keep the tests' out of $HOME.
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="orchestrate-test-state-")
 os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="orchestrate-test-config-")
+
+# A shell starting the suite in the background (`cmd &` without job control) leaves SIGINT
+# ignored, and every process the tests start would inherit that: the Ctrl-C tests would then
+# test nothing. A handler of our own is not inherited across exec, so the children get the
+# default again.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # The demo's models wait 50 ms per call and stream at 1,200 tok/s, as a fast tier would; tests
