@@ -38,6 +38,9 @@ _PATH = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.\w+|(?<![\w/.-])[\w-]+\.(
                    r"rs|java|rb|c|h|cc|cpp|sh|md|rst|txt|json|ya?ml|toml|ini|cfg|log|csv|sql)\b")
 
 
+_COUNTING = re.compile(r"\bhow (?:many times|often)\b", re.IGNORECASE)
+
+
 _SEPARATOR = re.compile(r"(?<=[A-Za-z0-9])([=:/@#|,;])(?=[A-Za-z0-9])")
 
 
@@ -55,6 +58,7 @@ gets got give gives given make makes made let lets use uses used using via inste
 happen happens happened find found show shows shown look looks tell tells explain mean means
 code function functions method methods class classes file files line lines module modules
 variable variables value values returned return returns thing things way ways work works
+unless otherwise told cannot can't
 """.split())
 
 
@@ -134,6 +138,7 @@ def terms(question: str, limit: int = MAX_TERMS) -> list[Term]:
     for m in _FLAG.finditer(rest):
         if len(m.group(1)) > 3:
             _add(found, Term(m.group(1), "flag", 3.0))
+    rest = _COUNTING.sub(" ", rest)  # "how many times": a count is asked, not a time
     first = True
     for token in _NAME.findall(rest):
         for part in token.split("."):
