@@ -174,3 +174,13 @@ def test_a_claim_about_a_marked_name_needs_a_quote_that_shows_it(click):
     # keywords, generic names and literals in backticks are no code names to show
     assert marked_names("returns `True` or `None` for `self` and `x`") == ()
     assert shared_name("parse returns `True`", "def parse(value):") == "parse"
+
+
+def test_a_claim_whose_marked_name_its_quote_lacks_is_dropped_saying_so(click):
+    src = DirSource(click)
+    quote = "self, value: _ValueT_contra, param: Parameter | None, ctx: Context | None"
+    verdict = judge_citation(src, "The exception is `ValueError`.",
+                             Citation(path="src/click/types.py", start_line=276, end_line=276,
+                                      quote=quote))
+    assert verdict.kind == "unrelated"
+    assert "names `ValueError`, which its quote does not show" in verdict.reason
