@@ -177,7 +177,7 @@ def test_a_claim_about_a_marked_name_needs_a_quote_that_shows_it(click):
 
 
 def test_a_claim_whose_marked_name_its_quote_lacks_is_dropped_saying_so(click):
-    src = DirSource(click)
+    src, _ = click
     quote = "self, value: _ValueT_contra, param: Parameter | None, ctx: Context | None"
     verdict = judge_citation(src, "The exception is `ValueError`.",
                              Citation(path="src/click/types.py", start_line=276, end_line=276,
