@@ -146,3 +146,14 @@ def test_long_lines_are_cut_and_links_out_are_not_followed(tmp_path):
     windows = Retriever(repo).windows("Where is `needle_value` and `needle_secret`?")
     assert [w.path for w in windows] == ["wide.py"]
     assert all(len(line) < 400 for w in windows for _, line in w.lines)
+
+
+def test_the_words_of_a_quoted_command_are_searched_where_the_task_says_them():
+    # a task-long question: the words of its quoted command come first, not after the prose
+    # (the limit of terms used to cut 'newest' off behind 'published' and 'book')
+    task = ("`catalog search python --sort newest` should list the most recently published "
+            "books first, but the order is wrong: Learning Python (1999) comes first, before "
+            "Fluent Python (2022). It looks like the books come out in the order the library "
+            "catalogued them rather than by publication year.")
+    asked = _patterns(task)
+    assert asked.get("newest") == "word" and asked.get("--sort") == "flag"

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-MAX_TERMS = 10
+MAX_TERMS = 14
 
 
 _DEF_WORDS = r"(?:def|class|function|func|fn|struct|interface|enum|trait|type)"
@@ -134,7 +134,9 @@ def terms(question: str, limit: int = MAX_TERMS) -> list[Term]:
         rest = rest.replace(m.group(0), " ")
     for m in _QUOTED.finditer(rest):
         quoted = next(g for g in m.groups() if g is not None).strip()
-        rest = rest.replace(m.group(0), " ") + _quoted_terms(found, quoted)
+        # its words stay where the question put them: a quoted command is the most specific
+        # thing a task says, its words must not fall past the limit behind the prose
+        rest = rest.replace(m.group(0), _quoted_terms(found, quoted) or " ", 1)
     for m in _FLAG.finditer(rest):
         if len(m.group(1)) > 3:
             _add(found, Term(m.group(1), "flag", 3.0))
