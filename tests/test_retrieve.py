@@ -157,3 +157,19 @@ def test_the_words_of_a_quoted_command_are_searched_where_the_task_says_them():
             "catalogued them rather than by publication year.")
     asked = _patterns(task)
     assert asked.get("newest") == "word" and asked.get("--sort") == "flag"
+
+
+def test_a_tasks_specific_terms_are_what_it_quotes_or_names_rarest_in_code_first():
+    from orchestrator.evidence.questions import from_terms
+
+    repo = SUITES / "live" / "xp-catalog-sort" / "repo"
+    task = ("`catalog search python --sort newest` should list the most recently published "
+            "books first, but the order is wrong: Learning Python (1999) comes first.")
+    specific = Retriever(repo).specific(task)
+    assert [(t.pattern, t.kind) for t in specific] == [("--sort", "flag"), ("newest", "word")]
+    asked = from_terms(specific, task)
+    assert asked[1] == "Where does the code handle `newest`?"
+    # the question finds the table the bug is in, which the whole task's words did not
+    windows = Retriever(repo).windows(asked[1])
+    assert any(w.symbol == "constant SORT_FIELDS" for w in windows)
+    assert not any(w.symbol == "constant SORT_FIELDS" for w in Retriever(repo).windows(task))

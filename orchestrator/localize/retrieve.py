@@ -39,7 +39,7 @@ from orchestrator.localize.candidates import (
     shown_lines,
     term_weights,
 )
-from orchestrator.localize.terms import STOP, Term, definitions_regex, terms
+from orchestrator.localize.terms import MAX_TERMS, STOP, Term, definitions_regex, quoted_text, terms
 from orchestrator.localize.texts import MATCHES, PARSE_LIMIT, PER_FILE, Corpus, Lines, Sparse
 from orchestrator.tools.jail import Jail, open_regular
 from orchestrator.tools.search import LINE_CUT, Match, list_files, search
@@ -141,6 +141,23 @@ class Retriever:
                 made = [_boosted(w, NAMED_FILE) for w in made]
             candidates += made
         return _choose(candidates, budget_chars, limit)
+
+    def specific(self, text: str, limit: int = 2) -> list[Term]:
+        """The terms of a task that name something its code handles, rarest in the code
+        first: identifiers, flags, and the words of what the task quotes (a command it ran, a
+        message it saw), not the prose around them; each found in a source file that is not a
+        test. The seeds of questions when a planner asked none worth an explorer."""
+        quoted = quoted_text(text)
+        ranked: list[tuple[int, float, int, Term]] = []
+        for i, t in enumerate(terms(text, limit=2 * MAX_TERMS)):
+            named = t.kind in ("flag", "quoted") or (t.kind == "name" and t.weight >= 3.0)
+            if t.kind == "path" or not (named or (t.kind == "word" and t.pattern in quoted)):
+                continue
+            code = {m.path for m in self._search(t.rg())
+                    if repomap.supported(m.path) and file_factor(m.path) == 1.0}
+            if code:
+                ranked.append((len(code), -t.weight, i, t))
+        return [t for *_, t in sorted(ranked, key=lambda r: r[:3])[:limit]]
 
     def _corpus_ready(self) -> bool:
         return self._corpus() is not None

@@ -151,6 +151,12 @@ def terms(question: str, limit: int = MAX_TERMS) -> list[Term]:
     return ranked[:limit]
 
 
+def quoted_text(question: str) -> str:
+    """What the question quotes (a command, a message, a name), joined, lower-cased."""
+    return " ".join(next(g for g in m.groups() if g is not None)
+                    for m in _QUOTED.finditer(question)).lower()
+
+
 def _add(found: dict[str, Term], term: Term) -> None:
     key = term.pattern.lower()
     if key not in found or found[key].weight < term.weight:
