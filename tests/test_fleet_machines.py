@@ -170,3 +170,66 @@ async def test_a_run_killed_on_one_machine_finishes_on_another_paying_once(
     assert (checkout / "stats.py").read_text() != before
     assert os.path.exists(checkout / ".git")
     print(f"asked again {repeated}, replayed {done['replayed_calls']}, cost {run['cost_usd']}")
+
+
+async def test_a_stalled_worker_woken_after_a_takeover_finishes_nothing(pg_url, fresh_sim, tmp_path):
+    """A worker stopped (SIGSTOP: not dead) in the builder's call; its job goes to the other
+    worker, which resumes the run. Woken while the other still works, the first finds the run's
+    lease taken and stops: the origin's branch, the job row and the run row hold only the
+    second worker's result."""
+    base = demo_scenario()
+    slow = base.models["sim-builder"].model_copy(update={"delay_s": 1.5})
+    fresh_sim.set_scenario(base.model_copy(update={"models": {**base.models, "sim-builder": slow}}))
+    work = make_sample_repo(tmp_path / "work")
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(origin)], check=True)
+    job_id = await submit(f"{DEMO_TASK} [stalled]", f"file://{origin}", database_url=pg_url,
+                          role_files=[str(scenario_path("demo-roles.toml"))],
+                          sets=demo_roles_sets(fresh_sim.base_url))
+    first, first_log = _machine(tmp_path, "machine-a", pg_url)
+    second = None
+    try:
+        async def building():
+            return len(fresh_sim.state.requests_for("sim-builder")) >= 1
+
+        await _until(building, 90, "the first machine's builder call")
+        first.send_signal(signal.SIGSTOP)
+        second, second_log = _machine(tmp_path, "machine-b", pg_url)
+
+        async def resumed():  # the second machine took the run over and is building
+            return ('"resumes run"' in second_log.read_text()
+                    and len(fresh_sim.state.requests_for("sim-builder")) >= 2)
+
+        await _until(resumed, 90, "the second machine to take the run over")
+        first.send_signal(signal.SIGCONT)
+
+        async def first_ended():  # the first machine's job ended, one way or the other
+            text = first_log.read_text()
+            return '"event": "job done"' in text or '"event": "job failed"' in text
+
+        await _until(first_ended, 60, "the first machine to end its part")
+
+        async def finished():
+            (job,) = await jobs(pg_url)
+            return job if job.status in ("succeeded", "failed") else None
+
+        job = await _until(finished, 120, "the job to finish")
+    finally:
+        first.send_signal(signal.SIGCONT)
+        _stop(first)
+        if second is not None:
+            _stop(second)
+    a_lines = [json.loads(x) for x in first_log.read_text().splitlines() if x.startswith("{")]
+    b_lines = [json.loads(x) for x in second_log.read_text().splitlines() if x.startswith("{")]
+    (done,) = [x for x in b_lines if x["event"] == "job done"]
+    assert not [x for x in a_lines if x["event"] == "job done"]
+    assert any("to worker machine-b" in x.get("error", "") for x in a_lines), a_lines[-5:]
+    # the job row: the second machine's success (not the first's failure or abort)
+    assert (job.job_id, job.status, job.attempts) == (job_id, "succeeded", 2)
+    # the run row: the second machine's, its commit
+    assert (job.run_id, job.host, job.state) == (done["run_id"], "machine-b", "succeeded")
+    assert job.commit == done["commit"]
+    # the origin's branch: the second machine's commit
+    remote = subprocess.run(["git", "ls-remote", str(origin), f"refs/heads/orchestrate/{job.run_id}"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert remote and remote[0] == job.commit

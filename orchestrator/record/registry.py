@@ -97,6 +97,16 @@ _UPSERT = (
 )
 _FINISH = ("UPDATE orchestrate_runs SET state = ?, reason = ?, cost_usd = ?, commit_sha = ?, "
            "updated_at = ? WHERE run_id = ?")
+
+
+def finish_statement(run_id: str, status: str, reason: str, cost_usd: float,
+                     commit: str | None) -> tuple[str, tuple[Any, ...]]:
+    """``record_finish``'s statement for a Postgres connection of the caller's (to be made in
+    a transaction of its own, e.g. one that holds the run's lease)."""
+    return (_FINISH.replace("?", "%s"),
+            (status, reason, float(cost_usd), commit, datetime.now(UTC), run_id))
+
+
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM orchestrate_runs"
 
 
