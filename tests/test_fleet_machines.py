@@ -233,3 +233,42 @@ async def test_a_stalled_worker_woken_after_a_takeover_finishes_nothing(pg_url, 
     remote = subprocess.run(["git", "ls-remote", str(origin), f"refs/heads/orchestrate/{job.run_id}"],
                             capture_output=True, text=True, check=True).stdout.split()
     assert remote and remote[0] == job.commit
+
+
+async def test_a_job_carries_the_agent_files_its_role_map_names(pg_url, fresh_sim, tmp_path):
+    """The submitter's own agents/reviewer.md (not the packaged one) travels with the job: a
+    worker with another home runs the review with it; an agent file the role map does not
+    name stays home."""
+    from orchestrator.config.packaged import packaged_agents
+
+    (packaged,) = [f for f in packaged_agents() if f.name == "reviewer.md"]
+    own = tmp_path / "submitter" / ".config" / "orchestrate" / "agents"
+    own.mkdir(parents=True)
+    marker = "Sign every review with the word SUBMITTERS-OWN-REVIEWER."
+    (own / "reviewer.md").write_text(packaged.read_text() + "\n" + marker + "\n")
+    (own / "unused.md").write_text("---\nname: unused\nkind: review\n---\nNot named.\n")
+    work = make_sample_repo(tmp_path / "work")
+    origin = tmp_path / "origin.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(origin)], check=True)
+    env = {"HOME": str(tmp_path / "submitter"), "XDG_CONFIG_HOME": ""}
+    await submit(f"{DEMO_TASK} [agents]", f"file://{origin}", database_url=pg_url,
+                 role_files=[str(scenario_path("demo-roles.toml"))],
+                 sets=demo_roles_sets(fresh_sim.base_url), env=env)
+    worker, log = _machine(tmp_path, "machine-a", pg_url)
+    try:
+        async def finished():
+            (job,) = await jobs(pg_url)
+            assert job.status != "failed", log.read_text()[-3000:]
+            return job if job.status == "succeeded" else None
+
+        await _until(finished, 120, "the run to finish")
+    finally:
+        _stop(worker)
+    assert not (tmp_path / "machine-a" / "home" / ".config" / "orchestrate" / "agents").exists()
+    systems = [m["content"] for r in fresh_sim.state.requests_for("sim-reviewer")
+               for m in r.body["messages"] if m["role"] == "system"]
+    assert systems and all(marker in str(s) for s in systems)
+    from orchestrator.faces.fleet_job import agent_contents, role_contents
+
+    carried = agent_contents(role_contents([scenario_path("demo-roles.toml")]), [], env)
+    assert [a["name"] for a in carried] == ["reviewer.md"]  # unused.md is not named

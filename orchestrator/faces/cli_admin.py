@@ -259,6 +259,9 @@ def submit(
     team: TeamOpt = None,
     database_url: DbOpt = None,
     trust_repo_config: TrustOpt = False,
+    agent: Annotated[list[Path], typer.Option(
+        "--agent", help="An agent definition file (.md) the job carries; repeat. Those of "
+        "your agents/ folder that the role map names go with it anyway.")] = [],  # noqa: B006
     as_json: JsonOpt = False,
 ) -> None:
     """Queue TASK for the fleet (`orchestrate worker` on any machine takes it)."""
@@ -267,7 +270,8 @@ def submit(
     def go() -> int:
         return run_async(fleet.submit(task, repo, database_url=need_database(database_url),
                                       role_files=roles, sets=set_, team=team,
-                                      trust_repo_config=trust_repo_config))
+                                      trust_repo_config=trust_repo_config,
+                                      agent_files=agent))
 
     job_id = guarded(go, Machine(as_json))
     if as_json:

@@ -37,7 +37,7 @@ from orchestrator.faces.fleet import (
     retry_stalled,
 )
 from orchestrator.faces.fleet_fence import finish, job_manager, watch
-from orchestrator.faces.fleet_job import check_job, owner_allows, write_roles
+from orchestrator.faces.fleet_job import check_job, owner_allows, write_agents, write_roles
 from orchestrator.faces.fleet_share import RunMirror, adopt, push_branch, spent
 from orchestrator.record.lease import LeaseLost, RunLease
 from orchestrator.record.registry import FINAL_STATES, PostgresRegistry, RunRecord, new_record
@@ -109,7 +109,8 @@ async def _reap_forever(app: Any, config: WorkerConfig) -> None:
 
 async def _run_job(context: Any, *, task: str, repo: str, roles: list[dict[str, str]] | None = None,
                    sets: list[str], team: str | None, trust_repo_config: bool = False,
-                   role_files: list[str] | None = None) -> dict[str, Any]:
+                   role_files: list[str] | None = None,
+                   agents: list[dict[str, str]] | None = None) -> dict[str, Any]:
     config: WorkerConfig = context.additional_context["config"]
     job_id = context.job.id
     with structlog.contextvars.bound_contextvars(job_id=job_id, attempt=context.job.attempts + 1):
@@ -119,8 +120,8 @@ async def _run_job(context: Any, *, task: str, repo: str, roles: list[dict[str, 
                                  "(queued by an older orchestrate): submit it again")
             check_job(job_id, roles or [], sets, trust_repo_config,
                       context.additional_context["allowed"])
-            return await _take(context, config, task, repo, roles or [], sets, team,
-                               trust_repo_config)
+            return await _take(context, config, task, repo, roles or [], agents or [], sets,
+                               team, trust_repo_config)
         except Exception as exc:
             log.error("job failed", error=f"{type(exc).__name__}: {exc}",
                       retried=isinstance(exc, RETRIED))
@@ -128,8 +129,8 @@ async def _run_job(context: Any, *, task: str, repo: str, roles: list[dict[str, 
 
 
 async def _take(context: Any, config: WorkerConfig, task: str, repo: str,
-                roles: list[dict[str, str]], sets: list[str], team: str | None,
-                trust_repo_config: bool) -> dict[str, Any]:
+                roles: list[dict[str, str]], agents: list[dict[str, str]], sets: list[str],
+                team: str | None, trust_repo_config: bool) -> dict[str, Any]:
     job_id = context.job.id
     path = await asyncio.to_thread(checkout, repo, config.cache_dir)
     origin = repo if is_url(repo) else None  # a path is the origin itself: the branch is there
@@ -157,8 +158,10 @@ async def _take(context: Any, config: WorkerConfig, task: str, repo: str,
             log.info("new run", task=task[:200], repo=repo)
             with tempfile.TemporaryDirectory(prefix=f"job-{job_id}-") as folder:
                 files = write_roles(roles, Path(folder))
+                defined = write_agents(agents, Path(folder) / "agents")
                 result = await api.arun(task, options=given, role_files=files, sets=sets,
-                                        team=team, trust_repo_config=trust_repo_config)
+                                        team=team, trust_repo_config=trust_repo_config,
+                                        agent_files=defined)
         watcher.cancel()
         pushed = await asyncio.to_thread(
             finish, lease, lambda: _push(config, path, result.run_id, origin, result.commit),
