@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ import structlog
 
 from orchestrator.gitsafe import git
 from orchestrator.record.lease import LeaseLost, RunLease
-from orchestrator.record.store import advisory_key, connect_postgres
+from orchestrator.record.store import SharedConnection
 from orchestrator.record.telemetry import Event
 
 SNAPSHOTS = "refs/orchestrate/snapshots"
@@ -39,36 +38,14 @@ log = structlog.get_logger("orchestrate.fleet")
 
 
 class RunFiles:
-    """The ``orchestrate_run_files`` table, through one connection (reopened once if dropped)."""
+    """The ``orchestrate_run_files`` table, through one ``SharedConnection``."""
 
     def __init__(self, database_url: str) -> None:
-        self._url = database_url
-        self._conn: Any = None
-        self._lock = threading.Lock()
-        conn = self._connection()
-        with self._lock, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)",
-                         (advisory_key("orchestrate.run_files"),))
-            conn.execute(_SCHEMA)
-
-    def _connection(self) -> Any:
-        if self._conn is None or self._conn.closed:
-            self._conn = connect_postgres(self._url)
-        return self._conn
+        self._db = SharedConnection(database_url)
+        self._db.create("orchestrate.run_files", (_SCHEMA,), None)
 
     def _run(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        import psycopg
-
-        for attempt in (1, 2):
-            with self._lock:
-                try:
-                    cur = self._connection().execute(sql, args)
-                    return cur.fetchall() if cur.description else []
-                except psycopg.OperationalError:
-                    if attempt == 2:
-                        raise
-                    self._conn = None
-        return []
+        return self._db.run(sql, args)
 
     def put(self, run_id: str, name: str, content: str) -> None:
         self._run("INSERT INTO orchestrate_run_files VALUES (%s, %s, %s) ON CONFLICT (run_id, "
@@ -98,10 +75,7 @@ class RunFiles:
         return {str(name): str(content) for name, content in rows}
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._db.close()
 
 
 class RunMirror:

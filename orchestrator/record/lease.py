@@ -15,13 +15,12 @@ The lease connection ends a transaction left idle (a worker stopped while it hel
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from orchestrator.errors import OrchestrateError
-from orchestrator.record.store import advisory_key, connect_postgres, database_errors
+from orchestrator.record.store import SharedConnection
 
 IDLE_S = 20
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS orchestrate_leases (run_id TEXT PRIMARY KEY, "
@@ -47,29 +46,14 @@ class RunLease:
         self.run_id: str | None = None
         self.epoch = 0
         self.lost: str | None = None  # the message, once the lease is found lost
-        self._lock = threading.Lock()
-        self._conn: Any = self._connect()
-        with database_errors(database_url, "create the run leases in"), self._conn.transaction():
-            self._conn.execute("SELECT pg_advisory_xact_lock(%s)",
-                               (advisory_key("orchestrate.leases"),))
-            self._conn.execute(_SCHEMA)
-
-    def _connect(self) -> Any:
-        conn = connect_postgres(self._url)
-        conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_S}s'")
-        return conn
-
-    def _connection(self) -> Any:
-        if self._conn.closed or self._conn.broken:
-            self._conn = self._connect()
-        return self._conn
+        self._db = SharedConnection(database_url, setup=_idle_limit)
+        self._db.create("orchestrate.leases", (_SCHEMA,), None)
 
     def take(self, run_id: str) -> int:
         """Take the run (first start or takeover): the new epoch, which is now this worker's."""
-        with self._lock:
-            row = self._connection().execute(_TAKE, (run_id, self.holder, self.job_id)).fetchone()
-            self.run_id, self.epoch, self.lost = run_id, int(row[0]), None
-            return self.epoch
+        (row,) = self._db.run(_TAKE, (run_id, self.holder, self.job_id))
+        self.run_id, self.epoch, self.lost = run_id, int(row[0]), None
+        return self.epoch
 
     @property
     def held(self) -> bool:
@@ -77,11 +61,9 @@ class RunLease:
 
     def current(self) -> tuple[int, str] | None:
         """The run's epoch and holder as the database has them now."""
-        with self._lock:
-            row = self._connection().execute(
-                "SELECT epoch, holder FROM orchestrate_leases WHERE run_id = %s",
-                (self.run_id,)).fetchone()
-        return (int(row[0]), str(row[1])) if row else None
+        rows = self._db.run("SELECT epoch, holder FROM orchestrate_leases WHERE run_id = %s",
+                            (self.run_id,))
+        return (int(rows[0][0]), str(rows[0][1])) if rows else None
 
     def check(self) -> None:
         """Raise ``LeaseLost`` when another worker has taken the run since this one did."""
@@ -95,14 +77,12 @@ class RunLease:
     def fenced(self) -> Iterator[Any]:
         """A transaction holding the run's lease row, entered only while the lease is this
         worker's: what is written in it (and what is done under it) is done by the holder."""
-        with self._lock:
-            conn = self._connection()
-            with conn.transaction():
-                row = conn.execute("SELECT epoch, holder FROM orchestrate_leases WHERE "
-                                   "run_id = %s FOR UPDATE", (self.run_id,)).fetchone()
-                if row is None or int(row[0]) != self.epoch:
-                    raise self._lose(int(row[0]) if row else 0, str(row[1]) if row else "?")
-                yield conn
+        with self._db.transaction() as conn:
+            row = conn.execute("SELECT epoch, holder FROM orchestrate_leases WHERE "
+                               "run_id = %s FOR UPDATE", (self.run_id,)).fetchone()
+            if row is None or int(row[0]) != self.epoch:
+                raise self._lose(int(row[0]) if row else 0, str(row[1]) if row else "?")
+            yield conn
 
     def _lose(self, epoch: int, holder: str) -> LeaseLost:
         self.lost = (f"lost the lease of run {self.run_id} to worker {holder} (epoch {epoch}, "
@@ -111,5 +91,8 @@ class RunLease:
         return LeaseLost(self.lost)
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self._db.close()
+
+
+def _idle_limit(conn: Any) -> None:
+    conn.execute(f"SET idle_in_transaction_session_timeout = '{IDLE_S}s'")
