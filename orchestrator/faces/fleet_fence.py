@@ -50,7 +50,7 @@ async def watch(lease: RunLease, task: asyncio.Task[Any], every_s: float) -> Non
             log.warning("could not check the run's lease", error=f"{type(exc).__name__}: {exc}")
 
 
-def job_manager(base: Any, leases: dict[int, RunLease]) -> Any:
+def job_manager(base: Any, leases: dict[tuple[int, int], RunLease]) -> Any:
     """procrastinate's job manager whose finish and retry of a job whose run this worker has
     leased happen only while the lease is still this worker's (else they are skipped)."""
     from procrastinate.manager import JobManager
@@ -65,7 +65,7 @@ def job_manager(base: Any, leases: dict[int, RunLease]) -> Any:
                 job, *args, **kwargs))
 
     async def _fenced(job: Any, write: Callable[[], Any]) -> None:
-        lease = leases.pop(job.id, None)
+        lease = leases.pop((job.id, job.attempts), None)  # this attempt's, not a later one's
         if lease is None or not lease.held:
             await write()
             return

@@ -76,7 +76,8 @@ async def run_worker(config: WorkerConfig) -> None:
     await prepare(config.database_url)
     allowed = (*config.allow_set, *owner_allows(config.run_env()))
     app = app_for(config.database_url, _run_job, max_size=2 + config.concurrency)
-    leases: dict[int, RunLease] = {}  # job id -> the lease of its run, until the job is finished
+    # (job id, attempt) -> the lease of its run, until procrastinate finishes that attempt
+    leases: dict[tuple[int, int], RunLease] = {}
     app.job_manager = job_manager(app.job_manager, leases)
     structlog.contextvars.bind_contextvars(worker=config.name)
     log.info("worker started", concurrency=config.concurrency, allow_set=list(allowed),
@@ -136,7 +137,7 @@ async def _take(context: Any, config: WorkerConfig, task: str, repo: str,
     origin = repo if is_url(repo) else None  # a path is the origin itself: the branch is there
     registry = PostgresRegistry(config.database_url)
     lease = RunLease(config.database_url, config.name, job_id)
-    context.additional_context["leases"][job_id] = lease  # its job is finished under it
+    context.additional_context["leases"][job_id, context.job.attempts] = lease  # its job ends under it
     mirror = RunMirror(config.database_url, path, origin=origin, lease=lease)
     started: list[str] = []
     listeners: tuple[Listener, ...] = (*config.listeners, mirror, _recorder(
