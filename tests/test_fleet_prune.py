@@ -4,9 +4,6 @@ runs (with their journal, run files, leases) older than that, and never what sti
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from conftest import run_env
@@ -19,14 +16,8 @@ from orchestrator.record.lease import RunLease
 from orchestrator.record.registry import PostgresRegistry, new_record
 from orchestrator.record.store import connect_postgres
 
-pytest_plugins = ["pg"]
+pytest_plugins = ["pg", "fleet_kit"]
 pytest.importorskip("procrastinate", reason="the fleet extra is not installed")
-
-
-def _cli(cwd: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = run_env(ORCHESTRATE_DATABASE_URL=url, HOME=str(cwd))
-    return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
 
 
 def _run(url: str, run_id: str, job_id: int | None, state: str) -> None:
@@ -55,7 +46,7 @@ def _count(url: str, table: str, run_id: str) -> int:
                             (run_id,)).fetchone()[0]
 
 
-async def test_prune_removes_what_ended_long_ago_and_nothing_that_runs(pg_url, tmp_path):
+async def test_prune_removes_what_ended_long_ago_and_nothing_that_runs(fleet, pg_url, tmp_path):
     plain = tmp_path / "plain"
     plain.mkdir()  # not a repository: a worker fails these jobs at once
     old_job = await submit("old", str(plain), database_url=pg_url)
@@ -73,17 +64,17 @@ async def test_prune_removes_what_ended_long_ago_and_nothing_that_runs(pg_url, t
         conn.execute("UPDATE orchestrate_runs SET updated_at = updated_at - interval '40 days'"
                      " WHERE run_id LIKE 'old-%%'")
 
-    refused = _cli(tmp_path, pg_url, "jobs", "--prune")
+    refused = fleet.cli(tmp_path, "jobs", "--prune")
     assert refused.returncode == 2 and "--older-than" in refused.stderr
-    bad = _cli(tmp_path, pg_url, "jobs", "--prune", "--older-than", "0")
+    bad = fleet.cli(tmp_path, "jobs", "--prune", "--older-than", "0")
     assert bad.returncode == 2 and "above 0" in bad.stderr
-    counted = _cli(tmp_path, pg_url, "jobs", "--prune", "--older-than", "30", "--dry-run",
+    counted = fleet.cli(tmp_path, "jobs", "--prune", "--older-than", "30", "--dry-run",
                    "--json")
     assert counted.returncode == 0, counted.stderr
     assert json.loads(counted.stdout) == {"jobs": 1, "runs": 1, "rows": 3,
                                           "older_than_days": 30.0, "dry_run": True}
     assert len(await jobs(pg_url)) == 3  # the dry run removed nothing
-    done = _cli(tmp_path, pg_url, "jobs", "--prune", "--older-than", "30")
+    done = fleet.cli(tmp_path, "jobs", "--prune", "--older-than", "30")
     assert done.returncode == 0, done.stderr
     assert "removed 1 finished jobs and 1 finished runs" in done.stdout
 
@@ -99,5 +90,5 @@ async def test_prune_removes_what_ended_long_ago_and_nothing_that_runs(pg_url, t
         assert _count(pg_url, table, "old-done") == 0, table
         assert _count(pg_url, table, "old-running") == 1, table
         assert _count(pg_url, table, "new-done") == 1, table
-    again = _cli(tmp_path, pg_url, "jobs", "--prune", "--older-than", "30", "--json")
+    again = fleet.cli(tmp_path, "jobs", "--prune", "--older-than", "30", "--json")
     assert json.loads(again.stdout)["runs"] == 0
