@@ -54,7 +54,8 @@ class RunFiles:
     def append(self, run_id: str, name: str, content: str, *, epoch: int | None = None) -> None:
         """Append to a stored file; with ``epoch``, only while the run's lease has that epoch
         (a worker that lost the run adds nothing to its log)."""
-        fence, args = "", (run_id, name, content)
+        fence = ""
+        args: tuple[Any, ...] = (run_id, name, content)
         if epoch is not None:
             fence = (" WHERE EXISTS (SELECT 1 FROM orchestrate_leases WHERE run_id = %s AND "
                      "epoch = %s)")

@@ -36,8 +36,8 @@ class PostgresJournal(CallJournal):
         self.replayed = self.repeated = 0
         self.repeats: list[tuple[str, int]] = []
         with database_errors(database_url, "create the call journal in"):
-            self._db = SharedConnection(database_url)
-            self._db.create("orchestrate.journal", _SCHEMA, None)
+            self._shared = SharedConnection(database_url)
+            self._shared.create("orchestrate.journal", _SCHEMA, None)
             rows = self._run("SELECT key, reply IS NOT NULL, session, turn FROM "
                              "orchestrate_calls WHERE run_id = %s", (run_id,))
         self._keys = {k for k, done, _, _ in rows if done}
@@ -46,7 +46,7 @@ class PostgresJournal(CallJournal):
 
     def _run(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """One statement; a broken connection is opened again once (a database restart)."""
-        return self._db.run(sql, args)
+        return self._shared.run(sql, args)
 
     def _ready(self) -> None:
         return None
@@ -74,5 +74,5 @@ class PostgresJournal(CallJournal):
         return completion
 
     def close(self) -> None:
-        self._db.close()
+        self._shared.close()
         self.check()
