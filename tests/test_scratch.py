@@ -66,3 +66,15 @@ def _default_bounds():
     from orchestrator.workspace.tree import Bounds
 
     return Bounds(max_mb=20)
+
+
+async def test_a_command_is_stopped_when_it_passes_the_quota_not_after(sample_repo: Path) -> None:
+    # many files each under file_size_mb, in one long command: measured only when it ends, it
+    # would write 1.5 GiB; stopped while it runs, little more than worktree_mb lands on disk
+    ws = Workspace.create(sample_repo, "quota-2")
+    box = build_sandbox(SandboxSettings(worktree_mb=20), worktree=ws.worktree)
+    fill = "for i in $(seq 300); do head -c 5M /dev/zero > f$i.bin; sleep 0.05; done; echo all"
+    res = await run_command(fill, cwd=ws.worktree, sandbox=box, timeout=120)
+    written = sum(p.stat().st_size for p in ws.worktree.glob("f*.bin"))
+    assert res.exit_code != 0 and "worktree_mb" in res.output and "all" not in res.output
+    assert written < 200 * MIB, written // MIB
