@@ -78,3 +78,16 @@ async def test_a_command_is_stopped_when_it_passes_the_quota_not_after(sample_re
     written = sum(p.stat().st_size for p in ws.worktree.glob("f*.bin"))
     assert res.exit_code != 0 and "worktree_mb" in res.output and "all" not in res.output
     assert written < 200 * MIB, written // MIB
+
+
+async def test_a_file_hidden_below_a_too_deep_directory_still_counts(sample_repo: Path) -> None:
+    # below ~4096 characters of path a walk by path name sees nothing: 15 MiB there, twice,
+    # went past a 20 MiB quota unnoticed
+    ws = Workspace.create(sample_repo, "quota-3")
+    box = build_sandbox(SandboxSettings(worktree_mb=20), worktree=ws.worktree)
+    deep = ("d=$(printf 'a%.0s' $(seq 200)); mkdir {top} && cd {top} && for i in $(seq 25); do "
+            "mkdir $d && cd $d; done && head -c 15M /dev/zero > big && echo wrote")
+    for top in ("one", "two"):
+        res = await run_command(deep.format(top=top), cwd=ws.worktree, sandbox=box, timeout=60)
+        assert "wrote" in res.output, res.output
+        assert res.exit_code != 0 and "worktree_mb" in res.output, res.output
