@@ -160,3 +160,21 @@ def test_known_secrets_mask_encodings_and_leave_other_text_alone() -> None:
         data = b"tar-header" + text.encode()
         for shown in (text, base64.encodebytes(data).decode(), data.hex(), f"x={MARK};"):
             assert _leaks(known.mask(shown)) == [], shown
+
+
+async def test_citing_a_secret_file_does_not_quote_it(fresh_sim, sample_repo: Path) -> None:
+    # the explorer cites lines of secret files: checking a citation reads the file; what it
+    # read must not come back in the report, the judge's prompt or the answer
+    _plant(sample_repo)
+    claims = [{"text": f"{path} holds the token.", "citations": [
+        {"path": path, "start_line": 1, "end_line": 3, "quote": quote}]}
+        for path, quote in ((".npmrc", "authToken"), (".git-credentials", "bob"),
+                            ("deploy/id_rsa", "BEGIN"), (".env", "DB_PASSWORD"))]
+    submit = call("submit", answer="See the config files.", claims=claims)
+    fresh_sim.set_scenario(scenario_with(**{"sim-explorer": ModelBehavior(script=[submit])}))
+    result = await api.aexplore("Where is the npm token configured?", repo=sample_repo,
+                                roles=sim_roles(fresh_sim, "run.explore_candidates=0"),
+                                env=run_env(), split=False)
+    assert _leaks(_sent(fresh_sim)) == []
+    assert _leaks(result.model_dump_json()) == []
+    assert _written(result.run_dir) == {}
