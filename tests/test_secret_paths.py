@@ -83,7 +83,8 @@ _SHELL = [
 _AFTER_SHELL = [call("read", path="link.txt"), call("read", path="hard.txt"),
                 call("read", path="copy.txt"), call("search", pattern="tok[0-9a-f]{8}"),
                 call("git_blame", path="copy.txt", start_line=1, end_line=3),
-                call("edit", path="copy.txt", old="nothing like this", new="x")]
+                call("replace", path="hard.txt", old=f"https://bob:{MARK[:-1]}x@example.com",
+                     new="x")]  # its error shows the closest lines
 
 
 def _sent(sim) -> str:
