@@ -179,3 +179,39 @@ async def test_citing_a_secret_file_does_not_quote_it(fresh_sim, sample_repo: Pa
     assert _leaks(_sent(fresh_sim)) == []
     assert _leaks(result.model_dump_json()) == []
     assert _written(result.run_dir) == {}
+
+
+async def test_a_secret_file_copied_into_the_result_is_not_shown_to_the_judges(
+        fresh_sim, sample_repo: Path) -> None:
+    # the builder copies secret files into files it leaves in its result: the diff the
+    # reviewer reads (and the run's patch) would carry them
+    _plant(sample_repo)
+    builder = demo_scenario().models["sim-builder"].script or []
+    copy = sh("cp .npmrc notes.txt; base64 deploy/id_rsa > data.txt; "
+              "sed 's/^/# /' .git-credentials >> stats.py")
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(script=[copy, *builder])}))
+    result = await api.arun(DEMO_TASK, repo=sample_repo, roles=sim_roles(fresh_sim), env=run_env())
+    reviewer = json.dumps([r.body for r in fresh_sim.state.requests_for("sim-reviewer")])
+    assert "notes.txt" in reviewer  # the reviewer saw the change
+    assert _leaks(_sent(fresh_sim)) == []
+    assert result.status in ("succeeded", "failed")
+
+
+async def test_a_one_shot_build_is_not_shown_the_secret_files_explorers_cited(
+        fresh_sim, sample_repo: Path) -> None:
+    # a one-shot builder is shown whole the files the explorers' verified claims cite
+    _plant(sample_repo)
+    claims = [{"text": f"{path} is where the median is configured.", "citations": [
+        {"path": path, "start_line": 1, "end_line": 1, "quote": quote}]}
+        for path, quote in ((".npmrc", "authToken"), (".git-credentials", "bob"),
+                            ("stats.py", "def median"))]
+    explorer = ModelBehavior(script=[call("submit", answer="See these.", claims=claims)] * 8)
+    builder = demo_scenario().models["sim-builder"].script or []
+    fresh_sim.set_scenario(scenario_with(**{"sim-explorer": explorer,
+                                            "sim-builder": ModelBehavior(script=builder)}))
+    result = await api.arun(DEMO_TASK, repo=sample_repo, roles=sim_roles(
+        fresh_sim, "builder.one_shot=true"), env=run_env())
+    assert fresh_sim.state.requests_for("sim-explorer") and result.status
+    first = json.dumps(fresh_sim.state.requests_for("sim-builder")[0].body)
+    assert "def median" in first and ".npmrc" not in first  # shown: the code, not the secrets
+    assert _leaks(_sent(fresh_sim)) == []
