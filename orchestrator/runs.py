@@ -210,9 +210,12 @@ def _refusal(branch: str, run_id: str, risky: list[Risky]) -> str:
 def _hooks_dir(repo: Path) -> str | None:
     # the user's own setting: every git call of ours sets core.hooksPath=/dev/null on its command
     # line (no hooks run), which a plain `config --get` would read back instead
-    scoped = _git(repo, "config", "--show-scope", "--get-all", "core.hooksPath").stdout
-    values = [line.split("\t", 1)[1] for line in scoped.splitlines()
+    scoped = _git(repo, "config", "--show-scope", "--get-all", "core.hooksPath")
+    values = [line.split("\t", 1)[1] for line in scoped.stdout.splitlines()
               if "\t" in line and not line.startswith("command\t")]
+    if scoped.returncode not in (0, 1):  # git < 2.26 has no --show-scope: each file in turn
+        values = [v for scope in ("--system", "--global", "--local") for v in
+                  _git(repo, "config", scope, "--get", "core.hooksPath").stdout.splitlines()]
     configured = values[-1].strip() if values else ""
     if not configured or os.path.isabs(configured):
         real = os.path.realpath(configured) if configured else ""
