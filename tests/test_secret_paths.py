@@ -12,6 +12,7 @@ import secrets
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import run_env, scenario_with, sim_roles
 from test_hostile import call, sh, user_state
 
@@ -215,3 +216,21 @@ async def test_a_one_shot_build_is_not_shown_the_secret_files_explorers_cited(
     first = json.dumps(fresh_sim.state.requests_for("sim-builder")[0].body)
     assert "def median" in first and ".npmrc" not in first  # shown: the code, not the secrets
     assert _leaks(_sent(fresh_sim)) == []
+
+
+@pytest.mark.parametrize("sets", [(), ("builder.one_shot=true",)], ids=["tool_loop", "one_shot"])
+async def test_the_repositorys_own_failing_test_printing_secret_files_is_masked(
+        fresh_sim, sample_repo: Path, sets: tuple[str, ...]) -> None:
+    # before any model call the preflight runs the tests; a failing one prints secret files,
+    # and the failure is what the planner and the builder are shown
+    _plant(sample_repo)
+    (sample_repo / "tests" / "test_leak.py").write_text(_LEAK_TEST)
+    ident = ["-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "add", "-A"], cwd=sample_repo, check=True)
+    subprocess.run(["git", *ident, "commit", "-qm", "leak test"], cwd=sample_repo, check=True)
+    result = await api.arun(DEMO_TASK, repo=sample_repo, roles=sim_roles(
+        fresh_sim, "run.max_attempts=1", *sets), env=run_env())
+    sent = _sent(fresh_sim)
+    assert "test_leak" in sent  # the failure was shown
+    assert _leaks(sent) == []
+    assert _written(result.run_dir) == {}
