@@ -31,7 +31,7 @@ from orchestrator.engine.prompting import (
 )
 from orchestrator.engine.runtime import RunContext
 from orchestrator.engine.sessions import run_session
-from orchestrator.engine.toolbox import policy_of
+from orchestrator.engine.toolbox import output_mask, policy_of
 from orchestrator.evidence import questions
 from orchestrator.evidence.known import known_tests
 from orchestrator.localize import diagnosis
@@ -263,7 +263,8 @@ async def _judge_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
         "task": state.task, "role": role, "repo_rules": ctx.repo_rules,
         "verify": text("pipeline", "verify_passed" if passed else "verify_not_passed"),
         "digest": state.digest or text("pipeline", "none"), "plan": plan_text(state.plan),
-        "diff": diff[:40_000] or text("pipeline", "empty_diff"),
+        # a secret file the builder copied into its result is not shown to the judges either
+        "diff": output_mask(ctx)(diff[:40_000]) or text("pipeline", "empty_diff"),
     })
 
 

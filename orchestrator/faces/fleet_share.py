@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from orchestrator.record.telemetry import Event
 SNAPSHOTS = "refs/orchestrate/snapshots"
 SEED_FILES = ("run.json", "agents.json", "workspace.json")
 EVENTS = "events.jsonl"
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # as a workspace's (worktree.py)
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS orchestrate_run_files (run_id TEXT NOT NULL, "
            "name TEXT NOT NULL, content TEXT NOT NULL, PRIMARY KEY (run_id, name))")
 log = structlog.get_logger("orchestrate.fleet")
@@ -206,20 +208,29 @@ def adopt(database_url: str, clone: Path, run_id: str, origin: str | None) -> bo
         saved = files.get(run_id)
     finally:
         files.close()
-    if not all(name in saved for name in SEED_FILES):
+    if not all(name in saved for name in SEED_FILES) or not _RUN_ID.match(run_id):
         return False
+    meta = json.loads(saved["workspace.json"])
+    start = str(meta.get("start_commit") or meta["base_commit"])
     branch = f"refs/heads/orchestrate/{run_id}"
-    tip = None
+    tip = start  # nothing was pushed: the run had not moved its branch yet
     if origin is not None:
         fetched = git("fetch", "-q", "--", origin, f"+{SNAPSHOTS}/{run_id}:{SNAPSHOTS}/{run_id}",
                       cwd=clone, check=False, timeout=600, network=True)
         if fetched.returncode == 0:
-            tip = git("rev-parse", f"{SNAPSHOTS}/{run_id}^", cwd=clone).stdout.strip()
-    if tip is None:  # nothing was pushed: the run had not moved its branch yet
-        meta = json.loads(saved["workspace.json"])
-        tip = meta.get("start_commit") or meta["base_commit"]
+            pushed = git("rev-parse", "--verify", "-q", f"{SNAPSHOTS}/{run_id}^^{{commit}}",
+                         cwd=clone, check=False).stdout.strip()
+            # the run branch grows from the run's start: a tip that does not (a ref someone
+            # else pushed) would carry a history the run never made into its result
+            if pushed and git("merge-base", "--is-ancestor", start, pushed, cwd=clone,
+                              check=False).returncode == 0:
+                tip = pushed
+            else:
+                log.warning("the run's snapshot does not grow from its start: not used",
+                            run_id=run_id, snapshot_parent=pushed or None)
     run_dir.mkdir(parents=True, exist_ok=True)
-    for name, content in saved.items():
-        (run_dir / name).write_text(content, "utf-8")
-    git("update-ref", branch, str(tip), cwd=clone)
+    for name in (*SEED_FILES, EVENTS):  # only the files a run mirrors, by their own names
+        if name in saved:
+            (run_dir / name).write_text(saved[name], "utf-8")
+    git("update-ref", branch, tip, cwd=clone)
     return True
