@@ -29,13 +29,13 @@ import structlog
 from orchestrator.errors import ModelUnavailable, UsageError
 from orchestrator.faces.fleet_job import role_contents
 from orchestrator.gitsafe import git
-from orchestrator.record.registry import PostgresRegistry, RunRecord
-from orchestrator.record.store import (
+from orchestrator.record.database import (
     CONNECT_TIMEOUT_S,
     advisory_key,
     database_errors,
     require_postgres,
 )
+from orchestrator.record.registry import PostgresRegistry, RunRecord
 
 QUEUE = "orchestrate"
 TASK_NAME = "orchestrate.run"

@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 
 from orchestrator.gitsafe import git
-from orchestrator.record.store import advisory_key, connect_postgres
+from orchestrator.record.database import advisory_key, connect_postgres
 from orchestrator.record.telemetry import Event
 
 SNAPSHOTS = "refs/orchestrate/snapshots"

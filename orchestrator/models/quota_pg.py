@@ -22,7 +22,7 @@ from orchestrator.models.quota import (
     claim_values,
     default_ledger_path,
 )
-from orchestrator.record.store import advisory_key, connect_postgres, database_errors
+from orchestrator.record.database import advisory_key, connect_postgres, database_errors
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS orchestrate_quota_usage ("
