@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.config import trust as trusting
 from orchestrator.config.layers import read_layer, resolve_roles
+from orchestrator.engine.lifecycle import open_run
 from orchestrator.engine.options import DATABASE_ENV, Approver, RunOptions
 from orchestrator.errors import OrchestrateError, UsageError
 from orchestrator.models.quota import ClaimRow, QuotaRow
@@ -37,8 +38,9 @@ if TYPE_CHECKING:
     from orchestrator.record.registry import RunRecord
 
 # The engine (LangGraph, the OpenAI SDK, the Postgres drivers) is imported by the functions that
-# run or open something, not here: `runs`, `show`, `clean`, `apply` and `trust` (and the CLI's
-# commands over them) answer without it, and so does a run refused before it opens.
+# drive a run or reach a model or database, not here: `runs`, `show`, `clean`, `apply` and
+# `trust` (and the CLI's commands over them) answer without it, and so does a run that
+# `open_run` refuses before it opens (a missing key, a bad role map: `engine/runplan.py`).
 
 __all__ = [
     "DATABASE_ENV", "Approver", "ExploreResult", "QuotaReport", "RunHandle", "RunOptions",
@@ -64,7 +66,6 @@ async def arun(task: str, *, options: RunOptions | None = None, **kwargs: Any) -
     lost a role on the way (3).
     """
     opts = RunOptions.given("run", options, kwargs)
-    from orchestrator.engine.lifecycle import open_run
     run = await open_run("run", opts, task)
     from orchestrator.engine.drive import drive_run
     async with run:
@@ -86,7 +87,6 @@ async def aresume(run_id: str, *, options: RunOptions | None = None, **kwargs: A
     if opts.approve is not None:
         answer = opts.approve
         approver = lambda _plan: answer  # noqa: E731
-    from orchestrator.engine.lifecycle import open_run
     run = await open_run("resume", opts, run_id=run_id)
     from orchestrator.engine.drive import drive_run
     async with run:
@@ -155,7 +155,6 @@ async def aexplore(question: str, *, options: RunOptions | None = None,
     explore bench measures explorers that way).
     """
     opts = RunOptions.given("explore", options, kwargs)
-    from orchestrator.engine.lifecycle import open_run
     run = await open_run("explore", opts, question)
     from orchestrator.engine.drive import drive_explore
     async with run:

@@ -101,7 +101,7 @@ def _driver() -> Any:
 
 def connect_postgres(database_url: str) -> psycopg.Connection:
     """A synchronous autocommit connection; a refused or unreachable server is one clear line."""
+    url = require_postgres(database_url)  # a URL that is not one is refused before the driver loads
     psycopg = _driver()
-    url = require_postgres(database_url)
     with database_errors(url, "connect to"):
         return psycopg.connect(url, autocommit=True, **_connect_options(url))
