@@ -26,7 +26,7 @@ from orchestrator.config.layers import read_layer, resolve_roles
 from orchestrator.engine.lifecycle import open_run
 from orchestrator.engine.options import DATABASE_ENV, Approver, RunOptions
 from orchestrator.errors import OrchestrateError, UsageError
-from orchestrator.models.quota import ClaimRow, QuotaRow
+from orchestrator.models.quota import ClaimRow, QuotaRow, ledger_name
 from orchestrator.record.telemetry import Event
 from orchestrator.results import ExploreResult, RunResult
 from orchestrator.runs import RunDetails, RunInfo, list_runs, run_details
@@ -202,17 +202,14 @@ def quota(
 ) -> QuotaReport:
     """The quota ledger (the database's, else the user's file) for the role map's models, with
     each model's daily cap; ``repo`` defaults to the current directory's repository, if any."""
-    from orchestrator.models.fallback import quota_key
-    from orchestrator.models.pool import ClientPool
     from orchestrator.models.quota_pg import build_ledger
 
     env = dict(os.environ if env is None else env)
     top = repo_root(repo) if repo is not None else _maybe_repo()
     role_map = resolve_roles(top, None, role_files, sets, team, env=env,
                              trust_repo_config=trust_repo_config)
-    pool = ClientPool(role_map, env)
-    caps = {quota_key(pool.route(role, alias)): role_map.models[alias].quota_tokens_per_day
-            for role in role_map.roles for alias in role_map.chain(role)}
+    models = [role_map.models[alias] for role in role_map.roles for alias in role_map.chain(role)]
+    caps = {ledger_name(m.provider, m.id): m.quota_tokens_per_day for m in models}
     if days < 1:
         raise UsageError("--days must be at least 1")
     ledger = build_ledger(database_url or env.get(DATABASE_ENV) or None, env)
