@@ -76,8 +76,10 @@ LIBS_PROBE = PROBE.replace(repr(ENGINE), repr(HEAVY))
     (["run", "fix it", "--untrusted-roles"], "roles.toml"),  # the repository's own, untrusted
     (["resume", "20990101-000000-abcdef"], "unknown run id"),
     (["show", "20990101-000000-abcdef"], "unknown run id"),
+    (["jobs", "--database-url", "mysql://db"], "not a PostgreSQL URL"),
     (["runs"], ""),
     (["trust", "--list"], ""),
+    (["quota"], ""),
 ])
 def test_refused_input_and_file_commands_load_no_engine(sample_repo, args, says):
     """Bad input is refused (one line, exit 2) and ``runs``/``show``/``trust`` answer before
@@ -86,7 +88,8 @@ def test_refused_input_and_file_commands_load_no_engine(sample_repo, args, says)
         args = [a for a in args if a != "--untrusted-roles"]
         (sample_repo / "roles.toml").write_text(
             '[providers.openai]\nbase_url = "http://127.0.0.1:9/v1"\n', encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-c", LIBS_PROBE, *args, "--repo", str(sample_repo)],
+    where = [] if args[0] == "jobs" else ["--repo", str(sample_repo)]  # the fleet's: no repo
+    proc = subprocess.run([sys.executable, "-c", LIBS_PROBE, *args, *where],
                           cwd=sample_repo, env=run_env(), capture_output=True, text=True,
                           timeout=60)
     last = proc.stdout.strip().splitlines()[-1]

@@ -29,11 +29,11 @@ from orchestrator.engine.runfiles import read_run_file
 from orchestrator.errors import UsageError
 from orchestrator.faces.fleet import (
     QUEUE,
-    RETRIED,
     app_for,
     checkout,
     is_url,
     prepare,
+    retried,
     retry_stalled,
 )
 from orchestrator.faces.fleet_job import check_job, owner_allows, write_roles
@@ -119,7 +119,7 @@ async def _run_job(context: Any, *, task: str, repo: str, roles: list[dict[str, 
                                trust_repo_config)
         except Exception as exc:
             log.error("job failed", error=f"{type(exc).__name__}: {exc}",
-                      retried=isinstance(exc, RETRIED))
+                      retried=isinstance(exc, retried()))
             raise
 
 
@@ -159,9 +159,9 @@ async def _take(context: Any, config: WorkerConfig, task: str, repo: str,
         return {"run_id": result.run_id, "status": result.status, "pushed": pushed}
     except Exception as exc:
         # A retried job resumes a "stopped" run; a "failed" one is final.
-        retried = isinstance(exc, RETRIED)
+        again = isinstance(exc, retried())
         for run_id in started[-1:]:
-            registry.record_finish(run_id, "stopped" if retried else "failed",
+            registry.record_finish(run_id, "stopped" if again else "failed",
                                    f"{type(exc).__name__}: {exc}", 0.0, None)
         raise
     finally:
