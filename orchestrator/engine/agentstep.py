@@ -210,9 +210,13 @@ def _clean_questions(ctx: RunContext, plan: Plan, state: RunState, asked: Asked)
         return plan
     note = ""
     if not kept and state.mode == "run" and not _pinned(state):
-        # the planner wanted the code explored but asked nothing searchable: the task itself,
-        # an issue's own words, is what the explorers look for
-        kept, note = [state.task], "; the task itself is asked instead"
+        # the planner wanted the code explored but asked nothing searchable: the explorers ask
+        # about what the task itself quotes or names (the rarest in the code first), else the
+        # task's own words are what they look for
+        kept = (questions.from_terms(ctx.retriever().specific(state.task), state.task)
+                or [state.task])
+        note = ("; asked instead: " + " | ".join(kept) if kept[0] != state.task
+                else "; the task itself is asked instead")
     ctx.telemetry.emit(Warned(
         role=asked.role, session=f"{asked.role}-1",
         message=f"{len(dropped)} question(s) dropped: " + "; ".join(dropped)[:500] + note))

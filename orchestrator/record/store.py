@@ -45,7 +45,6 @@ from orchestrator.record.database import (
 if TYPE_CHECKING:
     import psycopg
 
-
 def _models_in(model: type[BaseModel], seen: dict[type, None] | None = None) -> list[type]:
     """Every pydantic model a checkpoint of ``model`` can hold: its own type and, recursively,
     every model in its fields' annotations (lists, dicts, optionals included). Derived, not
