@@ -17,28 +17,30 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.config import trust as trusting
 from orchestrator.config.layers import read_layer, resolve_roles
-from orchestrator.engine.drive import drive_explore, drive_run
 from orchestrator.engine.lifecycle import open_run
 from orchestrator.engine.options import DATABASE_ENV, Approver, RunOptions
 from orchestrator.errors import OrchestrateError, UsageError
-from orchestrator.models.fallback import quota_key
-from orchestrator.models.pool import ClientPool
-from orchestrator.models.quota import ClaimRow, QuotaRow
-from orchestrator.models.quota_pg import build_ledger
-from orchestrator.record.registry import PostgresRegistry, RunRecord
-from orchestrator.record.store import require_postgres
+from orchestrator.models.quota import ClaimRow, QuotaRow, ledger_name
 from orchestrator.record.telemetry import Event
 from orchestrator.results import ExploreResult, RunResult
 from orchestrator.runs import RunDetails, RunInfo, list_runs, run_details
 from orchestrator.runs import apply as apply_run
 from orchestrator.runs import clean as clean_runs
 from orchestrator.workspace.repo import repo_root
+
+if TYPE_CHECKING:
+    from orchestrator.record.registry import RunRecord
+
+# The engine (LangGraph, the OpenAI SDK, the Postgres drivers) is imported by the functions that
+# drive a run or reach a model or database, not here: `runs`, `show`, `clean`, `apply` and
+# `trust` (and the CLI's commands over them) answer without it, and so does a run that
+# `open_run` refuses before it opens (a missing key, a bad role map: `engine/runplan.py`).
 
 __all__ = [
     "DATABASE_ENV", "Approver", "ExploreResult", "QuotaReport", "RunHandle", "RunOptions",
@@ -65,6 +67,7 @@ async def arun(task: str, *, options: RunOptions | None = None, **kwargs: Any) -
     """
     opts = RunOptions.given("run", options, kwargs)
     run = await open_run("run", opts, task)
+    from orchestrator.engine.drive import drive_run
     async with run:
         final, pending = await drive_run(run, opts.approver)
         return await run.finish(final, pending)
@@ -85,6 +88,7 @@ async def aresume(run_id: str, *, options: RunOptions | None = None, **kwargs: A
         answer = opts.approve
         approver = lambda _plan: answer  # noqa: E731
     run = await open_run("resume", opts, run_id=run_id)
+    from orchestrator.engine.drive import drive_run
     async with run:
         final, pending = await drive_run(run, approver)
         return await run.finish(final, pending)
@@ -152,6 +156,7 @@ async def aexplore(question: str, *, options: RunOptions | None = None,
     """
     opts = RunOptions.given("explore", options, kwargs)
     run = await open_run("explore", opts, question)
+    from orchestrator.engine.drive import drive_explore
     async with run:
         return await run.answer(await drive_explore(run, split=opts.split))
 
@@ -197,13 +202,14 @@ def quota(
 ) -> QuotaReport:
     """The quota ledger (the database's, else the user's file) for the role map's models, with
     each model's daily cap; ``repo`` defaults to the current directory's repository, if any."""
+    from orchestrator.models.quota_pg import build_ledger
+
     env = dict(os.environ if env is None else env)
     top = repo_root(repo) if repo is not None else _maybe_repo()
     role_map = resolve_roles(top, None, role_files, sets, team, env=env,
                              trust_repo_config=trust_repo_config)
-    pool = ClientPool(role_map, env)
-    caps = {quota_key(pool.route(role, alias)): role_map.models[alias].quota_tokens_per_day
-            for role in role_map.roles for alias in role_map.chain(role)}
+    models = [role_map.models[alias] for role in role_map.roles for alias in role_map.chain(role)]
+    caps = {ledger_name(m.provider, m.id): m.quota_tokens_per_day for m in models}
     if days < 1:
         raise UsageError("--days must be at least 1")
     ledger = build_ledger(database_url or env.get(DATABASE_ENV) or None, env)
@@ -232,6 +238,9 @@ def runs(*, repo: str | os.PathLike[str] | None = None) -> list[RunInfo]:
 def shared_runs(*, database_url: str) -> list[RunRecord]:
     """Every run of the fleet sharing ``database_url`` (its registry), newest first, whichever
     machine ran it: id, state, branch, commit, host or worker, cost, times, job."""
+    from orchestrator.record.database import require_postgres
+    from orchestrator.record.registry import PostgresRegistry
+
     registry = PostgresRegistry(require_postgres(database_url))
     try:
         return registry.list()

@@ -1,6 +1,7 @@
 """The quick commands start at once: ``--help``, ``--version`` and ``roles`` import no engine
-(LangGraph, the OpenAI SDK, GitPython, tiktoken). Their times are measured in
-``bench/cli_startup.py``; here only what they import is checked."""
+(LangGraph, the OpenAI SDK, GitPython, tiktoken), nor do ``runs``, ``show``, ``trust`` or a run
+refused for its input. Their times are measured in ``bench/cli_startup.py``; here only what
+they import is checked."""
 
 from __future__ import annotations
 
@@ -57,3 +58,58 @@ def test_the_library_names_load_on_first_use():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert proc.stdout.strip() == "ok", proc.stderr
+
+
+# What only a run's model calls and checkpoints need: a command that answers from files, or a
+# run refused for its input, must not load it (each costs a CLI process seconds of imports).
+HEAVY = ("langgraph", "langchain_core", "langsmith", "openai", "aiohttp", "psycopg",
+         "orchestrator.engine.openrun", "orchestrator.engine.drive")
+LIBS_PROBE = PROBE.replace(repr(ENGINE), repr(HEAVY))
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["run", "fix it"], "OPENAI_API_KEY"),  # the packaged role map, no key
+    (["explore", "where?"], "OPENAI_API_KEY"),
+    (["run", "fix it", "--set", "builder.model=nope"], "unknown model alias 'nope'"),
+    (["run", "fix it", "--database-url", "mysql://db"], "not a PostgreSQL URL"),
+    (["run", "fix it", "--roles", "missing.toml"], "missing.toml"),
+    (["run", "fix it", "--untrusted-roles"], "roles.toml"),  # the repository's own, untrusted
+    (["resume", "20990101-000000-abcdef"], "unknown run id"),
+    (["show", "20990101-000000-abcdef"], "unknown run id"),
+    (["jobs", "--database-url", "mysql://db"], "not a PostgreSQL URL"),
+    (["runs"], ""),
+    (["trust", "--list"], ""),
+    (["quota"], ""),
+])
+def test_refused_input_and_file_commands_load_no_engine(sample_repo, args, says):
+    """Bad input is refused (one line, exit 2) and ``runs``/``show``/``trust`` answer before
+    LangGraph, the OpenAI SDK or the database driver are imported."""
+    if "--untrusted-roles" in args:
+        args = [a for a in args if a != "--untrusted-roles"]
+        (sample_repo / "roles.toml").write_text(
+            '[providers.openai]\nbase_url = "http://127.0.0.1:9/v1"\n', encoding="utf-8")
+    where = [] if args[0] == "jobs" else ["--repo", str(sample_repo)]  # the fleet's: no repo
+    proc = subprocess.run([sys.executable, "-c", LIBS_PROBE, *args, *where],
+                          cwd=sample_repo, env=run_env(), capture_output=True, text=True,
+                          timeout=60)
+    last = proc.stdout.strip().splitlines()[-1]
+    assert last.startswith("ENGINE:"), proc.stdout + proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error")]
+    if says:
+        assert len(errors) == 1 and says in errors[0], proc.stderr
+    else:
+        assert errors == [], proc.stderr
+    assert last.removeprefix("ENGINE:") == "", f"{args} imported {last}"
+
+
+def test_a_run_that_opens_loads_the_engine(sample_repo):
+    """The other side: once the checks pass, the run's engine is imported (here the model's
+    endpoint refuses the connection, after LangGraph and the SDK are loaded)."""
+    env = run_env(OPENAI_API_KEY="sk-test")
+    nothing_there = "providers.openai.base_url=http://127.0.0.1:9/v1"
+    proc = subprocess.run([sys.executable, "-c", LIBS_PROBE, "run", "fix it", "--repo",
+                           str(sample_repo), "--set", nothing_there],
+                          cwd=sample_repo, env=env, capture_output=True, text=True, timeout=120)
+    last = proc.stdout.strip().splitlines()[-1]
+    loaded = last.removeprefix("ENGINE:").split(",")
+    assert {"langgraph", "openai", "orchestrator.engine.openrun"} <= set(loaded), proc.stderr

@@ -12,9 +12,9 @@ from orchestrator.faces.fleet import jobs, submit
 from orchestrator.faces.fleet_share import EVENTS, RunFiles
 from orchestrator.faces.fleet_worker import WorkerConfig, run_worker
 from orchestrator.models.journal_pg import PostgresJournal
+from orchestrator.record.database import connect_postgres
 from orchestrator.record.lease import RunLease
 from orchestrator.record.registry import PostgresRegistry, new_record
-from orchestrator.record.store import connect_postgres
 
 pytest_plugins = ["pg", "fleet_kit"]
 pytest.importorskip("procrastinate", reason="the fleet extra is not installed")

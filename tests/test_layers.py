@@ -15,8 +15,8 @@ from orchestrator.config.layers import env_layers, explain, resolve
 from orchestrator.errors import ConfigError, UsageError
 from orchestrator.faces.starter import starter_roles, write_starter
 from orchestrator.localize.reporules import repo_rules
+from orchestrator.record.database import state_dir
 from orchestrator.record.events import event_schema, parse_event, read_events
-from orchestrator.record.store import state_dir
 from orchestrator.workspace.worktree import Workspace
 
 

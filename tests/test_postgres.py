@@ -236,7 +236,7 @@ def test_a_shared_connection_the_server_dropped_is_closed_and_opened_again(pg_ur
     backend terminated under it is closed (not left open) and the statement runs on a new one."""
     import psycopg
 
-    from orchestrator.record.store import SharedConnection
+    from orchestrator.record.database import SharedConnection
 
     shared = SharedConnection(pg_url)
     try:

@@ -22,7 +22,7 @@ from langgraph.types import Command
 from orchestrator.config.pipeline import Pipeline
 from orchestrator.config.schema import RoleMap
 from orchestrator.engine.graph import build_explore_graph, build_graph, timed
-from orchestrator.engine.lifecycle import OpenRun
+from orchestrator.engine.openrun import OpenRun
 from orchestrator.engine.options import Approver
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import BudgetExhausted, UsageError

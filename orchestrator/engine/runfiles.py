@@ -12,20 +12,22 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.config.definitions import Registry, load_registry
 from orchestrator.config.schema import RoleMap
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import ConfigError, OrchestrateError, UsageError
 from orchestrator.evidence.claimstats import UNKNOWN_MODEL, by_model, of_result
-from orchestrator.models.journal import CallJournal
-from orchestrator.models.pool import ClientPool
 from orchestrator.record.events import Forked, RunFinished, Warned
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.results import EXIT_USAGE, ExploreResult, RunResult, RunStatus
 from orchestrator.state import ExplorerResult, RunState
 from orchestrator.workspace.worktree import Workspace
+
+if TYPE_CHECKING:  # the run's, handed in: the SDK is not needed to read or write a run's files
+    from orchestrator.models.journal import CallJournal
+    from orchestrator.models.pool import ClientPool
 
 RUN_FILE = "run.json"
 AGENTS_FILE = "agents.json"  # the run's agent definitions, so a resume sends the same prompts

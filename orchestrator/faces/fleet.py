@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import fcntl
+import functools
 import hashlib
 import os
 import re
@@ -29,22 +30,24 @@ import structlog
 from orchestrator.errors import ModelUnavailable, UsageError
 from orchestrator.faces.fleet_job import agent_contents, role_contents
 from orchestrator.gitsafe import git
-from orchestrator.record.registry import PostgresRegistry, RunRecord
-from orchestrator.record.store import (
+from orchestrator.record.database import (
     CONNECT_TIMEOUT_S,
     advisory_key,
     database_errors,
     require_postgres,
 )
+from orchestrator.record.registry import PostgresRegistry, RunRecord
 
 QUEUE = "orchestrate"
 TASK_NAME = "orchestrate.run"
 MAX_ATTEMPTS = 3
 
 
-def _retried() -> tuple[type[Exception], ...]:
+@functools.cache
+def retried_errors() -> tuple[type[Exception], ...]:
     """What a job is tried again after (elsewhere, or here): an outage of the model, the
-    network, or the database (a restart drops every connection)."""
+    network, or the database (a restart drops every connection). Asked for when a job runs
+    or is queued, so a command refused for its input does not load the driver."""
     try:
         import psycopg
     except ImportError:
@@ -52,7 +55,6 @@ def _retried() -> tuple[type[Exception], ...]:
     return (ModelUnavailable, OSError, psycopg.OperationalError, psycopg.InterfaceError)
 
 
-RETRIED = _retried()
 _URL = re.compile(r"^([a-z][a-z0-9+.-]*://|\w[\w.-]*@\w[\w.-]*:)", re.IGNORECASE)
 log = structlog.get_logger("orchestrate.fleet")
 
@@ -98,13 +100,14 @@ def app_for(database_url: str, run_job: Callable[..., Any] | None = None, *,
         conninfo=require_postgres(database_url), min_size=1, max_size=max_size))
     if run_job is not None:
         retry = procrastinate.RetryStrategy(max_attempts=MAX_ATTEMPTS, wait=1,
-                                            retry_exceptions=set(RETRIED))
+                                            retry_exceptions=set(retried_errors()))
         app.task(name=TASK_NAME, queue=QUEUE, pass_context=True, retry=retry)(run_job)
     return app
 
 
 async def prepare(database_url: str) -> None:
     """Create the queue's tables once; safe to call from many workers at the same moment."""
+    require_postgres(database_url)  # a URL that is not one is refused before the driver loads
     import psycopg
 
     app = app_for(database_url)

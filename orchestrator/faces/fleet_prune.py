@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from orchestrator.errors import UsageError
-from orchestrator.record.store import connect_postgres, database_errors
+from orchestrator.record.database import connect_postgres, database_errors
 
 _FINAL_JOBS = ("succeeded", "failed", "cancelled", "aborted")
 # what a run leaves, by run id: (table, its run id column)

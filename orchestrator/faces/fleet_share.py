@@ -26,8 +26,8 @@ from typing import Any
 import structlog
 
 from orchestrator.gitsafe import git
+from orchestrator.record.database import SharedConnection
 from orchestrator.record.lease import LeaseLost, RunLease
-from orchestrator.record.store import SharedConnection
 from orchestrator.record.telemetry import Event
 
 SNAPSHOTS = "refs/orchestrate/snapshots"

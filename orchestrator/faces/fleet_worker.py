@@ -29,11 +29,11 @@ from orchestrator.engine.runfiles import read_run_file
 from orchestrator.errors import UsageError
 from orchestrator.faces.fleet import (
     QUEUE,
-    RETRIED,
     app_for,
     checkout,
     is_url,
     prepare,
+    retried_errors,
     retry_stalled,
 )
 from orchestrator.faces.fleet_fence import finish, job_manager, watch
@@ -125,7 +125,7 @@ async def _run_job(context: Any, *, task: str, repo: str, roles: list[dict[str, 
                                team, trust_repo_config)
         except Exception as exc:
             log.error("job failed", error=f"{type(exc).__name__}: {exc}",
-                      retried=isinstance(exc, RETRIED))
+                      retried=isinstance(exc, retried_errors()))
             raise
 
 
@@ -180,11 +180,11 @@ async def _take(context: Any, config: WorkerConfig, task: str, repo: str,
         raise
     except Exception as exc:
         # A retried job resumes a "stopped" run; a "failed" one is final.
-        retried = isinstance(exc, RETRIED)
+        again = isinstance(exc, retried_errors())
         for run_id in started[-1:]:
             with contextlib.suppress(LeaseLost):
                 await asyncio.to_thread(
-                    finish, lease, lambda: None, run_id, "stopped" if retried else "failed",
+                    finish, lease, lambda: None, run_id, "stopped" if again else "failed",
                     f"{type(exc).__name__}: {exc}", 0.0, None)
         raise
     finally:

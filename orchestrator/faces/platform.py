@@ -28,7 +28,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from orchestrator.config.layers import resolve_setup
 from orchestrator.config.pipeline import DEFAULT_PIPELINE, Pipeline, pipeline_of
 from orchestrator.engine.graph import NodeFn, build_graph
-from orchestrator.engine.lifecycle import OpenRun, open_run
+from orchestrator.engine.lifecycle import open_run
+from orchestrator.engine.openrun import OpenRun
 from orchestrator.engine.options import RunOptions
 from orchestrator.errors import OrchestrateError, UsageError
 from orchestrator.record.telemetry import Event

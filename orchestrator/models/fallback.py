@@ -39,7 +39,7 @@ from orchestrator.models.errors import (
     next_utc_midnight,
     where,
 )
-from orchestrator.models.quota import Ledger, QuotaLedger
+from orchestrator.models.quota import Ledger, QuotaLedger, ledger_name
 from orchestrator.models.routing import (
     RoutingEvent,
     RoutingKind,
@@ -82,8 +82,8 @@ class Routing:
 
 
 def quota_key(route: Route) -> str:
-    """The ledger's name for a model: ``provider/model-id``."""
-    return f"{route.provider_name}/{route.model.id}"
+    """The ledger's name for the model of ``route``: ``provider/model-id``."""
+    return ledger_name(route.provider_name, route.model.id)
 
 
 def _wait(policy: RetryPolicy) -> Callable[[RetryCallState], float]:

@@ -16,7 +16,7 @@ from typing import Any
 
 from orchestrator.models.base import Completion
 from orchestrator.models.journal import CallJournal, _from_json
-from orchestrator.record.store import SharedConnection, database_errors
+from orchestrator.record.database import SharedConnection, database_errors
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS orchestrate_calls (run_id TEXT NOT NULL, key TEXT NOT NULL, "

@@ -18,25 +18,13 @@ from orchestrator.models.base import ModelClient, Route
 from orchestrator.models.budget import Budget
 from orchestrator.models.client import OpenAIModelClient, provider_sdk
 from orchestrator.models.fallback import FallbackClient, RetryPolicy, Routing
+from orchestrator.models.keys import check_credentials
 from orchestrator.models.quota import Ledger, QuotaLedger
 from orchestrator.models.routing import RoutingEvent, RoutingListener
 from orchestrator.models.toolmode import JsonToolsClient
 from orchestrator.state import Role
 
 __all__ = ["ClientPool"]
-
-
-def check_credentials(role_map: RoleMap, env: Mapping[str, str], roles: Sequence[Role]) -> None:
-    """Fail early, before any work (and before a pool exists), when a provider that ``roles``
-    need has no key in ``env``."""
-    for role in roles:
-        provider_name = role_map.model_for(role).provider
-        env_var = role_map.providers[provider_name].api_key_env
-        if not env.get(env_var):
-            raise MissingCredentials(
-                f"role {role} uses provider {provider_name!r}, whose API key is not set: "
-                f"export {env_var}=... (or try `orchestrate demo`, which needs no key)"
-            )
 
 
 class ClientPool:

@@ -48,6 +48,11 @@ CLAIM_COUNTS = ("submitted", "verified", "adds_nothing", "dropped", "path", "quo
 Settled = tuple[str, int, int, float, datetime]  # model, reserved, tokens, usd, when
 
 
+def ledger_name(provider: str, model_id: str) -> str:
+    """The ledger's name for a model: ``provider/model-id``."""
+    return f"{provider}/{model_id}"
+
+
 def default_ledger_path(env: Mapping[str, str]) -> Path:
     """``$XDG_STATE_HOME/orchestrate/quota.sqlite``, else ``~/.local/state/orchestrate/...``."""
     state = env.get("XDG_STATE_HOME")

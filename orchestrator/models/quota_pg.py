@@ -21,7 +21,7 @@ from orchestrator.models.quota import (
     claim_values,
     default_ledger_path,
 )
-from orchestrator.record.store import SharedConnection
+from orchestrator.record.database import SharedConnection
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS orchestrate_quota_usage ("

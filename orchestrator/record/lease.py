@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from orchestrator.errors import OrchestrateError
-from orchestrator.record.store import SharedConnection
+from orchestrator.record.database import SharedConnection
 
 IDLE_S = 20
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS orchestrate_leases (run_id TEXT PRIMARY KEY, "

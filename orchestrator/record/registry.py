@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from orchestrator.record.database import SharedConnection, state_dir
 from orchestrator.record.sqlite import connect
-from orchestrator.record.store import SharedConnection, state_dir
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "stopped", "awaiting_approval"]
 FINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "stopped"})
