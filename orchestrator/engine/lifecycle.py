@@ -63,7 +63,7 @@ from orchestrator.results import ExploreResult, RunResult
 from orchestrator.runs import run_lock
 from orchestrator.sandbox import Sandbox, build_sandbox, kill_leftovers, require_sandbox
 from orchestrator.state import RunState
-from orchestrator.workspace.repo import head_commit, repo_root
+from orchestrator.workspace.repo import Probed, find_repo, probe
 from orchestrator.workspace.worktree import Bounds, Workspace, create_record_dir, new_run_id
 
 # the run's checkpointer, why opening it failed (raised once the run can record it), or none
@@ -90,6 +90,7 @@ class _Plan:
     resumed: bool = False
     run_dir: Path = field(default_factory=Path)
     ignored: tuple[str, ...] = ()  # what an untrusted repository was not let do
+    probed: Probed | None = None  # the repository as a new run found it (its HEAD, its tree)
 
 
 async def open_run(mode: Mode, options: RunOptions, subject: str = "", *,
@@ -145,12 +146,12 @@ def _resolve(mode: Mode, options: RunOptions, subject: str, run_id: str | None,
              served: Pipeline | None) -> _Plan:
     if mode in _EMPTY and not subject.strip():
         raise UsageError(_EMPTY[mode])
-    top = repo_root(options.repo)
+    top, probed = find_repo(options.repo)
     saved = run_id is not None and (top / "workspaces" / run_id / RUN_FILE).exists()
     if mode == "resume" or (mode == "node" and saved):
         plan = _reopened(mode, options, top, str(run_id))
     else:
-        plan = _fresh(mode, options, top, subject, run_id)
+        plan = _fresh(mode, options, top, subject, run_id, probed)
     if served is not None and plan.pipeline != served:
         raise ConfigError(
             f"this run's pipeline is {plan.pipeline.describe()}, but the served graph runs "
@@ -174,10 +175,10 @@ def _reopened(mode: Mode, options: RunOptions, top: Path, run_id: str) -> _Plan:
 
 
 def _fresh(mode: Mode, options: RunOptions, top: Path, subject: str,
-           run_id: str | None) -> _Plan:
+           run_id: str | None, probed: Probed | None) -> _Plan:
     """A new run: the role map from its layers (or the one given) and the pipeline it gives."""
-    if mode != "explore":
-        head_commit(top)  # an empty repository is refused before the checkpointer makes files
+    if mode != "explore" and probed is None:  # no commit: refused before any file is made
+        probed = probe(top)
     env = options.run_env()
     role_map, registry, ignored = resolve_setup(
         top, options.roles, options.role_files, options.sets, options.team, env=env,
@@ -185,7 +186,8 @@ def _fresh(mode: Mode, options: RunOptions, top: Path, subject: str,
     if mode != "explore":
         pipeline = pipeline_of(role_map, registry)
         return _Plan(mode, subject, top, env, run_id or new_run_id(), role_map, registry,
-                     pipeline, options.database(env), pipeline.roles(), ignored=ignored)
+                     pipeline, options.database(env), pipeline.roles(), ignored=ignored,
+                     probed=probed)
     pipeline = pipeline_of(role_map, registry, need_build=False)
     if pipeline.explore is None:
         raise ConfigError(f"[pipeline] steps: explore needs an explore role "
@@ -207,7 +209,8 @@ async def _make(plan: _Plan, options: RunOptions, saving: AsyncExitStack) -> Sav
         return None
     making: Awaitable[Workspace | None] = _nothing() if plan.resumed else asyncio.to_thread(
         Workspace.create, plan.top, plan.run_id, include_dirty=options.include_dirty,
-        bounds=Bounds(plan.role_map.run.max_result_mb, plan.role_map.run.max_result_files))
+        bounds=Bounds(plan.role_map.run.max_result_mb, plan.role_map.run.max_result_files),
+        probed=plan.probed)
     opening: Awaitable[BaseCheckpointSaver | None] = _nothing() if plan.mode == "node" else \
         saving.enter_async_context(open_checkpointer(plan.top, plan.database_url))
     # the checkpointer opens while the worktree is made (a new file's syncs to disk, a
