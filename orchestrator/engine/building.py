@@ -59,7 +59,7 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
     rung, last = rung_for(spec, len(steps), n)
     rung = Rung(rung.strategy, steps[rung.model_step])
     started = time.monotonic()
-    before = await ctx.worktree_tree()
+    before = await ctx.ahead.first_tree(ctx.worktree_tree)
     left = time_left(ctx)
     samples: list[Sample] = []
     timeout = asyncio.timeout(max(left, 0.0) if left is not None else None)

@@ -9,6 +9,7 @@ commands run in the run's sandbox under the policy.
 from __future__ import annotations
 
 from orchestrator.config.kinds import EDIT_TOOLS, RUN_TOOL
+from orchestrator.engine.ahead import Watches
 from orchestrator.engine.runtime import RunContext
 from orchestrator.state import Role, RunState
 from orchestrator.tools.base import Tool, Toolbox, WriteWatch
@@ -61,7 +62,9 @@ def toolbox_for(ctx: RunContext, role: Role, protected: frozenset[str] = frozens
                 env=scrubbed_env(ctx.env),
             )
         )
-    return Toolbox.of((t for t in available if t.name in wanted), watch)
+    # the run counts every session's writing tools (``Ahead.first_tree``); a build its own too
+    told = Watches(ctx.ahead, watch) if watch is not None else ctx.ahead
+    return Toolbox.of((t for t in available if t.name in wanted), told)
 
 
 def _history(ctx: RunContext) -> GitHistory:
