@@ -23,7 +23,7 @@ from orchestrator.errors import UsageError
 from orchestrator.evidence.claimstats import ClaimStats, merge
 from orchestrator.gitsafe import git
 from orchestrator.record.events import CallFinished, read_events
-from orchestrator.workspace.autorun import allowed, runs_by_itself
+from orchestrator.workspace.autorun import allowed, runs_by_itself, unsafe_path
 from orchestrator.workspace.repo import top_of
 from orchestrator.workspace.worktree import Workspace, list_workspaces
 
@@ -185,7 +185,7 @@ def risky_changes(repo: Path, branch: str, *, ci: bool = False) -> list[Risky]:
         _old_mode, new_mode, _old, new_sha, status = meta[1:].split(" ")[:5]
         if status.startswith("D"):
             continue
-        reason = runs_by_itself(path, hooks_dir=hooks, ci=ci)
+        reason = unsafe_path(path) or runs_by_itself(path, hooks_dir=hooks, ci=ci)
         if reason:
             found.append(Risky(path, reason))
         elif new_mode == "160000":
@@ -194,6 +194,8 @@ def risky_changes(repo: Path, branch: str, *, ci: bool = False) -> list[Risky]:
             target = _git(repo, "cat-file", "blob", new_sha, check=True).stdout
             if os.path.isabs(target) or not _inside(path, target):
                 found.append(Risky(path, f"a symlink to {target!r}, outside the repository"))
+            elif _into_git_dir(path, target):
+                found.append(Risky(path, f"a symlink to {target!r}, into .git"))
     return found
 
 
@@ -206,7 +208,15 @@ def _refusal(branch: str, run_id: str, risky: list[Risky]) -> str:
 
 
 def _hooks_dir(repo: Path) -> str | None:
-    configured = _git(repo, "config", "--get", "core.hooksPath").stdout.strip()
+    # the user's own setting: every git call of ours sets core.hooksPath=/dev/null on its command
+    # line (no hooks run), which a plain `config --get` would read back instead
+    scoped = _git(repo, "config", "--show-scope", "--get-all", "core.hooksPath")
+    values = [line.split("\t", 1)[1] for line in scoped.stdout.splitlines()
+              if "\t" in line and not line.startswith("command\t")]
+    if scoped.returncode not in (0, 1):  # git < 2.26 has no --show-scope: each file in turn
+        values = [v for scope in ("--system", "--global", "--local") for v in
+                  _git(repo, "config", scope, "--get", "core.hooksPath").stdout.splitlines()]
+    configured = values[-1].strip() if values else ""
     if not configured or os.path.isabs(configured):
         real = os.path.realpath(configured) if configured else ""
         top = os.path.realpath(repo)
@@ -214,6 +224,11 @@ def _hooks_dir(repo: Path) -> str | None:
             return os.path.relpath(real, top)
         return None
     return configured.rstrip("/").removeprefix("./") or None
+
+
+def _into_git_dir(link: str, target: str) -> bool:
+    joined = os.path.normpath(os.path.join(os.path.dirname(link), target))
+    return unsafe_path(joined) is not None
 
 
 def _inside(link: str, target: str) -> bool:

@@ -6,67 +6,20 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
 from conftest import run_env
 
 from orchestrator.faces.demo import (
     DEMO_TASK,
-    demo_roles_sets,
-    demo_scenario,
     make_sample_repo,
     scenario_path,
 )
-from orchestrator.faces.fleet import checkout, is_url, jobs, submit
+from orchestrator.faces.fleet import checkout, is_url, jobs
 from orchestrator.record.registry import open_registry
 
-pytest_plugins = ["pg"]
+pytest_plugins = ["pg", "fleet_kit"]
 pytest.importorskip("procrastinate", reason="the fleet extra is not installed")
-
-# the demo role map names the simulator's address and key variable: a worker takes them from a job
-# only when allowed
-ALLOW = ("providers.*.base_url", "providers.*.api_key_env")
-WORKER = """
-import asyncio, logging, sys
-from pathlib import Path
-from orchestrator.faces.fleet_worker import WorkerConfig, run_worker
-from orchestrator.faces.logs import setup_logging
-setup_logging(json=True)
-asyncio.run(run_worker(WorkerConfig(database_url=sys.argv[1], cache_dir=Path(sys.argv[2]),
-    heartbeat_s=0.5, stalled_after_s=5.0, poll_s=0.5, allow_set=("providers.*.base_url", "providers.*.api_key_env"))))
-"""
-
-
-def _start_worker(url: str, cache: Path, log: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", WORKER, url, str(cache)], env=run_env(),
-                            stdout=subprocess.DEVNULL, stderr=log.open("w"))
-
-
-def _stop(*workers: subprocess.Popen) -> None:
-    for w in workers:
-        if w.poll() is None:
-            w.send_signal(signal.SIGTERM)
-    for w in workers:
-        try:
-            w.wait(15)
-        except subprocess.TimeoutExpired:
-            w.kill()
-            w.wait()
-
-
-async def _wait_for(predicate, timeout: float, what: str):
-    import asyncio
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await predicate()
-        if value:
-            return value
-        await asyncio.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _plannings(sim, marker: str) -> int:
@@ -76,11 +29,6 @@ def _plannings(sim, marker: str) -> int:
         if marker in json.dumps(r.body["messages"])
         and not any(m.get("role") == "assistant" for m in r.body["messages"])
     )
-
-
-async def _submit(url: str, sim, task: str, repo: str) -> int:
-    return await submit(task, repo, database_url=url, role_files=[str(scenario_path("demo-roles.toml"))],
-                        sets=demo_roles_sets(sim.base_url))
 
 
 def test_checkout_uses_paths_as_they_are_and_clones_urls_once(tmp_path):
@@ -98,24 +46,22 @@ def test_checkout_uses_paths_as_they_are_and_clones_urls_once(tmp_path):
     assert (first / "NEW.md").exists()
 
 
-async def test_two_workers_drain_four_tasks_each_run_once(pg_url, fresh_sim, tmp_path):
+async def test_two_workers_drain_four_tasks_each_run_once(fleet, pg_url, fresh_sim, tmp_path):
     repos = [make_sample_repo(tmp_path / f"repo{i}") for i in range(4)]
     # Two repositories by path, two by URL: those are cloned into each worker's cache.
     targets = [str(repos[0]), str(repos[1]), f"file://{repos[2]}", f"file://{repos[3]}"]
     tasks = [f"{DEMO_TASK} [fleet task {i}]" for i in range(4)]
-    ids = [await _submit(pg_url, fresh_sim, t, r) for t, r in zip(tasks, targets, strict=True)]
+    ids = [await fleet.submit(fresh_sim, t, r) for t, r in zip(tasks, targets, strict=True)]
     assert {j.status for j in await jobs(pg_url)} == {"todo"}
-    logs = [tmp_path / "w0.log", tmp_path / "w1.log"]
-    workers = [_start_worker(pg_url, tmp_path / f"cache{i}", logs[i]) for i in range(2)]
-    try:
-        async def all_done():
-            listed = await jobs(pg_url)
-            assert not any(j.status == "failed" for j in listed), [log.read_text() for log in logs]
-            return all(j.status == "succeeded" for j in listed)
+    workers = [fleet.worker(f"w{i}") for i in range(2)]
 
-        await _wait_for(all_done, 90, "the queue to drain")
-    finally:
-        _stop(*workers)
+    async def all_done():
+        listed = await jobs(pg_url)
+        assert not any(j.status == "failed" for j in listed), [w.text() for w in workers]
+        return all(j.status == "succeeded" for j in listed)
+
+    await fleet.until(all_done, 90, "the queue to drain")
+    fleet.stop()
     assert sorted(j.job_id for j in await jobs(pg_url)) == sorted(ids)
     assert all(j.attempts == 1 for j in await jobs(pg_url))  # one start each, no retry
     for i in range(4):
@@ -127,59 +73,55 @@ async def test_two_workers_drain_four_tasks_each_run_once(pg_url, fresh_sim, tmp
     assert all(r.commit and r.branch.startswith("orchestrate/") for r in runs)
     by_path = {r.repo for r in runs}
     assert str(repos[0]) in by_path and str(repos[2]) not in by_path  # URLs ran in a clone
-    took = [log.read_text().count('"event": "new run"') for log in logs]
+    took = [w.text().count('"event": "new run"') for w in workers]
     assert sum(took) == 4 and min(took) >= 1, took
 
 
-async def test_a_killed_worker_leaves_its_run_to_another_which_resumes_it(pg_url, fresh_sim, tmp_path):
-    base = demo_scenario()
-    slow_builder = base.models["sim-builder"].model_copy(update={"delay_s": 0.8})
-    fresh_sim.set_scenario(base.model_copy(update={"models": {**base.models, "sim-builder": slow_builder}}))
+async def test_a_killed_worker_leaves_its_run_to_another_which_resumes_it(
+        fleet, pg_url, fresh_sim, tmp_path):
+    fleet.slowed(fresh_sim, "sim-builder", 0.8)
     repo = make_sample_repo(tmp_path / "repo")
-    task = f"{DEMO_TASK} [kill me]"
-    job_id = await _submit(pg_url, fresh_sim, task, str(repo))
-    first = _start_worker(pg_url, tmp_path / "cache0", tmp_path / "w0.log")
-    second = None
-    try:
-        async def building():
-            return bool(fresh_sim.state.requests_for("sim-builder"))
+    job_id = await fleet.submit(fresh_sim, f"{DEMO_TASK} [kill me]", str(repo))
+    first = fleet.worker("w0")
 
-        await _wait_for(building, 60, "the first worker to reach the builder")
-        second = _start_worker(pg_url, tmp_path / "cache1", tmp_path / "w1.log")
-        first.send_signal(signal.SIGKILL)
-        first.wait(10)
+    async def building():
+        return bool(fresh_sim.state.requests_for("sim-builder"))
 
-        async def done():
-            (job,) = await jobs(pg_url)
-            return job if job.status == "succeeded" else None
+    await fleet.until(building, 60, "the first worker to reach the builder")
+    second = fleet.worker("w1")
+    first.proc.send_signal(signal.SIGKILL)
+    first.proc.wait(10)
 
-        job = await _wait_for(done, 90, "the second worker to finish the run")
-    finally:
-        _stop(*[w for w in (first, second) if w is not None])
+    async def done():
+        (job,) = await jobs(pg_url)
+        return job if job.status == "succeeded" else None
+
+    job = await fleet.until(done, 90, "the second worker to finish the run")
+    fleet.stop()
     assert job.job_id == job_id and job.attempts == 2  # retried once, after its worker died
-    assert "queued again" in (tmp_path / "w1.log").read_text()
-    assert '"event": "resumes run"' in (tmp_path / "w1.log").read_text()
+    assert "queued again" in second.text()
+    assert '"event": "resumes run"' in second.text()
     with open_registry(tmp_path, pg_url) as reg:
         (run,) = reg.list()
     assert run.state == "succeeded" and run.job_id == job_id and run.commit
     assert _plannings(fresh_sim, "[kill me]") == 1  # resumed from its checkpoint, not re-planned
 
 
-async def test_a_job_that_cannot_run_fails_visibly_and_is_not_retried(pg_url, sim, tmp_path):
+async def test_a_job_that_cannot_run_fails_visibly_and_is_not_retried(fleet, pg_url, sim, tmp_path):
     from orchestrator.faces.fleet_worker import WorkerConfig, run_worker
 
     not_a_repo = tmp_path / "plain"
     not_a_repo.mkdir()
-    job_id = await _submit(pg_url, sim, "fix it", str(not_a_repo))
+    job_id = await fleet.submit(sim, "fix it", str(not_a_repo))
     await run_worker(WorkerConfig(database_url=pg_url, cache_dir=tmp_path / "cache", drain=True,
-                                  env=run_env(), poll_s=0.2, allow_set=ALLOW))
+                                  env=run_env(), poll_s=0.2, allow_set=fleet.ALLOW))
     (job,) = await jobs(pg_url)
     assert (job.job_id, job.status, job.attempts, job.stalled) == (job_id, "failed", 1, False)
     assert job.task == "fix it" and job.repo == str(not_a_repo)
 
 
 async def test_a_worker_refuses_a_job_that_redirects_keys_or_turns_the_sandbox_off(
-        pg_url, fresh_sim, tmp_path):
+        fleet, pg_url, fresh_sim, tmp_path):
     """Protected settings from the queue (where keys go, the sandbox) are taken only when the
     worker's owner allows them; a refused job fails at once, before any model is called, and
     the worker's JSON log line says which keys and how to allow them."""
@@ -189,10 +131,9 @@ async def test_a_worker_refuses_a_job_that_redirects_keys_or_turns_the_sandbox_o
     from orchestrator.faces.logs import setup_logging
 
     repo = make_sample_repo(tmp_path / "repo")
-    redirected = await _submit(pg_url, fresh_sim, "fix it [redirect]", str(repo))
-    sandbox_off = await submit("fix it [no sandbox]", str(repo), database_url=pg_url,
-                               role_files=[str(scenario_path("demo-roles.toml"))],
-                               sets=[*demo_roles_sets(fresh_sim.base_url), 'sandbox.mode="none"'])
+    redirected = await fleet.submit(fresh_sim, "fix it [redirect]", str(repo))
+    sandbox_off = await fleet.submit(fresh_sim, "fix it [no sandbox]", str(repo),
+                                     sets=['sandbox.mode="none"'])
     logged = io.StringIO()
     setup_logging(json=True, stream=logged)
     # a worker whose owner allows a job nothing protected (no --allow-set, no job_may_set)
@@ -211,31 +152,27 @@ async def test_a_worker_refuses_a_job_that_redirects_keys_or_turns_the_sandbox_o
     assert all(line["attempt"] == 1 for line in lines if line["event"] == "job failed")
 
 
-async def test_sigterm_drains_the_running_job_and_the_log_is_json_lines(pg_url, fresh_sim, tmp_path):
+async def test_sigterm_drains_the_running_job_and_the_log_is_json_lines(
+        fleet, pg_url, fresh_sim, tmp_path):
     """SIGTERM while a run is building: the worker takes no new job but finishes the one it
     has, then exits 0; every line it logged is a JSON object, role events at info carrying the
     job id, run id and attempt."""
-    base = demo_scenario()
-    slow_builder = base.models["sim-builder"].model_copy(update={"delay_s": 0.5})
-    fresh_sim.set_scenario(base.model_copy(update={"models": {**base.models, "sim-builder": slow_builder}}))
+    fleet.slowed(fresh_sim, "sim-builder", 0.5)
     repo = make_sample_repo(tmp_path / "repo")
-    job_id = await _submit(pg_url, fresh_sim, f"{DEMO_TASK} [drain]", str(repo))
-    waiting = await _submit(pg_url, fresh_sim, f"{DEMO_TASK} [never taken]", str(repo))
-    log = tmp_path / "w.log"
-    worker = _start_worker(pg_url, tmp_path / "cache", log)
-    try:
-        async def building():
-            return bool(fresh_sim.state.requests_for("sim-builder"))
+    job_id = await fleet.submit(fresh_sim, f"{DEMO_TASK} [drain]", str(repo))
+    waiting = await fleet.submit(fresh_sim, f"{DEMO_TASK} [never taken]", str(repo))
+    worker = fleet.worker("w")
 
-        await _wait_for(building, 60, "the worker to reach the builder")
-        worker.send_signal(signal.SIGTERM)
-        assert worker.wait(90) == 0
-    finally:
-        _stop(worker)
+    async def building():
+        return bool(fresh_sim.state.requests_for("sim-builder"))
+
+    await fleet.until(building, 60, "the worker to reach the builder")
+    worker.proc.send_signal(signal.SIGTERM)
+    assert worker.proc.wait(90) == 0
     listed = {j.job_id: j for j in await jobs(pg_url)}
     assert listed[job_id].status == "succeeded" and listed[job_id].commit
     assert listed[waiting].status == "todo"  # drained: nothing new was taken
-    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    lines = [json.loads(line) for line in worker.text().splitlines()]
     roles = [x for x in lines if x["event"] in ("role_started", "role_finished")]
     assert roles and all(x["level"] == "info" for x in roles)
     assert all((x["job_id"], x["run_id"], x["attempt"]) == (job_id, listed[job_id].run_id, 1)
@@ -281,38 +218,35 @@ def test_what_a_job_may_set_is_the_workers_owners_word(tmp_path):
         owner_allows(env)
 
 
-async def test_a_database_restart_mid_run_is_survived(pg_cluster, pg_url, fresh_sim, tmp_path):
+async def test_a_database_restart_mid_run_is_survived(pg_cluster, fleet, pg_url, fresh_sim,
+                                                     tmp_path):
     """PostgreSQL restarts (every connection dropped) while the builder works: the worker stays
     up, the job is queued again if the run could not go on, and the same run finishes once,
     planned once."""
     if pg_cluster is None:
         pytest.skip("needs the PostgreSQL cluster this test session started (to restart it)")
-    base = demo_scenario()
-    slow_builder = base.models["sim-builder"].model_copy(update={"delay_s": 1.0})
-    fresh_sim.set_scenario(base.model_copy(update={"models": {**base.models, "sim-builder": slow_builder}}))
+    fleet.slowed(fresh_sim, "sim-builder", 1.0)
     repo = make_sample_repo(tmp_path / "repo")
-    job_id = await _submit(pg_url, fresh_sim, f"{DEMO_TASK} [restart]", str(repo))
-    log = tmp_path / "w.log"
-    worker = _start_worker(pg_url, tmp_path / "cache", log)
-    try:
-        async def building():
-            return bool(fresh_sim.state.requests_for("sim-builder"))
+    job_id = await fleet.submit(fresh_sim, f"{DEMO_TASK} [restart]", str(repo))
+    worker = fleet.worker("w")
 
-        await _wait_for(building, 60, "the worker to reach the builder")
-        pg_cluster.restart()
+    async def building():
+        return bool(fresh_sim.state.requests_for("sim-builder"))
 
-        async def done():
-            try:
-                (job,) = await jobs(pg_url)
-            except Exception:  # the database may still be starting
-                return None
-            assert job.status != "failed", log.read_text()[-3000:]
-            return job if job.status == "succeeded" else None
+    await fleet.until(building, 60, "the worker to reach the builder")
+    pg_cluster.restart()
 
-        job = await _wait_for(done, 120, "the run to finish after the restart")
-        assert worker.poll() is None, log.read_text()[-3000:]  # the worker survived it
-    finally:
-        _stop(worker)
+    async def done():
+        try:
+            (job,) = await jobs(pg_url)
+        except Exception:  # the database may still be starting
+            return None
+        assert job.status != "failed", worker.text()[-3000:]
+        return job if job.status == "succeeded" else None
+
+    job = await fleet.until(done, 120, "the run to finish after the restart")
+    assert worker.proc.poll() is None, worker.text()[-3000:]  # the worker survived it
+    fleet.stop()
     assert job.job_id == job_id and job.state == "succeeded" and job.commit
     with open_registry(tmp_path, pg_url) as reg:
         (run,) = reg.list()

@@ -8,62 +8,22 @@ and ``orchestrate apply`` merges the branch fetched from there."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import signal
 import subprocess
-import sys
-import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
-from conftest import run_env
 
 from orchestrator.faces.demo import (
     DEMO_TASK,
-    demo_roles_sets,
-    demo_scenario,
-    make_sample_repo,
     scenario_path,
 )
-from orchestrator.faces.fleet import jobs, submit
+from orchestrator.faces.fleet import jobs
 
-pytest_plugins = ["pg"]
+pytest_plugins = ["pg", "fleet_kit"]
 pytest.importorskip("procrastinate", reason="the fleet extra is not installed")
-
-WORKER = """
-import asyncio, sys
-from pathlib import Path
-from orchestrator.faces.fleet_worker import WorkerConfig, run_worker
-from orchestrator.faces.logs import setup_logging
-setup_logging(json=True)
-asyncio.run(run_worker(WorkerConfig(database_url=sys.argv[1], cache_dir=Path("cache"),
-    name=sys.argv[2], heartbeat_s=0.5, stalled_after_s=5.0, poll_s=0.3, push=True,
-    allow_set=("providers.*.base_url", "providers.*.api_key_env"))))
-"""
-
-
-def _machine(tmp: Path, name: str, url: str) -> tuple[subprocess.Popen, Path]:
-    """A worker in a directory and home of its own."""
-    home = tmp / name
-    (home / "home").mkdir(parents=True)
-    log = home / "worker.log"
-    env = run_env(HOME=str(home / "home"), XDG_CONFIG_HOME=str(home / "home" / ".config"))
-    proc = subprocess.Popen([sys.executable, "-c", WORKER, url, name], cwd=home, env=env,
-                            stdout=subprocess.DEVNULL, stderr=log.open("w"))
-    return proc, log
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _asked_twice(sim, model: str) -> int:
@@ -72,63 +32,37 @@ def _asked_twice(sim, model: str) -> int:
     return sum(n - 1 for n in seen.values())
 
 
-def _cli(cwd: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = run_env(ORCHESTRATE_DATABASE_URL=url, HOME=str(cwd))
-    return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=120)
-
-
-async def _until(check, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = await check()
-        if found:
-            return found
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 # killed in the builder's second call (the last checkpoint: before the build, the start's
 # files), or in the reviewer's first (the last checkpoint holds the builder's files: the other
 # machine gets them from the snapshot ref)
 @pytest.mark.parametrize(("model", "nth"), [("sim-builder", 2), ("sim-reviewer", 1)])
 async def test_a_run_killed_on_one_machine_finishes_on_another_paying_once(
-        pg_url, fresh_sim, tmp_path, model, nth):
-    base = demo_scenario()
-    slow = base.models[model].model_copy(update={"delay_s": 1.5})
-    fresh_sim.set_scenario(base.model_copy(update={"models": {**base.models, model: slow}}))
-    work = make_sample_repo(tmp_path / "work")
-    origin = tmp_path / "origin.git"
-    subprocess.run(["git", "clone", "-q", "--bare", str(work), str(origin)], check=True)
-    job_id = await submit(f"{DEMO_TASK} [two machines]", f"file://{origin}", database_url=pg_url,
-                          role_files=[str(scenario_path("demo-roles.toml"))],
-                          sets=demo_roles_sets(fresh_sim.base_url))
-    first, first_log = _machine(tmp_path, "machine-a", pg_url)
-    second = None
+        fleet, pg_url, fresh_sim, tmp_path, model, nth):
+    fleet.slowed(fresh_sim, model, 1.5)
+    origin = fleet.origin()
+    job_id = await fleet.submit(fresh_sim, f"{DEMO_TASK} [two machines]", f"file://{origin}")
+    first = fleet.worker("machine-a", machine=True, push=True, poll_s=0.3)
+
+    async def nth_call():  # it is in flight for 1.5 s from its arrival
+        return len(fresh_sim.state.requests_for(model)) >= nth
+
     try:
-        async def nth_call():  # it is in flight for 1.5 s from its arrival
-            return len(fresh_sim.state.requests_for(model)) >= nth
+        await fleet.until(nth_call, 90, f"{model}'s call {nth}")
+    except AssertionError:
+        raise AssertionError(first.text()[-3000:]) from None
+    first.proc.send_signal(signal.SIGKILL)
+    first.proc.wait(10)
+    in_flight_at_kill = len(fresh_sim.state.requests_for(model))
+    second = fleet.worker("machine-b", machine=True, push=True, poll_s=0.3)
 
-        try:
-            await _until(nth_call, 90, f"{model}'s call {nth}")
-        except AssertionError:
-            raise AssertionError(first_log.read_text()[-3000:]) from None
-        first.send_signal(signal.SIGKILL)
-        first.wait(10)
-        in_flight_at_kill = len(fresh_sim.state.requests_for(model))
-        second, second_log = _machine(tmp_path, "machine-b", pg_url)
+    async def finished():
+        (job,) = await jobs(pg_url)
+        assert job.status != "failed", second.text()[-3000:]
+        return job if job.status == "succeeded" else None
 
-        async def finished():
-            (job,) = await jobs(pg_url)
-            assert job.status != "failed", second_log.read_text()[-3000:]
-            return job if job.status == "succeeded" else None
-
-        job = await _until(finished, 120, "the second machine to finish the run")
-    finally:
-        _stop(first)
-        if second is not None:
-            _stop(second)
-    lines = [json.loads(x) for x in second_log.read_text().splitlines() if x.startswith("{")]
+    job = await fleet.until(finished, 120, "the second machine to finish the run")
+    fleet.stop()
+    lines = second.lines()
     (done,) = [x for x in lines if x["event"] == "job done"]
     repeated = sum(_asked_twice(fresh_sim, m) for m in
                    ("sim-planner", "sim-explorer", "sim-builder", "sim-reviewer"))
@@ -147,12 +81,12 @@ async def test_a_run_killed_on_one_machine_finishes_on_another_paying_once(
     # a third machine sees it in the shared registry, with host and cost
     third = tmp_path / "third"
     third.mkdir()
-    listed = _cli(third, pg_url, "runs", "--json")
+    listed = fleet.cli(third, "runs", "--json")
     assert listed.returncode == 0, listed.stderr
     (run,) = json.loads(listed.stdout)
     assert (run["run_id"], run["state"], run["host"]) == (job.run_id, "succeeded", "machine-b")
     assert run["commit"] == job.commit and run["cost_usd"] > 0 and run["job_id"] == job_id
-    queued = _cli(third, pg_url, "jobs", "--json")
+    queued = fleet.cli(third, "jobs", "--json")
     assert queued.returncode == 0, queued.stderr
     (row,) = json.loads(queued.stdout)
     assert (row["run_id"], row["host"], row["state"]) == (job.run_id, "machine-b", "succeeded")
@@ -165,8 +99,93 @@ async def test_a_run_killed_on_one_machine_finishes_on_another_paying_once(
     subprocess.run(["git", "branch", "-q", f"orchestrate/{job.run_id}", "FETCH_HEAD"],
                    cwd=checkout, check=True)
     before = (checkout / "stats.py").read_text()
-    applied = _cli(checkout, pg_url, "apply", job.run_id, "--json")
+    applied = fleet.cli(checkout, "apply", job.run_id, "--json")
     assert applied.returncode == 0, applied.stderr
     assert (checkout / "stats.py").read_text() != before
     assert os.path.exists(checkout / ".git")
     print(f"asked again {repeated}, replayed {done['replayed_calls']}, cost {run['cost_usd']}")
+
+
+async def test_a_stalled_worker_woken_after_a_takeover_finishes_nothing(fleet, pg_url, fresh_sim):
+    """A worker stopped (SIGSTOP: not dead) in the builder's call; its job goes to the other
+    worker, which resumes the run. Woken while the other still works, the first finds the run's
+    lease taken and stops: the origin's branch, the job row and the run row hold only the
+    second worker's result."""
+    fleet.slowed(fresh_sim, "sim-builder", 1.5)
+    origin = fleet.origin()
+    job_id = await fleet.submit(fresh_sim, f"{DEMO_TASK} [stalled]", f"file://{origin}")
+    first = fleet.worker("machine-a", machine=True, push=True, poll_s=0.3)
+
+    async def building():
+        return len(fresh_sim.state.requests_for("sim-builder")) >= 1
+
+    await fleet.until(building, 90, "the first machine's builder call")
+    first.proc.send_signal(signal.SIGSTOP)
+    second = fleet.worker("machine-b", machine=True, push=True, poll_s=0.3)
+
+    async def resumed():  # the second machine took the run over and is building
+        return ('"resumes run"' in second.text()
+                and len(fresh_sim.state.requests_for("sim-builder")) >= 2)
+
+    await fleet.until(resumed, 90, "the second machine to take the run over")
+    first.proc.send_signal(signal.SIGCONT)
+
+    async def first_ended():  # the first machine's job ended, one way or the other
+        text = first.text()
+        return '"event": "job done"' in text or '"event": "job failed"' in text
+
+    await fleet.until(first_ended, 60, "the first machine to end its part")
+
+    async def finished():
+        (job,) = await jobs(pg_url)
+        return job if job.status in ("succeeded", "failed") else None
+
+    job = await fleet.until(finished, 120, "the job to finish")
+    fleet.stop()
+    a_lines, b_lines = first.lines(), second.lines()
+    (done,) = [x for x in b_lines if x["event"] == "job done"]
+    assert not [x for x in a_lines if x["event"] == "job done"]
+    assert any("to worker machine-b" in x.get("error", "") for x in a_lines), a_lines[-5:]
+    # the job row: the second machine's success (not the first's failure or abort)
+    assert (job.job_id, job.status, job.attempts) == (job_id, "succeeded", 2)
+    # the run row: the second machine's, its commit
+    assert (job.run_id, job.host, job.state) == (done["run_id"], "machine-b", "succeeded")
+    assert job.commit == done["commit"]
+    # the origin's branch: the second machine's commit
+    remote = subprocess.run(["git", "ls-remote", str(origin), f"refs/heads/orchestrate/{job.run_id}"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    assert remote and remote[0] == job.commit
+
+
+async def test_a_job_carries_the_agent_files_its_role_map_names(fleet, pg_url, fresh_sim, tmp_path):
+    """The submitter's own agents/reviewer.md (not the packaged one) travels with the job: a
+    worker with another home runs the review with it; an agent file the role map does not
+    name stays home."""
+    from orchestrator.config.packaged import packaged_agents
+
+    (packaged,) = [f for f in packaged_agents() if f.name == "reviewer.md"]
+    own = tmp_path / "submitter" / ".config" / "orchestrate" / "agents"
+    own.mkdir(parents=True)
+    marker = "Sign every review with the word SUBMITTERS-OWN-REVIEWER."
+    (own / "reviewer.md").write_text(packaged.read_text() + "\n" + marker + "\n")
+    (own / "unused.md").write_text("---\nname: unused\nkind: review\n---\nNot named.\n")
+    origin = fleet.origin()
+    env = {"HOME": str(tmp_path / "submitter"), "XDG_CONFIG_HOME": ""}
+    await fleet.submit(fresh_sim, f"{DEMO_TASK} [agents]", f"file://{origin}", env=env)
+    worker = fleet.worker("machine-a", machine=True)
+
+    async def finished():
+        (job,) = await jobs(pg_url)
+        assert job.status != "failed", worker.text()[-3000:]
+        return job if job.status == "succeeded" else None
+
+    await fleet.until(finished, 120, "the run to finish")
+    fleet.stop()
+    assert not (tmp_path / "machine-a" / "home" / ".config" / "orchestrate" / "agents").exists()
+    systems = [m["content"] for r in fresh_sim.state.requests_for("sim-reviewer")
+               for m in r.body["messages"] if m["role"] == "system"]
+    assert systems and all(marker in str(s) for s in systems)
+    from orchestrator.faces.fleet_job import agent_contents, role_contents
+
+    carried = agent_contents(role_contents([scenario_path("demo-roles.toml")]), [], env)
+    assert [a["name"] for a in carried] == ["reviewer.md"]  # unused.md is not named

@@ -229,3 +229,26 @@ def test_two_processes_on_one_budget_stop_at_the_budget_not_twice_it(pg_url):
     (row,) = ledger.rows(T0)
     ledger.close()
     assert (row.tokens, row.calls) == (5_000, 500) and row.usd == pytest.approx(0.05)
+
+
+def test_a_shared_connection_the_server_dropped_is_closed_and_opened_again(pg_url):
+    """The one connection class the registry, ledger, journal, run files and leases use: a
+    backend terminated under it is closed (not left open) and the statement runs on a new one."""
+    import psycopg
+
+    from orchestrator.record.store import SharedConnection
+
+    shared = SharedConnection(pg_url)
+    try:
+        ((first_pid,),) = shared.run("SELECT pg_backend_pid()")
+        dropped = shared._conn
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (first_pid,))
+        ((second_pid,),) = shared.run("SELECT pg_backend_pid()")
+        assert second_pid != first_pid and dropped is not None and dropped.closed
+        with pytest.raises(psycopg.errors.UndefinedTable):  # not dropped: raised as it is
+            shared.run("SELECT * FROM no_such_table")
+        ((third_pid,),) = shared.run("SELECT pg_backend_pid()")
+        assert third_pid == second_pid
+    finally:
+        shared.close()

@@ -212,3 +212,23 @@ async def test_a_plan_whose_questions_name_nothing_explores_the_task_itself(fres
     (dropped,) = [e for e in events if e.kind == "warning" and "question(s) dropped" in e.message]
     assert "names no code and nothing the task mentions" in dropped.message
     assert "the task itself is asked instead" in dropped.message
+
+
+async def test_a_plan_whose_questions_name_nothing_asks_about_what_the_task_quotes(
+        fresh_sim, sample_repo):
+    """The same small planner, on a task that quotes the command it ran: the explorers ask
+    where the code handles the quoted word the code holds, not the whole task."""
+    planner = _planner_with_questions(["What is the function called?", "Call only: submit."])
+    one_reply = Reply(tool_calls=[ToolCallSpec(name="submit", arguments={"answer": "x", "claims": []})])
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": planner, "sim-explorer": ModelBehavior(script=[one_reply])}))
+    task = "`python3 -c 'import stats; print(stats.median([1, 2, 3, 4]))'` prints 2, not 2.5."
+    events = []
+    result = await api.arun(task, repo=sample_repo,
+                            roles=sim_roles(fresh_sim, "run.explore_answer_first=false"),
+                            env=run_env(), listeners=[events.append])
+    asked = [e.question for e in result.explorers]
+    assert asked == ["Where does the code handle `stats`?",
+                     "Where does the code handle `median`?"], asked
+    (dropped,) = [e for e in events if e.kind == "warning" and "question(s) dropped" in e.message]
+    assert "asked instead: Where" in dropped.message

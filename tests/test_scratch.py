@@ -8,6 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
+from test_hostile import live_processes
 
 from orchestrator.config.schema import SandboxSettings
 from orchestrator.errors import ResultTooLarge
@@ -66,3 +67,31 @@ def _default_bounds():
     from orchestrator.workspace.tree import Bounds
 
     return Bounds(max_mb=20)
+
+
+async def test_a_command_is_stopped_when_it_passes_the_quota_not_after(sample_repo: Path) -> None:
+    # many files each under file_size_mb, in one long command: measured only when it ends, it
+    # would write 1.5 GiB; stopped while it runs, little more than worktree_mb lands on disk
+    ws = Workspace.create(sample_repo, "quota-2")
+    box = build_sandbox(SandboxSettings(worktree_mb=20), worktree=ws.worktree)
+    marker = f"quota-writer-{os.getpid()}"
+    fill = (f"(exec -a {marker} sleep 600) & for i in $(seq 300); do head -c 5M /dev/zero "
+            "> f$i.bin; sleep 0.05; done; echo all")
+    res = await run_command(fill, cwd=ws.worktree, sandbox=box, timeout=120)
+    written = sum(p.stat().st_size for p in ws.worktree.glob("f*.bin"))
+    assert res.exit_code != 0 and "worktree_mb" in res.output and "all" not in res.output
+    assert written < 200 * MIB, written // MIB
+    assert live_processes(marker) == []  # the command and what it left running are gone
+
+
+async def test_a_file_hidden_below_a_too_deep_directory_still_counts(sample_repo: Path) -> None:
+    # below ~4096 characters of path a walk by path name sees nothing: 15 MiB there, twice,
+    # went past a 20 MiB quota unnoticed
+    ws = Workspace.create(sample_repo, "quota-3")
+    box = build_sandbox(SandboxSettings(worktree_mb=20), worktree=ws.worktree)
+    deep = ("d=$(printf 'a%.0s' $(seq 200)); mkdir {top} && cd {top} && for i in $(seq 25); do "
+            "mkdir $d && cd $d; done && head -c 15M /dev/zero > big && echo wrote")
+    for top in ("one", "two"):
+        res = await run_command(deep.format(top=top), cwd=ws.worktree, sandbox=box, timeout=60)
+        assert "wrote" in res.output, res.output
+        assert res.exit_code != 0 and "worktree_mb" in res.output, res.output

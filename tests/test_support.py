@@ -12,6 +12,7 @@ import pytest
 from orchestrator.benchmark.explore_suite import builtin_explore_path
 from orchestrator.evidence.support import (
     claim_terms,
+    marked_names,
     parts,
     quote_names,
     shared_name,
@@ -156,3 +157,30 @@ def test_word_rules():
     # words that are keywords somewhere but names in most code still count
     assert shared_name("range is defined in range.js", "function range(start, end) {") == "range"
     assert shared_name("the default comes from the option", "default=self.default,") == "default"
+
+
+def test_a_claim_about_a_marked_name_needs_a_quote_that_shows_it(click):
+    # the live 1.5B's answer to "which exception does a parameter type raise": `ValueError`,
+    # cited by a signature line that shares only the word "value" with the claim
+    claim = ("The exception raised when a click parameter type cannot convert a value is "
+             "`ValueError`.")
+    signature = "self, value: _ValueT_contra, param: Parameter | None, ctx: Context | None"
+    assert shared_name(claim, signature) is None
+    assert shared_name(claim, "except ValueError as exc:") == "ValueError"
+    # one marked name shown is enough; dotted names and calls count by their last part
+    assert shared_name("`UsageError` has `exit_code` set to 2", "exit_code = 2") == "exit_code"
+    assert shared_name("`Session.send` sends it", "    def send(self, request, **kwargs):") == "send"
+    assert shared_name("`wrap_text()` wraps it", "def wrap_text(") == "wrap_text"
+    # keywords, generic names and literals in backticks are no code names to show
+    assert marked_names("returns `True` or `None` for `self` and `x`") == ()
+    assert shared_name("parse returns `True`", "def parse(value):") == "parse"
+
+
+def test_a_claim_whose_marked_name_its_quote_lacks_is_dropped_saying_so(click):
+    src, _ = click
+    quote = "self, value: _ValueT_contra, param: Parameter | None, ctx: Context | None"
+    verdict = judge_citation(src, "The exception is `ValueError`.",
+                             Citation(path="src/click/types.py", start_line=276, end_line=276,
+                                      quote=quote))
+    assert verdict.kind == "unrelated"
+    assert "names `ValueError`, which its quote does not show" in verdict.reason

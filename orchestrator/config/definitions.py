@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -252,8 +252,9 @@ class Registry(Mapping[str, AgentDef]):
 
 
 def load_registry(repo: Path | None = None, *, user_dir: Path | None = None,
-                  trusted: bool = True) -> Registry:
-    """The packaged definitions, the user's, then the repository's (see the module doc).
+                  trusted: bool = True, agent_files: Sequence[Path] = ()) -> Registry:
+    """The packaged definitions, the user's, then the repository's (see the module doc), then
+    ``agent_files``: definitions given for this run (a fleet job's), which replace any other.
 
     Unless ``trusted``, a repository file never replaces one of the user's own agents: it is
     left out and listed in ``Registry.ignored``."""
@@ -283,6 +284,10 @@ def load_registry(repo: Path | None = None, *, user_dir: Path | None = None,
                 continue
             agents[name] = agent
             unusable.pop(name, None)
+    for path in agent_files:
+        agent = parse_agent(_read(path), str(path), stem=path.stem)
+        agents[agent.role] = agent
+        unusable.pop(agent.role, None)
     return Registry(agents, unusable, notes, ignored)
 
 

@@ -56,7 +56,8 @@ class Where(TypedDict, total=False):
     directory (its ``roles.toml``, ``agents/`` and trust records; none without it);
     ``trust_repo``: trust the repository's own file for this call only; ``env``: adds the
     ``ORCHESTRATE_*`` layer; ``registry``: the run's agent definitions (by default the packaged
-    ones, the user's and the repository's).
+    ones, the user's and the repository's); ``agent_files``: agent definitions given for this
+    run (a fleet job's), above all the others.
     """
 
     repo: Path | None
@@ -68,6 +69,7 @@ class Where(TypedDict, total=False):
     trust_repo: bool
     env: Mapping[str, str] | None
     registry: Registry | None
+    agent_files: Sequence[Path]
 
 
 class Layer(NamedTuple):
@@ -123,7 +125,8 @@ def resolve(**where: Unpack[Where]) -> Resolved:
         user_dir, repo, {Path(lay.name): lay.digest for lay in layers if lay.repo})
     registry = where.get("registry")
     if registry is None:
-        registry = load_registry(repo, user_dir=user_dir, trusted=trusted)
+        registry = load_registry(repo, user_dir=user_dir, trusted=trusted,
+                                 agent_files=where.get("agent_files", ()))
     ignored: list[str] = []
     if not trusted:
         judges = {name for name, agent in registry.items() if SPECS[agent.kind].judge}
@@ -212,6 +215,7 @@ def resolve_setup(
     *,
     env: Mapping[str, str] | None = None,
     trust_repo_config: bool = False,
+    agent_files: Sequence[str | os.PathLike[str]] = (),
 ) -> Setup:
     """The role map and the agent definitions a run in ``repo`` uses: ``roles`` when given (with
     ``sets`` applied), else every layer; and what an untrusted repository was not let do. With
@@ -221,10 +225,12 @@ def resolve_setup(
         role_map = resolve_overrides(roles, sets) if sets else roles
         trusted = trust_repo_config or repo is None or trust.repo_trusted(
             user_dir, repo, {f: trust.fingerprint(f) for f in trust.repo_config_files(repo)})
-        registry = load_registry(repo, user_dir=user_dir, trusted=trusted)
+        registry = load_registry(repo, user_dir=user_dir, trusted=trusted,
+                                 agent_files=[Path(f) for f in agent_files])
         return Setup(role_map, registry, registry.ignored)
     found = resolve(repo=repo, files=[Path(f) for f in role_files], sets=sets, team=team,
-                    user_dir=user_dir, trust_repo=trust_repo_config, env=env)
+                    user_dir=user_dir, trust_repo=trust_repo_config, env=env,
+                    agent_files=[Path(f) for f in agent_files])
     return Setup(found.roles, found.registry, found.ignored)
 
 

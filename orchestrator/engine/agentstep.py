@@ -31,7 +31,7 @@ from orchestrator.engine.prompting import (
 )
 from orchestrator.engine.runtime import RunContext
 from orchestrator.engine.sessions import run_session
-from orchestrator.engine.toolbox import policy_of
+from orchestrator.engine.toolbox import output_mask, policy_of
 from orchestrator.evidence import questions
 from orchestrator.evidence.known import known_tests
 from orchestrator.localize import diagnosis
@@ -210,9 +210,13 @@ def _clean_questions(ctx: RunContext, plan: Plan, state: RunState, asked: Asked)
         return plan
     note = ""
     if not kept and state.mode == "run" and not _pinned(state):
-        # the planner wanted the code explored but asked nothing searchable: the task itself,
-        # an issue's own words, is what the explorers look for
-        kept, note = [state.task], "; the task itself is asked instead"
+        # the planner wanted the code explored but asked nothing searchable: the explorers ask
+        # about what the task itself quotes or names (the rarest in the code first), else the
+        # task's own words are what they look for
+        kept = (questions.from_terms(ctx.retriever().specific(state.task), state.task)
+                or [state.task])
+        note = ("; asked instead: " + " | ".join(kept) if kept[0] != state.task
+                else "; the task itself is asked instead")
     ctx.telemetry.emit(Warned(
         role=asked.role, session=f"{asked.role}-1",
         message=f"{len(dropped)} question(s) dropped: " + "; ".join(dropped)[:500] + note))
@@ -259,7 +263,8 @@ async def _judge_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
         "task": state.task, "role": role, "repo_rules": ctx.repo_rules,
         "verify": text("pipeline", "verify_passed" if passed else "verify_not_passed"),
         "digest": state.digest or text("pipeline", "none"), "plan": plan_text(state.plan),
-        "diff": diff[:40_000] or text("pipeline", "empty_diff"),
+        # a secret file the builder copied into its result is not shown to the judges either
+        "diff": output_mask(ctx)(diff[:40_000]) or text("pipeline", "empty_diff"),
     })
 
 

@@ -182,7 +182,7 @@ def _fresh(mode: Mode, options: RunOptions, top: Path, subject: str,
     env = options.run_env()
     role_map, registry, ignored = resolve_setup(
         top, options.roles, options.role_files, options.sets, options.team, env=env,
-        trust_repo_config=options.trust_repo_config)
+        trust_repo_config=options.trust_repo_config, agent_files=options.agent_files)
     if mode != "explore":
         pipeline = pipeline_of(role_map, registry)
         return _Plan(mode, subject, top, env, run_id or new_run_id(), role_map, registry,

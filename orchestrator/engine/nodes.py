@@ -21,7 +21,7 @@ from orchestrator.engine.agentstep import NodeFn, agent_node
 from orchestrator.engine.explore import explore_node
 from orchestrator.engine.prompting import acceptance_commands, plan_text
 from orchestrator.engine.runtime import RunContext
-from orchestrator.engine.toolbox import policy_of, protected_tests
+from orchestrator.engine.toolbox import output_mask, policy_of, protected_tests
 from orchestrator.errors import OrchestrateError
 from orchestrator.evidence.digest import build_digest
 from orchestrator.localize import failures
@@ -31,7 +31,6 @@ from orchestrator.state import (
     RunState,
     VerifyResult,
 )
-from orchestrator.tools.secretfiles import mask
 
 __all__ = ["NodeFn", "agent_node", "approve", "approved", "explore_node", "gather", "plan_text",
            "report", "verify"]
@@ -98,6 +97,8 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     async with ctx.ahead.diffing(ctx.workspace, state.worktree_tree):
         checks = await run_checks(ctx, acceptance_commands(ctx, state), policy_of(ctx))
         tree = await ctx.worktree_tree()  # the commands may have written files
+    shown = output_mask(ctx)  # what a command printed of a secret file is not kept, nor shown
+    checks = [c.model_copy(update={"output": shown(c.output)}) for c in checks]
     result = VerifyResult(passed=all(c.exit_code == 0 for c in checks), checks=checks)
     failed = [c for c in checks if c.exit_code]
     ctx.telemetry.emit(TestResult(
@@ -111,7 +112,7 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     feedback = (text("pipeline", "tests_put_back", tests=", ".join(put_back)) + "\n"
                 if put_back else "")
     feedback += text("pipeline", "verify_failed", failures="\n\n".join(
-        mask(failures.trim(c.output, command=c.command, exit_code=c.exit_code,
+        shown(failures.trim(c.output, command=c.command, exit_code=c.exit_code,
                            root=str(ctx.worktree)))
         for c in failed))
     sig = " || ".join(failures.signature(c.command, c.exit_code, c.output) for c in failed)

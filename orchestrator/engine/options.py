@@ -32,7 +32,7 @@ def _fspath(value: Any) -> Any:
 
 PathArg = Annotated[Path, BeforeValidator(_fspath)]
 
-_SETUP = frozenset({"repo", "roles", "role_files", "sets", "team", "env", "listeners",
+_SETUP = frozenset({"repo", "roles", "role_files", "agent_files", "sets", "team", "env", "listeners",
                     "trust_repo_config"})
 _SPEND = frozenset({"max_usd", "max_tokens", "quota_path", "database_url", "before_checkpoint"})
 
@@ -57,6 +57,9 @@ class RunOptions(BaseModel):
     roles: RoleMap | None = Field(
         None, description="A resolved role map; when given, the role map layers are not read.")
     role_files: tuple[PathArg, ...] = Field((), description="Extra role map files, in order.")
+    agent_files: tuple[PathArg, ...] = Field(
+        (), description="Agent definition files (.md) for this run, above the packaged, the "
+                        "user's and the repository's (a fleet job carries its submitter's).")
     sets: tuple[str, ...] = Field(
         (), description="Overrides, as --set: ROLE.KEY=VALUE, e.g. explorer.parallel=20.")
     team: str | None = Field(None, description="Apply the role map's [teams.NAME] overlay.")

@@ -15,11 +15,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from orchestrator.engine.runtime import RunContext
+from orchestrator.engine.toolbox import output_mask
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.localize import failures
 from orchestrator.localize.localization import Check, Localization, localize
 from orchestrator.record.events import Localized, Warned
 from orchestrator.tools.search import rg_binary
+from orchestrator.tools.secretfiles import DEFAULT, SecretFiles
 from orchestrator.tools.shell import CommandPolicy, run_command, scrubbed_env
 
 MAX_OUTPUT = 20_000  # the tail of each command's output that is parsed
@@ -33,6 +35,7 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
     if ctx.sandbox is None or not commands or not ctx.roles.run.preflight:
         return None
     checks = []
+    shown = output_mask(ctx)  # what the tests print of a secret file is not kept, nor shown
     for command in commands:
         with ctx.telemetry.busy("tool"):
             try:
@@ -43,13 +46,14 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
                 checks.append(Check(command=command, exit_code=126, output=f"refused: {exc}"))
                 continue
         checks.append(Check(command=command, exit_code=res.exit_code,
-                            output=res.output[-MAX_OUTPUT:]))
+                            output=shown(res.output[-MAX_OUTPUT:])))
     ctx.ahead.start_tree(ctx.workspace)  # the first attempt's tree, while the planner works
     limit = ctx.roles.run.preflight_analysis_s
     with ctx.telemetry.busy("tool"):
         try:
+            secrets = SecretFiles(allow=ctx.roles.policy.secret_allow)
             loc = await asyncio.wait_for(
-                asyncio.to_thread(localize_worktree, ctx.worktree, checks), limit)
+                asyncio.to_thread(localize_worktree, ctx.worktree, checks, secrets), limit)
         except TimeoutError:  # a repository made to stall the analysis: go on without it
             reports = tuple(failures.parse(c.output, command=c.command, exit_code=c.exit_code)
                             for c in checks if c.exit_code != 0)
@@ -68,14 +72,18 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
     return loc
 
 
-def localize_worktree(root: Path, checks: Sequence[Check]) -> Localization:
-    """``localize`` over the files ripgrep sees under ``root`` (small text files only)."""
+def localize_worktree(root: Path, checks: Sequence[Check],
+                      secrets: SecretFiles = DEFAULT) -> Localization:
+    """``localize`` over the files ripgrep sees under ``root`` (small text files only; no
+    secret files, whose lines a traceback could point at)."""
     files = subprocess.run([rg_binary(), "--files", "--no-config"], cwd=root, capture_output=True,
                            text=True, timeout=30, check=False).stdout.split("\n")
-    files = sorted(f for f in files if f)
+    files = sorted(f for f in files if f and not secrets.secret(f))
 
     def read(path: str) -> str | None:
         file = (root / path)
+        if secrets.secret(path):
+            return None
         try:
             if not file.is_file() or file.stat().st_size > MAX_FILE:
                 return None

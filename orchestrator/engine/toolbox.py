@@ -8,6 +8,8 @@ commands run in the run's sandbox under the policy.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from orchestrator.config.kinds import EDIT_TOOLS, RUN_TOOL
 from orchestrator.engine.ahead import Watches
 from orchestrator.engine.runtime import RunContext
@@ -16,7 +18,8 @@ from orchestrator.tools.base import Tool, Toolbox, WriteWatch
 from orchestrator.tools.edit import edit_tools
 from orchestrator.tools.explorer import MAX_BYTES, explorer_tools
 from orchestrator.tools.gitread import GitHistory
-from orchestrator.tools.secretfiles import SecretFiles
+from orchestrator.tools.secretfiles import SecretFiles, mask
+from orchestrator.tools.secretvalues import known_secrets
 from orchestrator.tools.shell import DEFAULT_DENY, CommandPolicy, scrubbed_env, shell_tool
 
 CHARS_PER_TOKEN = 3.5
@@ -64,7 +67,21 @@ def toolbox_for(ctx: RunContext, role: Role, protected: frozenset[str] = frozens
         )
     # the run counts every session's writing tools (``Ahead.first_tree``); a build its own too
     told = Watches(ctx.ahead, watch) if watch is not None else ctx.ahead
-    return Toolbox.of((t for t in available if t.name in wanted), told)
+    return Toolbox.of((t for t in available if t.name in wanted), told, output_mask(ctx))
+
+
+def output_mask(ctx: RunContext) -> Callable[[str], str]:
+    """What a command's or tool's output goes through before a model sees it: key-shaped values,
+    and the contents of the worktree's secret files (which the shell, and a test the builder
+    wrote, can print in any encoding ``secretvalues`` knows)."""
+    known = known_secrets(ctx.worktree, SecretFiles(allow=ctx.roles.policy.secret_allow))
+    if not known:
+        return mask
+
+    def masking(text: str) -> str:
+        return known.mask(mask(text))
+
+    return masking
 
 
 def _history(ctx: RunContext) -> GitHistory:

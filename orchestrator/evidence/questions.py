@@ -6,7 +6,8 @@ function do?"); each such question would start an explorer that answers nothing 
 functions: ``clean`` drops empty questions, sentences lifted from the planner's prompt,
 questions with nothing to search for (no name, flag, quoted text, path or informative word:
 what retrieval looks for), and duplicates (ignoring case, spacing, punctuation and spelling),
-and says why for each one dropped.
+and says why for each one dropped. ``from_terms`` asks about the task's own specific names when
+a planner asked nothing worth an explorer.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import difflib
 import re
 from collections.abc import Sequence
 
-from orchestrator.localize.retrieve import terms
+from orchestrator.localize.retrieve import Term, terms
 
 SPELLING = 0.85  # two long words this alike are one word spelt two ways (initialised/-ized)
 _NON_WORD = re.compile(r"[^\w]+")
@@ -78,3 +79,22 @@ def _same(a: str, b: str) -> bool:
         x == y or (min(len(x), len(y)) >= 6
                    and difflib.SequenceMatcher(None, x, y).ratio() >= SPELLING)
         for x, y in zip(wa, wb, strict=True))
+
+
+def from_terms(specific: Sequence[Term], task: str) -> list[str]:
+    """Questions about the names ``task`` quotes or spells (``Retriever.specific``): one each,
+    shaped for a search ("Where does the code handle `newest`?"); a word as the task spells it,
+    not its stem."""
+    out = []
+    for t in specific:
+        if t.kind == "flag":
+            out.append(f"Where does the code read the `{t.pattern}` option, and what does it do "
+                       "with its value?")
+        elif t.kind == "quoted":
+            out.append(f"Where does the code make the text \"{t.pattern}\"?")
+        elif t.kind == "name":
+            out.append(f"Where is `{t.pattern}` defined, and what does it call?")
+        else:
+            spelt = re.search(rf"(?i)\b{re.escape(t.pattern)}\w*", task)
+            out.append(f"Where does the code handle `{spelt.group(0) if spelt else t.pattern}`?")
+    return out

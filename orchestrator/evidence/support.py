@@ -5,7 +5,9 @@ name (``self``, ``str``, ``Exception``), and it is not made only of lines that o
 in the repository (``return rv``, ``import os``). A quote *supports* a claim when they share a
 name: one of the quote's names is a word of the claim (case aside, simple plurals and tenses
 forgiven), or every part of a compound name is (``ClickException`` needs both "click" and
-"exception"). Pure functions on short strings, so a citation costs microseconds.
+"exception"). A claim that marks code names (`` `ValueError` ``) is about those: its quote must
+show one of them, so "the exception is `ValueError`" is not backed by a line that only shares
+the word "value". Pure functions on short strings, so a citation costs microseconds.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from functools import lru_cache
 COMMON_LINE = 6  # a normalised line seen this often in the repository says nothing by itself
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_MARKED = re.compile(r"`([A-Za-z_][A-Za-z0-9_.]*)(?:\(\))?`")
 _PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 # Keywords of the languages explorers meet most (Python, JS/TS, shell, C-family, Go, Rust),
@@ -109,9 +112,13 @@ def uninformative(quote: str, line_count: Callable[[str], int] | None = None) ->
 def shared_name(claim: str, quote: str) -> str | None:
     """A name of the quote that the claim is also about, or None.
 
-    Generic names count only when the claim spells them exactly (``len``, ``Exception``), so a
+    A claim that marks code names in backticks needs a quote that shows one of them. Generic
+    names count only when the claim spells them exactly (``len``, ``Exception``), so a
     claim about "the BadParameter exception" is not supported by ``class X(Exception)``.
     """
+    marked = marked_names(claim)
+    if marked and not any(m.lower() in quote.lower() for m in marked):
+        return None
     terms = claim_terms(claim)
     for name in quote_names(quote):
         if name.lower() in terms:
@@ -122,3 +129,16 @@ def shared_name(claim: str, quote: str) -> str | None:
     generic = {t for t in _names(quote) if t in GENERIC}
     exact = generic.intersection(_NAME.findall(claim)) if generic else set()
     return min(exact) if exact else None
+
+
+@lru_cache(maxsize=4096)
+def marked_names(claim: str) -> tuple[str, ...]:
+    """The code names a claim marks in backticks (`ValueError`, `Session.send`, `wrap()`),
+    the last part of a dotted one; keywords, generic names and one letter left out."""
+    out = []
+    for raw in _MARKED.findall(claim):
+        name = raw.rstrip(".").rsplit(".", 1)[-1]
+        if len(name) >= 2 and name not in KEYWORDS and name not in GENERIC \
+                and name.lower() not in {"true", "false", "none", "null"}:
+            out.append(name)
+    return tuple(dict.fromkeys(out))

@@ -23,7 +23,7 @@ from orchestrator.evidence.sources import (
     LineCounts,
     normalize_ws,
 )
-from orchestrator.evidence.support import shared_name, uninformative
+from orchestrator.evidence.support import marked_names, shared_name, uninformative
 from orchestrator.state import (
     Citation,
     CitationVerdict,
@@ -96,6 +96,14 @@ def _exists(src: FileSource, c: Citation) -> tuple[DropKind | None, str, str]:
     return "quote", (f"empty quote for {where}" if empty else f"quote not found in {where}"), ""
 
 
+def _unrelated(claim: str, quote: str) -> str:
+    marked = [m for m in marked_names(claim) if m.lower() not in quote.lower()]
+    if marked and len(marked) == len(marked_names(claim)):
+        names = ", ".join(f"`{m}`" for m in marked[:3])
+        return f"the claim names {names}, which its quote does not show: {_short(quote)}"
+    return f"quote shares no name with the claim: {_short(quote)}"
+
+
 def check_citation(src: FileSource, c: Citation) -> str | None:
     """None if the quote is in ``c.path`` lines ``start_line``..``end_line``, else why not."""
     kind, why, _ = _exists(src, c)
@@ -111,7 +119,7 @@ def judge_citation(src: FileSource, claim: str, c: Citation,
         if trivial is not None:
             kind, why = "trivial", f"{trivial}: {_short(matched)}"
         elif shared_name(claim, matched) is None:
-            kind, why = "unrelated", f"quote shares no name with the claim: {_short(matched)}"
+            kind, why = "unrelated", _unrelated(claim, matched)
     return CitationVerdict(path=c.path, start_line=c.start_line, end_line=c.end_line, kind=kind,
                            reason=why)
 

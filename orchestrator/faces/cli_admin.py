@@ -259,6 +259,9 @@ def submit(
     team: TeamOpt = None,
     database_url: DbOpt = None,
     trust_repo_config: TrustOpt = False,
+    agent: Annotated[list[Path], typer.Option(
+        "--agent", help="An agent definition file (.md) the job carries; repeat. Those of "
+        "your agents/ folder that the role map names go with it anyway.")] = [],  # noqa: B006
     as_json: JsonOpt = False,
 ) -> None:
     """Queue TASK for the fleet (`orchestrate worker` on any machine takes it)."""
@@ -267,7 +270,8 @@ def submit(
     def go() -> int:
         return run_async(fleet.submit(task, repo, database_url=need_database(database_url),
                                       role_files=roles, sets=set_, team=team,
-                                      trust_repo_config=trust_repo_config))
+                                      trust_repo_config=trust_repo_config,
+                                      agent_files=agent))
 
     job_id = guarded(go, Machine(as_json))
     if as_json:
@@ -311,16 +315,49 @@ def worker(
 
 
 @app.command()
-def jobs(database_url: DbOpt = None, as_json: JsonOpt = False) -> None:
+def jobs(
+    database_url: DbOpt = None,
+    as_json: JsonOpt = False,
+    prune: Annotated[bool, typer.Option(
+        "--prune", help="Remove finished jobs and runs (journal, run files, checkpoints) "
+        "older than --older-than days; never a running one.")] = False,
+    older_than: Annotated[float | None, typer.Option(
+        "--older-than", help="Days: with --prune, what ended longer ago than this goes.")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="With --prune: count what would go, remove nothing.")] = False,
+) -> None:
     """The fleet's queue: every job, its state, attempts, and whether its worker went silent."""
     from orchestrator.faces import fleet
 
+    if prune or older_than is not None:
+        _prune_jobs(database_url, older_than, dry_run, as_json)
+        return
     found = guarded(lambda: run_async(fleet.jobs(need_database(database_url))),
                     Machine(as_json))
     if as_json:
         out.print_json(data=[asdict(j) for j in found])
     else:
         print_jobs(out, found)
+
+
+def _prune_jobs(database_url: str | None, older_than: float | None, dry_run: bool,
+                as_json: bool) -> None:
+    from orchestrator.faces import fleet_prune
+
+    def go() -> fleet_prune.Pruned:
+        if older_than is None:
+            raise UsageError("--prune needs --older-than DAYS: what ended longer ago goes, "
+                             "e.g. --prune --older-than 30")
+        return fleet_prune.prune(need_database(database_url), older_than, dry_run=dry_run)
+
+    done = guarded(go, Machine(as_json))
+    if as_json:
+        out.print_json(data={**asdict(done), "dry_run": dry_run})
+    else:
+        verb = "would remove" if dry_run else "removed"
+        out.print(f"{verb} {done.jobs} finished jobs and {done.runs} finished runs "
+                  f"({done.rows} journal, file and checkpoint rows) older than "
+                  f"{done.older_than_days:g} days")
 
 
 @app.command()

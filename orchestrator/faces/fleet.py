@@ -19,7 +19,7 @@ import fcntl
 import hashlib
 import os
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from typing import Any
 import structlog
 
 from orchestrator.errors import ModelUnavailable, UsageError
-from orchestrator.faces.fleet_job import role_contents
+from orchestrator.faces.fleet_job import agent_contents, role_contents
 from orchestrator.gitsafe import git
 from orchestrator.record.registry import PostgresRegistry, RunRecord
 from orchestrator.record.store import (
@@ -128,10 +128,14 @@ async def submit(
     sets: Sequence[str] = (),
     team: str | None = None,
     trust_repo_config: bool = False,
+    agent_files: Sequence[str | os.PathLike[str]] = (),
+    env: Mapping[str, str] | None = None,
 ) -> int:
     """Queue ``task`` on ``repo`` (a URL to clone, or a path every worker can reach); the job id.
 
-    The role files' content travels with the job (``fleet_job.role_contents``).
+    The role files' content travels with the job (``fleet_job.role_contents``), and so do the
+    agent files it needs from the submitter's own ``agents/`` folder (``env``'s home, default
+    this process's) and ``agent_files`` (``fleet_job.agent_contents``).
     ``trust_repo_config`` asks the worker to trust the repository's own ``roles.toml``; like a
     protected key in the role files or ``sets``, a worker takes it only when its owner allows.
     """
@@ -141,11 +145,12 @@ async def submit(
     if not is_url(repo):
         repo = str(Path(repo).resolve())
     roles = role_contents(role_files)
+    agents = agent_contents(roles, sets, os.environ if env is None else env, agent_files)
     await prepare(database_url)
     app = app_for(database_url)
     async with app.open_async():
         return await app.configure_task(TASK_NAME, queue=QUEUE).defer_async(
-            task=task, repo=repo, roles=roles, sets=list(sets), team=team,
+            task=task, repo=repo, roles=roles, agents=agents, sets=list(sets), team=team,
             trust_repo_config=trust_repo_config,
         )
 

@@ -1,7 +1,9 @@
 """What a fleet job carries, and what a worker lets it decide.
 
 A job holds the *content* of its role map files, never paths on the submitter's disk (another
-machine has none of them). The worker writes them into a folder of its own and runs the task
+machine has none of them), and the agent definition files (``.md``) of the submitter's own
+``agents/`` folder that its role map names (``agent_contents``): the worker's home has other
+ones, or none. The worker writes them into a folder of its own and runs the task
 with them; but a role map file or ``--set`` from the queue is anyone's word who can write to
 the database, so the protected settings (``providers.*.base_url`` and ``api_key_env``, where
 API keys go; ``policy.allow``; ``sandbox``, off included) and ``trust_repo_config`` are taken
@@ -20,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from orchestrator.config.definitions import load_registry, parse_agent
 from orchestrator.config.layers import parse_set
 from orchestrator.config.trust import USER_ROLES, protected_settings, user_config_dir
 from orchestrator.errors import ConfigError, UsageError
@@ -46,6 +49,57 @@ def role_contents(role_files: Sequence[str | os.PathLike[str]]) -> list[dict[str
         _parse(text, str(path))  # a broken file is refused here, not on some worker later
         found.append({"name": path.name, "text": text})
     return found
+
+
+def agent_contents(roles: Sequence[Mapping[str, str]], sets: Sequence[str],
+                   env: Mapping[str, str],
+                   agent_files: Sequence[str | os.PathLike[str]] = ()) -> list[dict[str, str]]:
+    """The agent files a job carries: ``agent_files`` as given, and each role its role map
+    names (``[roles.NAME]``, ``[pipeline] steps``, a team's roles) that the submitter's own
+    ``agents/`` folder defines (where a worker's would not)."""
+    found: dict[str, dict[str, str]] = {}
+    user_dir = user_config_dir(env)
+    own = load_registry(None, user_dir=user_dir)
+    mine = str(user_dir / "agents")
+    for name in _role_names([*(_parse(r["text"], r["name"]) for r in roles),
+                             *(parse_set(s) for s in sets)]):
+        agent = own.get(name)
+        if agent is not None and agent.source.startswith(mine):
+            found[agent.role] = {"name": Path(agent.source).name, "text": agent.text}
+    for f in agent_files:
+        path = Path(f).expanduser()
+        try:
+            text = path.read_text("utf-8")
+        except OSError as exc:
+            raise UsageError(f"cannot read agent file {path}: {exc.strerror or exc}; "
+                             "give a file that exists") from None
+        agent = parse_agent(text, str(path), stem=path.stem)  # broken: refused here
+        found[agent.role] = {"name": path.name, "text": text}
+    return list(found.values())
+
+
+def _role_names(tables: Sequence[Mapping[str, Any]]) -> list[str]:
+    names: list[str] = []
+    for table in tables:
+        names += list(table.get("roles", {}) or {})
+        names += [s for s in (table.get("pipeline", {}) or {}).get("steps", []) or []
+                  if isinstance(s, str)]
+        for team in (table.get("teams", {}) or {}).values():
+            if isinstance(team, Mapping):
+                names += _role_names([team])
+    return list(dict.fromkeys(names))
+
+
+def write_agents(agents: Sequence[Mapping[str, str]], folder: Path) -> list[Path]:
+    """The job's agent files written into ``folder``, each under its role's file name."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for item in agents:
+        name = re.sub(r"[^\w.-]+", "-", item["name"]).lstrip(".") or "agent.md"
+        path = folder / name
+        path.write_text(item["text"], "utf-8")
+        paths.append(path)
+    return paths
 
 
 def _parse(text: str, name: str) -> dict[str, Any]:

@@ -19,64 +19,52 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
+import re
 from pathlib import Path
 from typing import Any
 
 import structlog
 
 from orchestrator.gitsafe import git
-from orchestrator.record.store import advisory_key, connect_postgres
+from orchestrator.record.lease import LeaseLost, RunLease
+from orchestrator.record.store import SharedConnection
 from orchestrator.record.telemetry import Event
 
 SNAPSHOTS = "refs/orchestrate/snapshots"
 SEED_FILES = ("run.json", "agents.json", "workspace.json")
 EVENTS = "events.jsonl"
+_RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # as a workspace's (worktree.py)
 _SCHEMA = ("CREATE TABLE IF NOT EXISTS orchestrate_run_files (run_id TEXT NOT NULL, "
            "name TEXT NOT NULL, content TEXT NOT NULL, PRIMARY KEY (run_id, name))")
 log = structlog.get_logger("orchestrate.fleet")
 
 
 class RunFiles:
-    """The ``orchestrate_run_files`` table, through one connection (reopened once if dropped)."""
+    """The ``orchestrate_run_files`` table, through one ``SharedConnection``."""
 
     def __init__(self, database_url: str) -> None:
-        self._url = database_url
-        self._conn: Any = None
-        self._lock = threading.Lock()
-        conn = self._connection()
-        with self._lock, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)",
-                         (advisory_key("orchestrate.run_files"),))
-            conn.execute(_SCHEMA)
-
-    def _connection(self) -> Any:
-        if self._conn is None or self._conn.closed:
-            self._conn = connect_postgres(self._url)
-        return self._conn
+        self._db = SharedConnection(database_url)
+        self._db.create("orchestrate.run_files", (_SCHEMA,), None)
 
     def _run(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
-        import psycopg
-
-        for attempt in (1, 2):
-            with self._lock:
-                try:
-                    cur = self._connection().execute(sql, args)
-                    return cur.fetchall() if cur.description else []
-                except psycopg.OperationalError:
-                    if attempt == 2:
-                        raise
-                    self._conn = None
-        return []
+        return self._db.run(sql, args)
 
     def put(self, run_id: str, name: str, content: str) -> None:
         self._run("INSERT INTO orchestrate_run_files VALUES (%s, %s, %s) ON CONFLICT (run_id, "
                   "name) DO UPDATE SET content = excluded.content", (run_id, name, content))
 
-    def append(self, run_id: str, name: str, content: str) -> None:
-        self._run("INSERT INTO orchestrate_run_files VALUES (%s, %s, %s) ON CONFLICT (run_id, "
-                  "name) DO UPDATE SET content = orchestrate_run_files.content || "
-                  "excluded.content", (run_id, name, content))
+    def append(self, run_id: str, name: str, content: str, *, epoch: int | None = None) -> None:
+        """Append to a stored file; with ``epoch``, only while the run's lease has that epoch
+        (a worker that lost the run adds nothing to its log)."""
+        fence = ""
+        args: tuple[Any, ...] = (run_id, name, content)
+        if epoch is not None:
+            fence = (" WHERE EXISTS (SELECT 1 FROM orchestrate_leases WHERE run_id = %s AND "
+                     "epoch = %s)")
+            args = (*args, run_id, epoch)
+        self._run("INSERT INTO orchestrate_run_files SELECT %s, %s, %s" + fence +
+                  " ON CONFLICT (run_id, name) DO UPDATE SET content = "
+                  "orchestrate_run_files.content || excluded.content", args)
 
     def size(self, run_id: str, name: str) -> int:
         """The length in bytes of a stored file (0 when there is none)."""
@@ -90,19 +78,17 @@ class RunFiles:
         return {str(name): str(content) for name, content in rows}
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._db.close()
 
 
 class RunMirror:
     """A fleet run's listener: mirrors its files and events to the database; its
     ``before_checkpoint`` pushes the checkpoints' files to the origin."""
 
-    def __init__(self, database_url: str, clone: Path, *, origin: str | None) -> None:
+    def __init__(self, database_url: str, clone: Path, *, origin: str | None,
+                 lease: RunLease | None = None) -> None:
         self.files = RunFiles(database_url)
-        self.url, self.clone, self.origin = database_url, clone, origin
+        self.url, self.clone, self.origin, self.lease = database_url, clone, origin, lease
         self.run_id: str | None = None
         self._offset = 0
 
@@ -133,7 +119,9 @@ class RunMirror:
             return
         end = data.rfind(b"\n") + 1
         if end:
-            self.files.append(str(self.run_id), EVENTS, data[:end].decode("utf-8", "replace"))
+            epoch = self.lease.epoch if self.lease is not None and self.lease.held else None
+            self.files.append(str(self.run_id), EVENTS, data[:end].decode("utf-8", "replace"),
+                              epoch=epoch)
             self._offset += end
 
     async def before_checkpoint(self, run_id: str, tree: str) -> None:
@@ -142,10 +130,20 @@ class RunMirror:
         if self.origin is None:
             return
         try:
-            await asyncio.to_thread(push_snapshot, self.clone, run_id, tree, self.origin)
+            await asyncio.to_thread(self._push_snapshot, run_id, tree)
+        except LeaseLost:
+            raise  # another worker owns the run now: this one stops here
         except Exception as exc:  # the run goes on; a resume elsewhere would say why it cannot
             log.warning("could not push the run's snapshot", run_id=run_id,
                         error=f"{type(exc).__name__}: {exc}")
+
+    def _push_snapshot(self, run_id: str, tree: str) -> None:
+        assert self.origin is not None
+        if self.lease is None or not self.lease.held:
+            push_snapshot(self.clone, run_id, tree, self.origin)
+            return
+        with self.lease.fenced():  # never over the snapshot of the worker that took the run
+            push_snapshot(self.clone, run_id, tree, self.origin)
 
     async def aclose(self) -> None:
         if self.run_id is not None:
@@ -210,20 +208,29 @@ def adopt(database_url: str, clone: Path, run_id: str, origin: str | None) -> bo
         saved = files.get(run_id)
     finally:
         files.close()
-    if not all(name in saved for name in SEED_FILES):
+    if not all(name in saved for name in SEED_FILES) or not _RUN_ID.match(run_id):
         return False
+    meta = json.loads(saved["workspace.json"])
+    start = str(meta.get("start_commit") or meta["base_commit"])
     branch = f"refs/heads/orchestrate/{run_id}"
-    tip = None
+    tip = start  # nothing was pushed: the run had not moved its branch yet
     if origin is not None:
         fetched = git("fetch", "-q", "--", origin, f"+{SNAPSHOTS}/{run_id}:{SNAPSHOTS}/{run_id}",
                       cwd=clone, check=False, timeout=600, network=True)
         if fetched.returncode == 0:
-            tip = git("rev-parse", f"{SNAPSHOTS}/{run_id}^", cwd=clone).stdout.strip()
-    if tip is None:  # nothing was pushed: the run had not moved its branch yet
-        meta = json.loads(saved["workspace.json"])
-        tip = meta.get("start_commit") or meta["base_commit"]
+            pushed = git("rev-parse", "--verify", "-q", f"{SNAPSHOTS}/{run_id}^^{{commit}}",
+                         cwd=clone, check=False).stdout.strip()
+            # the run branch grows from the run's start: a tip that does not (a ref someone
+            # else pushed) would carry a history the run never made into its result
+            if pushed and git("merge-base", "--is-ancestor", start, pushed, cwd=clone,
+                              check=False).returncode == 0:
+                tip = pushed
+            else:
+                log.warning("the run's snapshot does not grow from its start: not used",
+                            run_id=run_id, snapshot_parent=pushed or None)
     run_dir.mkdir(parents=True, exist_ok=True)
-    for name, content in saved.items():
-        (run_dir / name).write_text(content, "utf-8")
-    git("update-ref", branch, str(tip), cwd=clone)
+    for name in (*SEED_FILES, EVENTS):  # only the files a run mirrors, by their own names
+        if name in saved:
+            (run_dir / name).write_text(saved[name], "utf-8")
+    git("update-ref", branch, tip, cwd=clone)
     return True

@@ -37,6 +37,15 @@ SMALL_DEFINITION = 30  # lines: a class this short is one candidate with its met
 PLAIN_AROUND = 3  # lines each side of a hit in a file without a symbol map
 
 
+PROSE_SHOWN = 0.4  # a docstring or comment line's terms count this much when choosing lines
+
+
+NESTED_WHOLE = 8  # lines: a definition this short inside a long candidate is shown whole
+
+
+_PROSE_START = ("#", "//", "/*", "* ", "--")
+
+
 CONSTANT = re.compile(r"^(?:export\s+)?(?:const\s+)?([A-Z][A-Z0-9_]*)\s*[:=][^=]")
 
 
@@ -135,23 +144,46 @@ def clusters(lines: list[int]) -> list[list[int]]:
 
 
 def shown_lines(lines: Lines, start: int, end: int, hits: Sequence[int],
-           weights: dict[Term, float]) -> tuple[tuple[int, str], ...]:
+                weights: dict[Term, float], syms: Sequence[repomap.Symbol] = ()
+                ) -> tuple[tuple[int, str], ...]:
     """The lines of a candidate to show: all of a short one; else its first line and the
-    lines around its hits, those holding the most terms first, within ``SHOWN_LINES``."""
+    lines around its hits, code before prose (a docstring repeats the question's words, the
+    code answers it) and the lines holding the most terms first, within ``SHOWN_LINES``. A
+    short definition inside it whose first line is a hit is shown whole (a method's body)."""
     end = min(end, len(lines))
     if end - start + 1 <= SHOWN_LINES:
         return tuple((n, cut_around(lines[n - 1], weights)) for n in range(start, end + 1))
+    prose = prose_lines(lines, start, end)
 
     def value(n: int) -> float:
-        return sum(w for t, w in weights.items() if t.found_in(lines[n - 1]))
+        held = sum(w for t, w in weights.items() if t.found_in(lines[n - 1]))
+        return held * (PROSE_SHOWN if n in prose else 1.0)
 
+    nested = {s.line: s.end_line for s in syms
+              if start < s.line and s.end_line <= end and s.end_line - s.line < NESTED_WHOLE}
     keep = {start}
     for n in sorted(set(hits), key=lambda n: (-value(n), n)):
-        around = [k for k in (n - 1, n, n + 1) if start <= k <= end]
+        last = nested.get(n)
+        around = (range(n, last + 1) if last is not None
+                  else [k for k in (n - 1, n, n + 1) if start <= k <= end])
         if len(keep | set(around)) > SHOWN_LINES:
-            break
+            continue
         keep.update(around)
     return tuple((n, cut_around(lines[n - 1], weights)) for n in sorted(keep))
+
+
+def prose_lines(lines: Lines, start: int, end: int) -> set[int]:
+    """The lines of ``start..end`` that are comments or inside a docstring (triple quotes)."""
+    out: set[int] = set()
+    inside = False
+    for n in range(start, end + 1):
+        text = lines[n - 1].strip()
+        quotes = text.count('"""') + text.count("'''")
+        if inside or quotes or text.startswith(_PROSE_START):
+            out.add(n)
+        if quotes % 2:
+            inside = not inside
+    return out
 
 
 def definition_bonus(symbol: str, weights: dict[Term, float]) -> float:

@@ -39,12 +39,13 @@ from orchestrator.localize.candidates import (
     shown_lines,
     term_weights,
 )
-from orchestrator.localize.terms import STOP, Term, definitions_regex, terms
+from orchestrator.localize.terms import MAX_TERMS, STOP, Term, definitions_regex, quoted_text, terms
 from orchestrator.localize.texts import MATCHES, PARSE_LIMIT, PER_FILE, Corpus, Lines, Sparse
 from orchestrator.tools.jail import Jail, open_regular
 from orchestrator.tools.search import LINE_CUT, Match, list_files, search
 
 MAX_PER_FILE = 3
+TINY = 3  # lines: a window this short (a constant) does not count against ``MAX_PER_FILE``
 RELATIVE_FLOOR = 0.4  # a window scoring under this share of the best is not worth its tokens
 LOG_RARE = 2  # a warning whose shape occurs at most this often in a log is shown
 LOG_LEVELS = r"\b(WARN|WARNING|ERROR|FATAL|CRITICAL|SEVERE|PANIC)\b"
@@ -54,26 +55,6 @@ NAMED_FILE = 2.0  # a file the question names: its windows count this many times
 _SHAPE = re.compile(r"0x[0-9a-f]+|[0-9a-f]{8,}|\d+(?:\.\d+)?")
 _TIMESTAMP = re.compile(r"^\S*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 _LOGS = (".log", ".out")
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 # --- windows ------------------------------------------------------------------------------------
@@ -161,6 +142,23 @@ class Retriever:
             candidates += made
         return _choose(candidates, budget_chars, limit)
 
+    def specific(self, text: str, limit: int = 2) -> list[Term]:
+        """The terms of a task that name something its code handles, rarest in the code
+        first: identifiers, flags, and the words of what the task quotes (a command it ran, a
+        message it saw), not the prose around them; each found in a source file that is not a
+        test. The seeds of questions when a planner asked none worth an explorer."""
+        quoted = quoted_text(text)
+        ranked: list[tuple[int, float, int, Term]] = []
+        for i, t in enumerate(terms(text, limit=2 * MAX_TERMS)):
+            named = t.kind in ("flag", "quoted") or (t.kind == "name" and t.weight >= 3.0)
+            if t.kind == "path" or not (named or (t.kind == "word" and t.pattern in quoted)):
+                continue
+            code = {m.path for m in self._search(t.rg())
+                    if repomap.supported(m.path) and file_factor(m.path) == 1.0}
+            if code:
+                ranked.append((len(code), -t.weight, i, t))
+        return [t for *_, t in sorted(ranked, key=lambda r: r[:3])[:limit]]
+
     def _corpus_ready(self) -> bool:
         return self._corpus() is not None
 
@@ -225,7 +223,7 @@ class Retriever:
         factor = file_factor(path)
         out = []
         for (start, end, symbol), hits in units.items():
-            shown = shown_lines(lines, start, end, hits, weights)
+            shown = shown_lines(lines, start, end, hits, weights, syms)
             text = "\n".join(lines[n - 1] for n, _ in shown)
             held = [t for t in weights if t.found_in(text)]
             score = sum(weights[t] for t in held) * (1 + len(held) / len(weights))
@@ -311,40 +309,13 @@ class Retriever:
         return found
 
 
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 def _boosted(w: Window, factor: float) -> Window:
     return Window(w.path, w.start, w.end, w.lines, w.score * factor, w.symbol, w.held, w.note)
 
 
-
-
-
-
-
-
-
-
-
-
 def _choose(candidates: Iterable[Window], budget_chars: int, limit: int) -> list[Window]:
-    """The best windows that fit: no overlaps, at most ``MAX_PER_FILE`` a file."""
+    """The best windows that fit: no overlaps, at most ``MAX_PER_FILE`` a file (a tiny one,
+    such as a constant's line, aside)."""
     chosen: list[Window] = []
     used = 0
     per_file: dict[str, int] = {}
@@ -353,7 +324,8 @@ def _choose(candidates: Iterable[Window], budget_chars: int, limit: int) -> list
     for w in ranked:
         if len(chosen) >= limit or w.score <= floor:
             break
-        if per_file.get(w.path, 0) >= MAX_PER_FILE:
+        tiny = len(w.lines) <= TINY
+        if per_file.get(w.path, 0) >= MAX_PER_FILE and not tiny:
             continue
         if any(c.path == w.path and c.numbers & w.numbers for c in chosen):
             continue
@@ -362,11 +334,9 @@ def _choose(candidates: Iterable[Window], budget_chars: int, limit: int) -> list
             continue
         chosen.append(w)
         used += size
-        per_file[w.path] = per_file.get(w.path, 0) + 1
+        per_file[w.path] = per_file.get(w.path, 0) + (0 if tiny else 1)
     return [Window(w.path, w.start, w.end, w.lines, w.score, w.symbol, w.held, w.note, f"W{i}")
             for i, w in enumerate(chosen, 1)]
-
-
 
 
 def _shape(text: str) -> str:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-MAX_TERMS = 10
+MAX_TERMS = 14
 
 
 _DEF_WORDS = r"(?:def|class|function|func|fn|struct|interface|enum|trait|type)"
@@ -38,6 +38,9 @@ _PATH = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.\w+|(?<![\w/.-])[\w-]+\.(
                    r"rs|java|rb|c|h|cc|cpp|sh|md|rst|txt|json|ya?ml|toml|ini|cfg|log|csv|sql)\b")
 
 
+_COUNTING = re.compile(r"\bhow (?:many times|often)\b", re.IGNORECASE)
+
+
 _SEPARATOR = re.compile(r"(?<=[A-Za-z0-9])([=:/@#|,;])(?=[A-Za-z0-9])")
 
 
@@ -55,6 +58,7 @@ gets got give gives given make makes made let lets use uses used using via inste
 happen happens happened find found show shows shown look looks tell tells explain mean means
 code function functions method methods class classes file files line lines module modules
 variable variables value values returned return returns thing things way ways work works
+unless otherwise told cannot can't
 """.split())
 
 
@@ -130,10 +134,13 @@ def terms(question: str, limit: int = MAX_TERMS) -> list[Term]:
         rest = rest.replace(m.group(0), " ")
     for m in _QUOTED.finditer(rest):
         quoted = next(g for g in m.groups() if g is not None).strip()
-        rest = rest.replace(m.group(0), " ") + _quoted_terms(found, quoted)
+        # its words stay where the question put them: a quoted command is the most specific
+        # thing a task says, its words must not fall past the limit behind the prose
+        rest = rest.replace(m.group(0), _quoted_terms(found, quoted) or " ", 1)
     for m in _FLAG.finditer(rest):
         if len(m.group(1)) > 3:
             _add(found, Term(m.group(1), "flag", 3.0))
+    rest = _COUNTING.sub(" ", rest)  # "how many times": a count is asked, not a time
     first = True
     for token in _NAME.findall(rest):
         for part in token.split("."):
@@ -142,6 +149,12 @@ def terms(question: str, limit: int = MAX_TERMS) -> list[Term]:
         first = token.endswith((".", "?", "!"))
     ranked = sorted(found.values(), key=lambda t: -t.weight)  # stable: the question's order
     return ranked[:limit]
+
+
+def quoted_text(question: str) -> str:
+    """What the question quotes (a command, a message, a name), joined, lower-cased."""
+    return " ".join(next(g for g in m.groups() if g is not None)
+                    for m in _QUOTED.finditer(question)).lower()
 
 
 def _add(found: dict[str, Term], term: Term) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from orchestrator.models.base import Completion
 from orchestrator.models.journal import CallJournal, _from_json
-from orchestrator.record.store import advisory_key, connect_postgres, database_errors
+from orchestrator.record.store import SharedConnection, database_errors
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS orchestrate_calls (run_id TEXT NOT NULL, key TEXT NOT NULL, "
@@ -33,43 +33,20 @@ class PostgresJournal(CallJournal):
         self._lock = threading.Lock()
         self._error: BaseException | None = None
         self._opening = None
-        self._conn: Any = None
         self.replayed = self.repeated = 0
         self.repeats: list[tuple[str, int]] = []
         with database_errors(database_url, "create the call journal in"):
-            conn = self._connection()
-            with self._lock, conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)",
-                             (advisory_key("orchestrate.journal"),))
-                for statement in _SCHEMA:
-                    conn.execute(statement)
+            self._shared = SharedConnection(database_url)
+            self._shared.create("orchestrate.journal", _SCHEMA, None)
             rows = self._run("SELECT key, reply IS NOT NULL, session, turn FROM "
                              "orchestrate_calls WHERE run_id = %s", (run_id,))
         self._keys = {k for k, done, _, _ in rows if done}
         self._turns = {(s, t): k for k, done, s, t in rows if done and s is not None}
         self._asked = {k for k, done, _, _ in rows if not done}
 
-    def _connection(self) -> Any:
-        if self._conn is None or self._conn.closed:
-            self._conn = connect_postgres(self._url)
-        return self._conn
-
     def _run(self, sql: str, args: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         """One statement; a broken connection is opened again once (a database restart)."""
-        import psycopg
-
-        for attempt in (1, 2):
-            with self._lock:
-                try:
-                    cur = self._connection().execute(sql, args)
-                    return cur.fetchall() if cur.description else []
-                except psycopg.OperationalError:
-                    if attempt == 2:
-                        raise
-                    if self._conn is not None:
-                        self._conn.close()
-                    self._conn = None
-        return []
+        return self._shared.run(sql, args)
 
     def _ready(self) -> None:
         return None
@@ -97,8 +74,5 @@ class PostgresJournal(CallJournal):
         return completion
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+        self._shared.close()
         self.check()

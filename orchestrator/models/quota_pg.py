@@ -7,7 +7,6 @@ did), so two workers reserving at the same moment never overspend the cap togeth
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
@@ -22,7 +21,7 @@ from orchestrator.models.quota import (
     claim_values,
     default_ledger_path,
 )
-from orchestrator.record.store import advisory_key, connect_postgres, database_errors
+from orchestrator.record.store import SharedConnection
 
 _SCHEMA = (
     "CREATE TABLE IF NOT EXISTS orchestrate_quota_usage ("
@@ -64,19 +63,11 @@ class PostgresQuotaLedger:
     """``QuotaLedger``'s methods on the ``orchestrate_quota_*`` tables of a shared database."""
 
     def __init__(self, database_url: str) -> None:
-        self._db = connect_postgres(database_url)
-        self._lock = threading.Lock()
-        with database_errors(database_url, "create the quota tables in"), self._lock, \
-                self._db.transaction():
-            # Concurrent CREATE TABLE IF NOT EXISTS can still collide in Postgres; queue them.
-            self._db.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_key("orchestrate.quota"),))
-            for statement in _SCHEMA:
-                self._db.execute(statement)
+        self._db = SharedConnection(database_url)
+        self._db.create("orchestrate.quota", _SCHEMA, "create the quota tables in")
 
     def _run(self, sql: str, args: Mapping[str, Any] | tuple = ()) -> list[tuple]:
-        with self._lock:
-            cur = self._db.execute(sql, args)
-            return cur.fetchall() if cur.description else []
+        return self._db.run(sql, args)
 
     def exhausted_until(self, model: str, now: datetime) -> datetime | None:
         """The reset time if ``model`` is marked exhausted and not yet reset."""
@@ -114,9 +105,9 @@ class PostgresQuotaLedger:
 
     def settle_many(self, settled: Sequence[Settled]) -> None:
         """``settle`` for many calls, in one transaction."""
-        with self._lock, self._db.transaction():
+        with self._db.transaction() as conn:
             for model, reserved, tokens, usd, now in settled:
-                self._db.execute(_SETTLE, {"day": _day(now), "model": model,
+                conn.execute(_SETTLE, {"day": _day(now), "model": model,
                                            "reserved": reserved, "tokens": tokens, "usd": usd,
                                            "calls": 1 if tokens else 0})
 
@@ -160,8 +151,7 @@ class PostgresQuotaLedger:
                          dict(zip(CLAIM_COUNTS, map(int, r[3:]), strict=True))) for r in rows]
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._db.close()
 
 
 def build_ledger(database_url: str | None, env: Mapping[str, str]) -> LedgerStore:

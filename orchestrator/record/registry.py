@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from orchestrator.record.sqlite import connect
-from orchestrator.record.store import advisory_key, connect_postgres, database_errors, state_dir
+from orchestrator.record.store import SharedConnection, state_dir
 
 RunStatus = Literal["queued", "running", "succeeded", "failed", "stopped", "awaiting_approval"]
 FINAL_STATES: frozenset[str] = frozenset({"succeeded", "failed", "stopped"})
@@ -97,6 +97,16 @@ _UPSERT = (
 )
 _FINISH = ("UPDATE orchestrate_runs SET state = ?, reason = ?, cost_usd = ?, commit_sha = ?, "
            "updated_at = ? WHERE run_id = ?")
+
+
+def finish_statement(run_id: str, status: str, reason: str, cost_usd: float,
+                     commit: str | None) -> tuple[str, tuple[Any, ...]]:
+    """``record_finish``'s statement for a Postgres connection of the caller's (to be made in
+    a transaction of its own, e.g. one that holds the run's lease)."""
+    return (_FINISH.replace("?", "%s"),
+            (status, reason, float(cost_usd), commit, datetime.now(UTC), run_id))
+
+
 _SELECT = f"SELECT {', '.join(_COLUMNS)} FROM orchestrate_runs"
 
 
@@ -180,33 +190,16 @@ class PostgresRegistry(_SqlRegistry):
 
     def __init__(self, database_url: str) -> None:
         self._url = database_url
-        self._db = connect_postgres(database_url)
-        self._lock = threading.Lock()
-        key = advisory_key("orchestrate.registry")
-        # Concurrent CREATE TABLE IF NOT EXISTS can still collide in Postgres; queue them.
-        with database_errors(database_url, "create the run registry in"), self._lock, \
-                self._db.transaction():
-            self._db.execute("SELECT pg_advisory_xact_lock(%s)", (key,))
-            for statement in _SCHEMA.format(ts="TIMESTAMPTZ").split(";"):
-                self._db.execute(statement)
+        self._db = SharedConnection(database_url)
+        self._db.create("orchestrate.registry", _SCHEMA.format(ts="TIMESTAMPTZ").split(";"),
+                        "create the run registry in")
 
     def _execute(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         """One statement; a connection the server dropped (a restart) is opened again once."""
-        import psycopg
-
-        with self._lock:
-            try:
-                cur = self._db.execute(sql.replace("?", "%s"), args)
-            except psycopg.OperationalError:
-                if not self._db.closed and not self._db.broken:
-                    raise
-                self._db = connect_postgres(self._url)
-                cur = self._db.execute(sql.replace("?", "%s"), args)
-            return cur.fetchall() if cur.description else []
+        return self._db.run(sql.replace("?", "%s"), args)
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._db.close()
 
 
 def build_registry(repo: Path, database_url: str | None = None) -> SqliteRegistry | PostgresRegistry:

@@ -10,14 +10,16 @@ fleet reads and writes the same checkpoints, so any worker can resume any run.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import importlib
 import importlib.util
 import re
 import sqlite3
 import sys
+import threading
 import zlib
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
@@ -165,6 +167,75 @@ def connect_postgres(database_url: str) -> psycopg.Connection:
     url = require_postgres(database_url)
     with database_errors(url, "connect to"):
         return psycopg.connect(url, autocommit=True, **_connect_options(url))
+
+
+class SharedConnection:
+    """One synchronous autocommit connection for an object's threads (each use under a lock),
+    the one way the registry, quota ledger, call journal, run files and leases talk to
+    PostgreSQL. A connection the server dropped (a restart) is closed and opened again once
+    before a statement gives up; ``setup`` runs on every connection opened."""
+
+    def __init__(self, database_url: str, *,
+                 setup: Callable[[psycopg.Connection], None] | None = None) -> None:
+        self.url = database_url
+        self.lock = threading.Lock()
+        self._setup = setup
+        self._conn: psycopg.Connection | None = None
+        with self.lock:
+            self._connection()
+
+    def _connection(self) -> psycopg.Connection:
+        """The open connection (the caller holds ``lock``), opened again when it was dropped."""
+        if self._conn is None or self._conn.closed or self._conn.broken:
+            self._drop()
+            conn = connect_postgres(self.url)
+            if self._setup is not None:
+                self._setup(conn)
+            self._conn = conn
+        return self._conn
+
+    def _drop(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            self._conn = None
+
+    def run(self, sql: str, args: Any = ()) -> list[tuple[Any, ...]]:
+        """One statement and its rows; once more on a new connection if the server dropped it."""
+        psycopg = _driver()
+        for attempt in (1, 2):
+            with self.lock:
+                conn = self._connection()
+                try:
+                    cur = conn.execute(sql, args)
+                    return cur.fetchall() if cur.description else []
+                except psycopg.OperationalError:
+                    if attempt == 2 or not (conn.closed or conn.broken):
+                        raise
+                    self._drop()
+        return []
+
+    @contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection]:
+        """The connection in a transaction of its own, held by this thread until it ends."""
+        with self.lock:
+            conn = self._connection()
+            with conn.transaction():
+                yield conn
+
+    def create(self, lock_name: str, statements: Sequence[str], doing: str | None) -> None:
+        """Run schema ``statements`` under an advisory lock (concurrent ``CREATE TABLE IF NOT
+        EXISTS`` can still collide in PostgreSQL; they queue up instead); with ``doing``, an
+        error is one line saying what failed."""
+        errors = database_errors(self.url, doing) if doing else contextlib.nullcontext()
+        with errors, self.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_key(lock_name),))
+            for statement in statements:
+                conn.execute(statement)
+
+    def close(self) -> None:
+        with self.lock:
+            self._drop()
 
 
 class InlineSqliteSaver(SqliteSaver):

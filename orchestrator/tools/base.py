@@ -4,7 +4,8 @@ A tool function takes the validated argument model and returns text for the mode
 ``ToolError`` (or ``PolicyViolation``) for anything the model should read and correct; any other
 exception is a bug and propagates. Sync functions run in a worker thread so that parallel
 explorers never block the event loop. What a tool returns has its key-like values masked
-(``secretfiles.mask``) before a model sees it.
+(``secretfiles.mask``; a toolbox over a worktree also masks its secret files' contents,
+``secretvalues``) before a model sees it.
 """
 
 from __future__ import annotations
@@ -77,10 +78,12 @@ class Toolbox:
 
     tools: dict[str, Tool] = field(default_factory=dict)
     watch: WriteWatch | None = None
+    masking: Callable[[str], str] = mask  # what every result goes through before a model sees it
 
     @classmethod
-    def of(cls, tools: Iterable[Tool], watch: WriteWatch | None = None) -> Toolbox:
-        return cls({t.name: t for t in tools}, watch)
+    def of(cls, tools: Iterable[Tool], watch: WriteWatch | None = None,
+           masking: Callable[[str], str] = mask) -> Toolbox:
+        return cls({t.name: t for t in tools}, watch, masking)
 
     def schemas(self) -> list[dict[str, Any]]:
         return [t.schema() for t in self.tools.values()]
@@ -107,15 +110,16 @@ class Toolbox:
             else:
                 text = await asyncio.to_thread(tool.fn, args)
         except PolicyViolation as exc:
-            return ToolOutcome(name, mask(f"refused: {exc}"), ok=False, policy_violation=True)
+            return ToolOutcome(name, self.masking(f"refused: {exc}"), ok=False,
+                               policy_violation=True)
         except ToolError as exc:
-            return ToolOutcome(name, mask(f"error: {exc}"), ok=False)
+            return ToolOutcome(name, self.masking(f"error: {exc}"), ok=False)
         except OSError as exc:  # e.g. a 300-character invented file name: the model's to fix
-            return ToolOutcome(name, mask(f"error: {str(exc)[:300]}"), ok=False)
+            return ToolOutcome(name, self.masking(f"error: {str(exc)[:300]}"), ok=False)
         finally:
             if watch is not None:
                 watch.finished()
-        return ToolOutcome(name, mask(text))  # a key a file or a command printed stays here
+        return ToolOutcome(name, self.masking(text))  # a key a file or a command printed stays here
 
 
 def _brief(exc: Exception) -> str:

@@ -74,7 +74,7 @@ def explorer_tools(
         Tool("list", _LIST_DOC, ListArgs,
              lambda a: list_files(root, a.glob, a.path, secrets=secrets)),
     ]
-    return tools + (gitread.git_tools(history) if history is not None else [])
+    return tools + (gitread.git_tools(history, secrets) if history is not None else [])
 
 
 def _search_tool(root: Path, a: SearchArgs, max_bytes: int, matches: int,

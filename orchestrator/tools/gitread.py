@@ -16,10 +16,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from orchestrator.errors import GitError, ToolError
+from orchestrator.errors import GitError, PolicyViolation, ToolError
 from orchestrator.gitsafe import git
 from orchestrator.tools.base import Tool
 from orchestrator.tools.jail import Jail, open_regular
+from orchestrator.tools.secretfiles import DEFAULT, SecretFiles
 
 MAX_BLAME_LINES = 400
 _listing = threading.Lock()  # one listing of a tree's tracked files at a time (``_tracked``)
@@ -48,8 +49,9 @@ class GitBlameArgs(BaseModel):
     end_line: int = Field(ge=1)
 
 
-def git_tools(history: GitHistory) -> list[Tool]:
-    """``git_log`` and ``git_blame`` as read-only tools over ``history``."""
+def git_tools(history: GitHistory, secrets: SecretFiles = DEFAULT) -> list[Tool]:
+    """``git_log`` and ``git_blame`` as read-only tools over ``history``; ``blame`` shows a
+    file's lines, so it refuses ``secrets`` as ``read`` does."""
     return [
         Tool("git_log", _LOG_DOC, GitLogArgs,
              lambda a: git_log(history.root, a.path, a.max_count, history=history)),
@@ -57,7 +59,8 @@ def git_tools(history: GitHistory) -> list[Tool]:
             "git_blame",
             _BLAME_DOC,
             GitBlameArgs,
-            lambda a: git_blame(history.root, a.path, a.start_line, a.end_line, history=history),
+            lambda a: git_blame(history.root, a.path, a.start_line, a.end_line, history=history,
+                                secrets=secrets),
         ),
     ]
 
@@ -76,7 +79,7 @@ def git_log(root: Path, path: str | None = None, max_count: int = 20, *,
 
 
 def git_blame(root: Path, path: str, start: int, end: int, *,
-              history: GitHistory | None = None) -> str:
+              history: GitHistory | None = None, secrets: SecretFiles = DEFAULT) -> str:
     """``line| sha author: text`` for lines ``start``..``end`` of ``path`` (working tree)."""
     h = history or GitHistory(root)
     if start < 1 or end < start:
@@ -84,6 +87,8 @@ def git_blame(root: Path, path: str, start: int, end: int, *,
     jail = Jail(root)
     file = jail.resolve(path)
     rel = jail.relative(file)
+    if secrets.secret(rel):  # blame prints the lines: a secret file's are not shown
+        raise PolicyViolation(secrets.refusal(rel))
     if not file.is_file():
         raise ToolError(f"no such file: {rel}")
     open_regular(file, rel).close()  # refuses FIFOs and devices before git reads the file

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.sandbox import Sandbox
+from orchestrator.sandbox.quota import WorktreeQuota
 from orchestrator.tools.base import Tool
 
 
@@ -56,6 +57,7 @@ _SECRET_PATTERNS = (
 # Would point the command's git at another repository than the workspace.
 _GIT_LOCATION_VARS = {"GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_COMMON_DIR"}
 _KILL_GRACE_S = 1.0
+_QUOTA_POLL_S = 0.5  # how often a running command's worktree is measured (at most)
 _CHUNK = 65536
 
 
@@ -180,11 +182,15 @@ async def run_command(
     capture = _Capture(output_cap)
     reader = asyncio.create_task(_pump(proc.stdout, capture))
     timed_out = False
+    watcher = (asyncio.create_task(_stop_past_quota(proc, sandbox.quota))
+               if sandbox.quota is not None else None)
     try:
         if not await _exited(proc, timeout):
             timed_out = True
             await _terminate_group(proc)
     finally:
+        if watcher is not None:
+            watcher.cancel()
         if proc.returncode is None:  # cancelled: never leave the command behind
             _signal_group(proc.pid, signal.SIGKILL)
     try:
@@ -247,6 +253,22 @@ async def _exited(proc: asyncio.subprocess.Process, timeout: float) -> bool:
         await asyncio.sleep(min(delay, max(deadline - time.monotonic(), 0)))
         delay = min(delay * 2, 0.1)
     return True
+
+
+async def _stop_past_quota(proc: asyncio.subprocess.Process, quota: WorktreeQuota) -> None:
+    """Measure the worktree while the command runs and kill it once past its disk quota, so one
+    long command cannot fill the disk before the measure after it. Measured at most every
+    ``_QUOTA_POLL_S``, and never more than a fifth of the time (a large tree costs more)."""
+    pause = _QUOTA_POLL_S
+    while True:
+        await asyncio.sleep(pause)  # a short command ends first: measured once, after it
+        if proc.returncode is not None:
+            return
+        started = time.monotonic()
+        if await asyncio.to_thread(quota.over) is not None and proc.returncode is None:
+            _signal_group(proc.pid, signal.SIGKILL)
+            return
+        pause = max(_QUOTA_POLL_S, 4 * (time.monotonic() - started))
 
 
 async def _terminate_group(proc: asyncio.subprocess.Process) -> None:

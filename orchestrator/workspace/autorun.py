@@ -59,6 +59,24 @@ def runs_by_itself(path: str, *, hooks_dir: str | None = None, ci: bool = False)
     return None
 
 
+# characters HFS+ ignores in a name (git's is_hfs_dotgit): ".g\u200cit" is ".git" there
+_IGNORED_BY_HFS = frozenset("\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e"
+                            "\u206a\u206b\u206c\u206d\u206e\u206f\ufeff")
+
+
+def unsafe_path(path: str) -> str | None:
+    """Why git would refuse to check ``path`` out (a ``.git`` component in any spelling an
+    NTFS or HFS+ checkout reads as ``.git``, ``..``, ``.``, an empty one), or None. A branch
+    holding one was crafted: no run writes such a tree."""
+    for part in path.split("/"):
+        if part in ("", ".", ".."):
+            return f"a path with a {part or 'empty'!r} component"
+        plain = "".join(c for c in part.lower() if c not in _IGNORED_BY_HFS).rstrip(". ")
+        if plain in (".git", "git~1"):
+            return "a path inside a .git directory"
+    return None
+
+
 def allowed(path: str, names: tuple[str, ...]) -> bool:
     """Whether the user named ``path`` (or a directory holding it) to be let through."""
     for name in names:
