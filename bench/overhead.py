@@ -32,18 +32,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from demokit import demo_env, demo_roles
 from simproc import simulator
 
 from orchestrator.api import arun
-from orchestrator.config.layers import load_roles
-from orchestrator.faces.demo import (
-    DEMO_TASK,
-    SIM_KEY_ENV,
-    demo_roles_sets,
-    demo_scenario,
-    make_sample_repo,
-    scenario_path,
-)
+from orchestrator.faces.demo import DEMO_TASK, demo_scenario, make_sample_repo
 from orchestrator.sim import ModelBehavior, Reply, Scenario, ToolCallSpec
 
 TARGET_MS = 5.0
@@ -82,10 +75,8 @@ async def one_run(base_url: str, wire: str, sets: list[str] = (),  # type: ignor
     """One demo run; its time split, turns, CPU time and phases."""
     with tempfile.TemporaryDirectory() as tmp:
         repo = make_sample_repo(Path(tmp) / "sample")
-        roles = load_roles(
-            base_text=scenario_path("demo-roles.toml").read_text(encoding="utf-8"),
-            sets=[*demo_roles_sets(base_url), f'providers.sim.api="{wire}"', *sets])
-        env = {**os.environ, SIM_KEY_ENV: "simulated-key"}
+        roles = demo_roles(base_url, f'providers.sim.api="{wire}"', *sets)
+        env = demo_env()
         cpu = time.process_time()
         result = await arun(DEMO_TASK, repo=repo, roles=roles, env=env, listeners=listeners)
         cpu = time.process_time() - cpu

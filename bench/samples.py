@@ -25,23 +25,15 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from demokit import demo_env, demo_roles
 from simproc import simulator
 
 from orchestrator.benchmark.simulator import load_role_map
-from orchestrator.config.layers import load_roles
 from orchestrator.config.prompts import text
 from orchestrator.engine.oneshot import messages, shown_files
 from orchestrator.engine.preflight import localize_worktree
 from orchestrator.engine.race import temperature_of
-from orchestrator.faces.demo import (
-    DEMO_TASK,
-    SIM_KEY_ENV,
-    demo_roles_sets,
-    demo_scenario,
-    make_sample_repo,
-    scenario_path,
-    test_command,
-)
+from orchestrator.faces.demo import DEMO_TASK, demo_scenario, make_sample_repo, test_command
 from orchestrator.localize.localization import Check
 from orchestrator.models.pool import ClientPool
 from orchestrator.sim.scenario import CacheSpec
@@ -134,10 +126,8 @@ def main() -> None:
             scenario = demo_scenario()
             scenario = scenario.model_copy(update={"cache": CacheSpec(min_tokens=0, block=1)})
             with simulator(scenario, "process") as sim:
-                roles = load_roles(base_text=scenario_path("demo-roles.toml").read_text("utf-8"),
-                                   sets=demo_roles_sets(sim.base_url))
-                env = {**os.environ, SIM_KEY_ENV: "sim"}
-                rows = asyncio.run(_samples(roles, env, args.role, prompt, args.k))
+                rows = asyncio.run(_samples(demo_roles(sim.base_url), demo_env(), args.role,
+                                            prompt, args.k))
     summary = _report(rows)
     _print(summary)
     if args.json:

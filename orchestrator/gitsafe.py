@@ -48,6 +48,9 @@ _HARDENED: tuple[str, ...] = (
     "protocol.file.allow=always",
     "core.quotePath=false",
 )
+# Subcommands that never read a work tree's file nor write an index (writing one re-reads the
+# files whose stat data is racy, through their filters): no need to find the drivers.
+_NO_DRIVERS = frozenset({"init", "update-ref", "rev-parse", "show-ref", "commit-tree"})
 _OUR_IDENTITY = (f"user.name={IDENTITY[0]}", f"user.email={IDENTITY[1]}")
 # What a git child may inherit from our environment; everything else is dropped.
 _ENV_KEEP = ("PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "TZ", "XDG_CONFIG_HOME", "SYSTEMROOT")
@@ -101,7 +104,7 @@ def git(
     if not user_identity:
         flags += [f for kv in _OUR_IDENTITY for f in ("-c", kv)]
     trusted = git_dir or cwd
-    if trusted is not None and not drivers:
+    if trusted is not None and not drivers and (not args or args[0] not in _NO_DRIVERS):
         flags += [f for kv in _driver_overrides(str(trusted), bool(git_dir)) for f in ("-c", kv)]
     try:
         with phase("git"):

@@ -1,5 +1,7 @@
 """Helpers for the routing tests: a pool over the simulator with a backup model, quick retries,
-recorded routing events, and a real planner session over a sample repository.
+recorded routing events, and a real planner session over a sample repository; and for the
+tests that script a demo run's builder (``test_ladder.py``, ``test_protect.py``): the sample
+repository's bug and fix, a run's keywords, a file at a revision.
 
 Every pool ``pool_for`` makes is closed after its test, in the test's own event loop (the
 ``pools_closed`` fixture of ``conftest.py``, which the modules that use this kit ask for):
@@ -8,11 +10,14 @@ prints "Unclosed client session" long after the test."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
+from typing import Any
 
 from conftest import run_env, sim_roles
 
 from orchestrator.config.definitions import load_agents
+from orchestrator.faces.demo import demo_roles_sets, scenario_path
 from orchestrator.models.fallback import RetryPolicy
 from orchestrator.models.pool import ClientPool
 from orchestrator.models.routing import RoutingEvent
@@ -54,6 +59,31 @@ def pool_for(sim: SimServer, *sets: str, policy: RetryPolicy = QUICK, **kw) -> t
 
 def call(name: str, **arguments: object) -> Reply:
     return Reply(tool_calls=[ToolCallSpec(name=name, arguments=dict(arguments))])
+
+
+# --- a demo run whose builder is scripted ----------------------------------------------------
+
+TEST_FILE = "tests/test_stats.py"  # the sample repository's failing test
+BUGGY_LINE = "    return ordered[mid]\n"
+RIGHT_LINE = "    return (ordered[mid - 1] + ordered[mid]) / 2\n"
+BUGGY = "        return ordered[mid]\n" + BUGGY_LINE  # stats.py's median, and its fix
+RIGHT = "        return ordered[mid]\n" + RIGHT_LINE
+
+
+def submit(summary: str = "fixed") -> Reply:
+    return call("submit", summary=summary, files_changed=["stats.py"])
+
+
+def demo_run(sim: SimServer, repo: Path, *sets: str) -> dict[str, Any]:
+    """``api.arun``'s keywords for a demo run in ``repo`` against ``sim``, with ``sets``."""
+    return dict(repo=repo, role_files=[scenario_path("demo-roles.toml")], env=run_env(),
+                sets=[*demo_roles_sets(sim.base_url), *sets])
+
+
+def show(repo: Path, rev: str) -> str:
+    """``git show rev`` in ``repo``: a file at a revision (``branch:path``)."""
+    return subprocess.run(["git", "show", rev], cwd=repo, capture_output=True, text=True,
+                          check=True).stdout
 
 
 async def planner_session(pool: ClientPool, repo: Path, sid: str = "planner-1"):

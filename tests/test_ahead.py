@@ -18,10 +18,10 @@ from conftest import run_env, sim_roles
 from test_workspace import make_repo
 
 from orchestrator import api
-from orchestrator.engine.ahead import Ahead, TreeAhead
+from orchestrator.engine.ahead import Ahead, TreeAhead, Watches
 from orchestrator.evidence.sources import GitCommitSource, LineCounts
 from orchestrator.faces.demo import DEMO_TASK
-from orchestrator.workspace.worktree import Workspace
+from orchestrator.workspace.worktree import Bounds, Workspace
 
 
 def _blob(repo: Path, tree: str, path: str) -> str:
@@ -69,6 +69,31 @@ async def test_the_tree_taken_ahead_is_used_when_nothing_wrote_since(tmp_path):
     assert _blob(repo, tree, "app.py") == "print('two')\n"
     assert tree == ws.snapshot()  # the same as taking it now
     await ahead.settle()
+
+
+async def test_the_tree_taken_after_the_preflight_starts_the_build_only_if_nothing_wrote(
+        tmp_path):
+    """The snapshot started after the preflight's commands is the first attempt's tree, once,
+    when no session's writing tool has run since; otherwise the attempt takes its own."""
+    repo = make_repo(tmp_path / "repo")
+    ws = Workspace.create(repo, "first", bounds=Bounds())
+    (ws.worktree / "made-by-a-test-run.txt").write_text("output\n")  # the preflight wrote
+    taken: list[str] = []
+
+    async def own() -> str:
+        taken.append(await asyncio.to_thread(ws.snapshot))
+        return taken[-1]
+
+    run = Ahead()
+    run.start_tree(ws)
+    first = await run.first_tree(own)
+    assert taken == [] and first == ws.snapshot()
+    assert _blob(repo, first, "made-by-a-test-run.txt") == "output\n"
+    assert await run.first_tree(own) == first and len(taken) == 1  # once: then its own
+    run.start_tree(ws)
+    await _write(Watches(run), ws.worktree / "app.py", "print('written')\n")
+    second = await run.first_tree(own)
+    assert taken[-1] == second != first and _blob(repo, second, "app.py") == "print('written')\n"
 
 
 async def test_a_write_while_a_snapshot_runs_is_in_the_tree(tmp_path):

@@ -108,3 +108,56 @@ def test_a_revision_that_looks_like_an_option_runs_nothing(sample_repo: Path,
     with pytest.raises(UsageError):
         GitCommitSource(sample_repo, f"--output={out}").commit  # noqa: B018
     assert not out.exists()
+
+
+# --- a bounded snapshot stages only what its listing names -----------------------------------
+
+
+def _tree_files(repo: Path, tree: str) -> str:
+    return subprocess.run(["git", "ls-tree", "-r", tree], cwd=repo, check=True,
+                          capture_output=True, text=True).stdout
+
+
+def test_a_bounded_snapshot_sees_every_kind_of_change(sample_repo: Path) -> None:
+    """``add -A`` runs only when the bound's listing names a file: a file gone, a mode, a
+    link in place of a file, a new file each are named, and an ignored one is not staged."""
+    ws = Workspace.create(sample_repo, "kinds", bounds=Bounds())
+    trees = [ws.snapshot()]
+    changes = [lambda w: (w / "README.md").unlink(),
+               lambda w: (w / "stats.py").chmod(0o755),
+               lambda w: ((w / "tests" / "__init__.py").unlink(),
+                          (w / "tests" / "__init__.py").symlink_to("test_stats.py")),
+               lambda w: (w / "new" / "deep").mkdir(parents=True) or
+               (w / "new" / "deep" / "f.txt").write_text("new\n")]
+    for change in changes:
+        change(ws.worktree)
+        trees.append(ws.snapshot())
+        assert trees[-1] != trees[-2]
+    listing = _tree_files(sample_repo, trees[-1])
+    assert "README.md" not in listing and "100755 blob" in listing and "120000 blob" in listing
+    assert "new/deep/f.txt" in listing
+    (ws.worktree / "__pycache__").mkdir()
+    (ws.worktree / "__pycache__" / "x.pyc").write_bytes(b"ignored")
+    assert ws.snapshot() == trees[-1]
+
+
+def test_a_trees_diff_is_gits_however_often_and_in_what_order_it_is_asked(
+        sample_repo: Path) -> None:
+    """A tree's diff is made once and kept for the tree asked last: asking for another tree
+    and back gives each its own diff, stat and patch.diff, as git gives them."""
+    ws = Workspace.create(sample_repo, "diffs", bounds=Bounds())
+    base_tree = ws.snapshot()
+    (ws.worktree / "stats.py").write_text("x = 1\n")
+    one = ws.snapshot()
+    (ws.worktree / "data.bin").write_bytes(bytes(range(256)))
+    two = ws.snapshot()
+    for tree, files in ((one, 1), (two, 2), (one, 1), (two, 2)):
+        patch = ws.patch(tree)
+        assert patch == subprocess.run(
+            ["git", "diff", "--no-color", "--binary", "--full-index", ws.base_commit, tree],
+            cwd=sample_repo, check=True, capture_output=True, text=True).stdout
+        assert patch.count("diff --git ") == files
+        assert ws.write_patch(tree).read_text() == patch
+        assert f"{files} file{'s' * (files > 1)} changed" in ws.diff_stat(tree)
+    assert ws.patch() == ws.patch(two)  # the worktree's diff is its tree's
+    assert not ws.files.changes(base_tree) and ws.files.changes(one)

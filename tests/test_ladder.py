@@ -8,40 +8,29 @@ the simulator recorded, report.json and the events."""
 from __future__ import annotations
 
 import json
-import subprocess
 import time
 from pathlib import Path
 
-from conftest import run_env, scenario_with
+from conftest import scenario_with
+from routing_kit import (
+    BUGGY,
+    BUGGY_LINE,
+    RIGHT,
+    RIGHT_LINE,
+    TEST_FILE,
+    call,
+    demo_run,
+    show,
+    submit,
+)
 
 from orchestrator import api
-from orchestrator.faces.demo import DEMO_TASK, demo_roles_sets, scenario_path
-from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
+from orchestrator.faces.demo import DEMO_TASK
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
 from orchestrator.sim.scenario import CacheSpec
 
-TEST_FILE = "tests/test_stats.py"
-BUGGY_LINE = "    return ordered[mid]\n"
-RIGHT_LINE = "    return (ordered[mid - 1] + ordered[mid]) / 2\n"
-BUGGY = "        return ordered[mid]\n" + BUGGY_LINE
-RIGHT = "        return ordered[mid]\n" + RIGHT_LINE
 FACT = "`median([4, 1, 3, 2])` returned `3`, the test expects `2.5`"
-
-
-def _call(name: str, **arguments) -> Reply:
-    return Reply(tool_calls=[ToolCallSpec(name=name, arguments=arguments)])
-
-
-SUBMIT = _call("submit", summary="fixed", files_changed=["stats.py"])
-
-
-def _setup(sim, repo: Path, *sets: str) -> dict:
-    return dict(repo=repo, role_files=[scenario_path("demo-roles.toml")], env=run_env(),
-                sets=[*demo_roles_sets(sim.base_url), *sets])
-
-
-def _show(repo: Path, rev: str) -> str:
-    return subprocess.run(["git", "show", rev], cwd=repo, capture_output=True, text=True,
-                          check=True).stdout
+SUBMIT = submit("fixed")
 
 
 def _fixed(repo: Path) -> str:
@@ -63,7 +52,7 @@ async def test_an_unchanged_one_shot_climbs_to_the_facts_then_the_tool_loop(fres
     same failure twice no longer stops the loop, the second one-shot is told the assertion's
     values and the function to change, and the tool loop runs and fixes it."""
     original = (sample_repo / "stats.py").read_text(encoding="utf-8")
-    loop = [_call("replace", path="stats.py", old=BUGGY, new=RIGHT), SUBMIT]
+    loop = [call("replace", path="stats.py", old=BUGGY, new=RIGHT), SUBMIT]
 
     def respond(req: ChatRequestView) -> Reply:
         if not req.body.get("tools"):
@@ -72,11 +61,11 @@ async def test_an_unchanged_one_shot_climbs_to_the_facts_then_the_tool_loop(fres
 
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
     events: list = []
-    result = await api.arun(DEMO_TASK, listeners=[events.append], **_setup(
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **demo_run(
         fresh_sim, sample_repo, "builder.one_shot=true", "builder.one_shot_attempts=2",
         "builder.temperatures=[0.0, 0.6]", "run.max_attempts=3"))
     assert result.status == "succeeded", result.reason
-    assert RIGHT_LINE in _show(sample_repo, f"{result.branch}:stats.py")
+    assert RIGHT_LINE in show(sample_repo, f"{result.branch}:stats.py")
     log = [(a.strategy, a.changed, a.passed) for a in result.attempt_log]
     assert log == [("one_shot", False, False), ("one_shot_fact", False, False),
                    ("tool_loop", True, True)]
@@ -102,22 +91,22 @@ async def test_changing_only_the_failing_tests_is_not_a_failed_fix(fresh_sim, sa
     def by_attempt(req: ChatRequestView) -> Reply:
         if req.assistant_turns == 0:
             state["attempt"] += 1
-        turns = ([_call("run", command=f"sed -i 's/2.5)/2)/' {TEST_FILE}"), SUBMIT]
+        turns = ([call("run", command=f"sed -i 's/2.5)/2)/' {TEST_FILE}"), SUBMIT]
                  if state["attempt"] < 3 else
-                 [_call("replace", path="stats.py", old=BUGGY, new=RIGHT), SUBMIT])
+                 [call("replace", path="stats.py", old=BUGGY, new=RIGHT), SUBMIT])
         return turns[min(req.assistant_turns, len(turns) - 1)]
 
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=by_attempt)}))
-    result = await api.arun(DEMO_TASK, **_setup(fresh_sim, sample_repo, "run.max_attempts=3"))
+    result = await api.arun(DEMO_TASK, **demo_run(fresh_sim, sample_repo, "run.max_attempts=3"))
     assert result.status == "succeeded", result.reason
     assert [(a.changed, a.passed) for a in result.attempt_log] == [(False, False),
                                                                    (False, False), (True, True)]
-    assert _show(sample_repo, f"{result.branch}:{TEST_FILE}") == _show(sample_repo,
-                                                                       f"HEAD:{TEST_FILE}")
+    assert show(sample_repo, f"{result.branch}:{TEST_FILE}") == \
+        show(sample_repo, f"HEAD:{TEST_FILE}")
 
 
 def _planner_with(diagnosis: dict) -> ModelBehavior:
-    return ModelBehavior(script=[_call(
+    return ModelBehavior(script=[call(
         "submit", goal="median() averages the two middle values for even lengths",
         steps=["Fix the even branch of median"], questions=[], files_to_touch=["stats.py"],
         acceptance=[], diagnosis=diagnosis)])
@@ -131,7 +120,7 @@ async def _diagnosed_run(sim, repo: Path, diagnosis: dict) -> tuple[object, list
     }))
     events: list = []
     result = await api.arun(DEMO_TASK, listeners=[events.append],
-                            **_setup(sim, repo, "builder.one_shot=true"))
+                            **demo_run(sim, repo, "builder.one_shot=true"))
     return result, events, json.dumps(_builder(sim)[0].messages)
 
 
@@ -182,12 +171,12 @@ async def test_best_of_k_stops_at_the_first_passing_sample_with_one_prompt(fresh
     fresh_sim.set_scenario(scenario.model_copy(update={"cache": CacheSpec(min_tokens=0,
                                                                           block=1)}))
     events: list = []
-    result = await api.arun(DEMO_TASK, listeners=[events.append], **_setup(
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **demo_run(
         fresh_sim, sample_repo, "builder.one_shot=true", "builder.samples=3",
         "builder.temperatures=[0.2, 0.5, 0.8]"))
     assert result.status == "succeeded", result.reason
     assert result.attempts == 1
-    assert _show(sample_repo, f"{result.branch}:stats.py") == _fixed(sample_repo)
+    assert show(sample_repo, f"{result.branch}:stats.py") == _fixed(sample_repo)
     recorded = fresh_sim.state.requests_for("sim-builder")
     assert len(recorded) == 2  # stopped at the first pass
     bodies = [r.body for r in recorded]
@@ -208,36 +197,36 @@ async def test_the_time_budget_ends_the_run_failed_and_says_so(fresh_sim, sample
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
         script=[Reply(content="thinking", delay_s=60.0)])}))
     started = time.monotonic()
-    result = await api.arun(DEMO_TASK, **_setup(
+    result = await api.arun(DEMO_TASK, **demo_run(
         fresh_sim, sample_repo, "builder.one_shot=true", "run.time_budget_s=4",
         "run.max_attempts=5"))
     assert result.status == "failed"
     assert "time budget of 4 s" in result.reason and "run.time_budget_s" in result.reason
     assert result.attempts == 1 and result.attempt_log[0].passed is False
     assert time.monotonic() - started < 50  # the 60 s reply was not waited for
-    assert _show(sample_repo, f"{result.branch}:stats.py") == _show(sample_repo, "HEAD:stats.py")
+    assert show(sample_repo, f"{result.branch}:stats.py") == show(sample_repo, "HEAD:stats.py")
 
 
 async def test_after_the_tool_loop_the_next_model_of_the_chain_builds(fresh_sim, sample_repo):
     """The builder's model only submits (changes nothing); attempt 2 is the next rung: the
     role's fallback model (here the reviewer's simulated model) runs the tool loop and fixes."""
-    loop = [_call("replace", path="stats.py", old=BUGGY, new=RIGHT), SUBMIT]
+    loop = [call("replace", path="stats.py", old=BUGGY, new=RIGHT), SUBMIT]
 
     def fallback(req: ChatRequestView) -> Reply:
         names = {t["function"]["name"] for t in req.body.get("tools") or []}
         if "replace" not in names:  # the reviewer's own session
-            return _call("submit", verdict="approve", comments=[])
+            return call("submit", verdict="approve", comments=[])
         return loop[min(req.assistant_turns, len(loop) - 1)]
 
     fresh_sim.set_scenario(scenario_with(**{
         "sim-builder": ModelBehavior(script=[SUBMIT]),
         "sim-reviewer": ModelBehavior(respond=fallback)}))
-    result = await api.arun(DEMO_TASK, **_setup(
+    result = await api.arun(DEMO_TASK, **demo_run(
         fresh_sim, sample_repo, 'builder.fallback=["reviewer-sim"]', "run.max_attempts=2"))
     assert result.status == "succeeded", result.reason
     assert [(a.strategy, a.model_step, a.changed) for a in result.attempt_log] == [
         ("tool_loop", 0, False), ("next_model", 1, True)]
-    assert RIGHT_LINE in _show(sample_repo, f"{result.branch}:stats.py")
+    assert RIGHT_LINE in show(sample_repo, f"{result.branch}:stats.py")
     assert len(fresh_sim.state.requests_for("sim-builder")) == 1
 
 
@@ -262,11 +251,11 @@ async def test_the_facts_rung_takes_the_one_function_alone(fresh_sim, sample_rep
         return Reply(content=f"stats.py\n```python\n{original}```\n")
 
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
-    result = await api.arun(DEMO_TASK, **_setup(
+    result = await api.arun(DEMO_TASK, **demo_run(
         fresh_sim, sample_repo, "builder.one_shot=true", "builder.one_shot_attempts=2",
         "builder.temperatures=[0.0, 0.6]"))
     assert result.status == "succeeded", result.reason
-    assert _show(sample_repo, f"{result.branch}:stats.py") == _fixed(sample_repo)
+    assert show(sample_repo, f"{result.branch}:stats.py") == _fixed(sample_repo)
     assert [a.strategy for a in result.attempt_log] == ["one_shot", "one_shot_fact"]
 
 
@@ -289,7 +278,7 @@ async def test_a_budget_that_runs_out_during_samples_leaves_no_sample_worktree(f
                                                                                sample_repo):
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
         script=[Reply(content="thinking", delay_s=60.0)])}))
-    result = await api.arun(DEMO_TASK, **_setup(
+    result = await api.arun(DEMO_TASK, **demo_run(
         fresh_sim, sample_repo, "builder.one_shot=true", "builder.samples=2",
         "run.time_budget_s=4"))
     assert result.status == "failed" and "time budget" in result.reason

@@ -8,42 +8,23 @@ from __future__ import annotations
 import json
 import os
 import stat
-import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import run_env, scenario_with
+from conftest import scenario_with
+from routing_kit import BUGGY, RIGHT, TEST_FILE, call, demo_run, show, submit
 
 from orchestrator import api
-from orchestrator.faces.demo import DEMO_TASK, demo_roles_sets, scenario_path
-from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
+from orchestrator.faces.demo import DEMO_TASK
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
 
-BUGGY = "        return ordered[mid]\n    return ordered[mid]\n"
-RIGHT = "        return ordered[mid]\n    return (ordered[mid - 1] + ordered[mid]) / 2\n"
 EXPECTED = "self.assertEqual(median([4, 1, 3, 2]), 2.5)"
 CHEAT = "self.assertEqual(median([4, 1, 3, 2]), 3)"
-TEST_FILE = "tests/test_stats.py"
-
-
-def _call(name: str, **arguments) -> Reply:
-    return Reply(tool_calls=[ToolCallSpec(name=name, arguments=arguments)])
-
-
-SUBMIT = _call("submit", summary="done", files_changed=["stats.py"])
+SUBMIT = submit("done")
 
 
 def _scripted(*turns: Reply) -> ModelBehavior:
     return ModelBehavior(script=list(turns))
-
-
-def _setup(sim, repo: Path, *sets: str) -> dict:
-    return dict(repo=repo, role_files=[scenario_path("demo-roles.toml")], env=run_env(),
-                sets=[*demo_roles_sets(sim.base_url), *sets])
-
-
-def _show(repo: Path, rev: str) -> str:
-    return subprocess.run(["git", "show", rev], cwd=repo, capture_output=True, text=True,
-                          check=True).stdout
 
 
 def _last_history(sim, model: str) -> str:
@@ -53,14 +34,14 @@ def _last_history(sim, model: str) -> str:
 
 async def test_the_edit_tools_refuse_the_failing_tests(fresh_sim, sample_repo):
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": _scripted(
-        _call("replace", path=TEST_FILE, old=EXPECTED, new=CHEAT),
-        _call("write_file", path=TEST_FILE, content="import unittest\n"),
-        _call("replace", path="stats.py", old=BUGGY, new=RIGHT),
+        call("replace", path=TEST_FILE, old=EXPECTED, new=CHEAT),
+        call("write_file", path=TEST_FILE, content="import unittest\n"),
+        call("replace", path="stats.py", old=BUGGY, new=RIGHT),
         SUBMIT)}))
-    result = await api.arun(DEMO_TASK, **_setup(fresh_sim, sample_repo))
+    result = await api.arun(DEMO_TASK, **demo_run(fresh_sim, sample_repo))
     assert result.status == "succeeded", result.reason
-    assert _show(sample_repo, f"{result.branch}:{TEST_FILE}") == _show(sample_repo,
-                                                                       f"HEAD:{TEST_FILE}")
+    assert show(sample_repo, f"{result.branch}:{TEST_FILE}") == \
+        show(sample_repo, f"HEAD:{TEST_FILE}")
     said = _last_history(fresh_sim, "sim-builder")
     assert said.count("is a failing test of this task") == 2
 
@@ -68,13 +49,13 @@ async def test_the_edit_tools_refuse_the_failing_tests(fresh_sim, sample_repo):
 async def test_a_command_that_changes_the_tests_has_it_put_back(fresh_sim, sample_repo):
     cheat = f"sed -i 's/2.5)/3)/' {TEST_FILE} && sed -i 's/\\[mid\\]$/[mid + 0]/' stats.py"
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": _scripted(
-        _call("run", command=cheat), SUBMIT)}))
+        call("run", command=cheat), SUBMIT)}))
     events: list = []
     result = await api.arun(DEMO_TASK, listeners=[events.append],
-                            **_setup(fresh_sim, sample_repo, "run.max_attempts=1"))
+                            **demo_run(fresh_sim, sample_repo, "run.max_attempts=1"))
     assert result.status == "failed"  # the tests as written still fail
-    assert _show(sample_repo, f"{result.branch}:{TEST_FILE}") == _show(sample_repo,
-                                                                       f"HEAD:{TEST_FILE}")
+    assert show(sample_repo, f"{result.branch}:{TEST_FILE}") == \
+        show(sample_repo, f"HEAD:{TEST_FILE}")
     warned = [e for e in events if e.kind == "warning" and e.category == "tests_put_back"]
     assert warned and TEST_FILE in warned[0].message
 
@@ -84,27 +65,27 @@ async def test_feedback_says_the_tests_were_put_back_and_a_retry_samples_differe
     def respond(req: ChatRequestView) -> Reply:
         task = next(m["content"] for m in req.messages if m.get("role") == "user")
         if "they were put back" not in task:  # attempt 1 cheats through the shell
-            turns = [_call("run", command=f"sed -i 's/2.5)/3)/' {TEST_FILE}"), SUBMIT]
+            turns = [call("run", command=f"sed -i 's/2.5)/3)/' {TEST_FILE}"), SUBMIT]
         else:
-            turns = [_call("replace", path="stats.py", old=BUGGY, new=RIGHT), SUBMIT]
+            turns = [call("replace", path="stats.py", old=BUGGY, new=RIGHT), SUBMIT]
         return turns[min(req.assistant_turns, len(turns) - 1)]
 
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
-    result = await api.arun(DEMO_TASK, **_setup(fresh_sim, sample_repo,
+    result = await api.arun(DEMO_TASK, **demo_run(fresh_sim, sample_repo,
                                                 "builder.temperatures=[0.0, 0.8]"))
     assert result.status == "succeeded", result.reason and result.attempts == 2
     temps = [r.body.get("temperature") for r in fresh_sim.state.requests_for("sim-builder")]
     assert temps == [0.0, 0.0, 0.8, 0.8]
-    assert RIGHT in _show(sample_repo, f"{result.branch}:stats.py")
+    assert RIGHT in show(sample_repo, f"{result.branch}:stats.py")
 
 
 async def test_protect_tests_off_lets_the_builder_edit_them(fresh_sim, sample_repo):
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": _scripted(
-        _call("replace", path=TEST_FILE, old=EXPECTED, new=CHEAT), SUBMIT)}))
-    result = await api.arun(DEMO_TASK, **_setup(fresh_sim, sample_repo,
+        call("replace", path=TEST_FILE, old=EXPECTED, new=CHEAT), SUBMIT)}))
+    result = await api.arun(DEMO_TASK, **demo_run(fresh_sim, sample_repo,
                                                 "run.protect_tests=false", "run.max_attempts=1"))
     assert result.status == "succeeded", result.reason  # what the user asked for, literally
-    assert CHEAT in _show(sample_repo, f"{result.branch}:{TEST_FILE}")
+    assert CHEAT in show(sample_repo, f"{result.branch}:{TEST_FILE}")
 
 
 async def test_putting_back_never_writes_through_a_link(fresh_sim, sample_repo, tmp_path):
@@ -112,14 +93,14 @@ async def test_putting_back_never_writes_through_a_link(fresh_sim, sample_repo, 
     outside.mkdir()
     swap = f"rm -rf tests && ln -s {outside} tests"
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": _scripted(
-        _call("run", command=swap), _call("replace", path="stats.py", old=BUGGY, new=RIGHT),
+        call("run", command=swap), call("replace", path="stats.py", old=BUGGY, new=RIGHT),
         SUBMIT)}))
-    result = await api.arun(DEMO_TASK, **_setup(fresh_sim, sample_repo, "run.max_attempts=1",
+    result = await api.arun(DEMO_TASK, **demo_run(fresh_sim, sample_repo, "run.max_attempts=1",
                                                 'sandbox.mode="none"'))
     assert list(outside.iterdir()) == []  # nothing written through the builder's link
     assert result.status == "succeeded", result.reason  # the tests were put back, and pass
-    assert _show(sample_repo, f"{result.branch}:{TEST_FILE}") == _show(sample_repo,
-                                                                       f"HEAD:{TEST_FILE}")
+    assert show(sample_repo, f"{result.branch}:{TEST_FILE}") == \
+        show(sample_repo, f"HEAD:{TEST_FILE}")
 
 
 def _digest(root: Path) -> dict[str, bytes]:
@@ -140,7 +121,7 @@ def test_put_back_writes_nothing_outside_the_worktree(sample_repo, tmp_path, rea
     sentinel = outside / "test_stats.py"
     sentinel.write_text("mine\n")
     ws = Workspace.create(sample_repo, "20990101-000000-putback")
-    before = (_digest(outside), _digest(sample_repo / ".git"), _show(sample_repo, "HEAD:stats.py"),
+    before = (_digest(outside), _digest(sample_repo / ".git"), show(sample_repo, "HEAD:stats.py"),
               (sample_repo / TEST_FILE).read_bytes())
     tests_dir = ws.worktree / "tests"
     (tests_dir / "test_stats.py").unlink()
@@ -155,4 +136,4 @@ def test_put_back_writes_nothing_outside_the_worktree(sample_repo, tmp_path, rea
     assert EXPECTED in (ws.worktree / TEST_FILE).read_text()
     assert stat.S_ISFIFO(os.lstat(tests_dir / "test_more.py").st_mode)  # not in the commit: left
     assert before == (_digest(outside), _digest(sample_repo / ".git"),
-                      _show(sample_repo, "HEAD:stats.py"), (sample_repo / TEST_FILE).read_bytes())
+                      show(sample_repo, "HEAD:stats.py"), (sample_repo / TEST_FILE).read_bytes())

@@ -13,6 +13,12 @@ used, whether it still holds: ``Ahead``, one per run (``RunContext.ahead``).
   re-read whatever changed). (With ``[sandbox] mode = "none"`` a process a command left running
   could still write; verify snapshots the worktree again after its own commands, so what is
   committed is what was checked.)
+- The worktree's tree after the preflight's commands, while the planner and explorers work
+  (``start_tree``): the first build attempt starts from it (``first_tree``) if no writing tool
+  of any session has started since (``Ahead`` is the run's own ``WriteWatch``, told by every
+  toolbox); else it takes its own. (A process a preflight command left running with
+  ``[sandbox] mode = "none"`` could still write: that attempt's "changed" is then judged from
+  the earlier tree; what is committed is still what verify checked.)
 - The run's commit, while the judges read the tree verify passed (``prepare_commit``). The
   check is a compare-and-swap: the report (``commit``) uses it only if it was made for the same
   message and tree and the run branch is still on the commit it was made on (``update-ref`` with
@@ -33,10 +39,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from orchestrator.evidence.sources import FileSource, LineCounts
+from orchestrator.tools.base import WriteWatch
 from orchestrator.workspace.commits import PreparedCommit
 from orchestrator.workspace.worktree import Workspace
 
@@ -49,6 +56,41 @@ class Ahead:
         self._counting = threading.Lock()  # never the counts' own lock: a count holds that
         self._counted = False
         self._commit: asyncio.Task[PreparedCommit | None] | None = None
+        self.writes = 0  # writing tools started (and ended) in any session of the run
+        self._start: tuple[asyncio.Task[str], int] | None = None  # (snapshot, writes then)
+
+    def started(self) -> None:  # the run's ``WriteWatch``: every toolbox tells it
+        self.writes += 1
+
+    def finished(self) -> None:
+        self.writes += 1
+
+    def start_tree(self, workspace: Workspace | None) -> None:
+        """Start a snapshot of the worktree on a thread (after the preflight's commands); it
+        waits for one started before (they share the index)."""
+        if workspace is None:
+            return
+        before = self._start[0] if self._start is not None else None
+
+        async def take() -> str:
+            if before is not None:
+                await _settled(before)
+            return await asyncio.to_thread(workspace.snapshot)
+
+        task = asyncio.get_running_loop().create_task(take())
+        task.add_done_callback(_retrieved)  # one never used: its error is dropped
+        self._start = (task, self.writes)
+
+    async def first_tree(self, take: Callable[[], Awaitable[str]]) -> str:
+        """The tree ``start_tree`` took, once, if no writing tool has started since; else
+        ``take()``'s (a failed snapshot is taken again there, raising its own error)."""
+        start, self._start = self._start, None
+        if start is not None:
+            task, writes = start
+            await _settled(task)
+            if writes == self.writes and not task.cancelled() and task.exception() is None:
+                return task.result()
+        return await take()
 
     def trees(self, workspace: Workspace | None) -> TreeAhead:
         """A ``WriteWatch`` for one build session, keeping a snapshot of the worktree ahead."""
@@ -103,6 +145,21 @@ class Ahead:
                 counts.of(src)
 
         threading.Thread(target=count, name="line-counts", daemon=True).start()
+
+
+class Watches:
+    """Several ``WriteWatch``es told as one (the run's and a session's own)."""
+
+    def __init__(self, *watches: WriteWatch) -> None:
+        self.watches = watches
+
+    def started(self) -> None:
+        for watch in self.watches:
+            watch.started()
+
+    def finished(self) -> None:
+        for watch in self.watches:
+            watch.finished()
 
 
 class TreeAhead:

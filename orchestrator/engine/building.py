@@ -59,7 +59,7 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
     rung, last = rung_for(spec, len(steps), n)
     rung = Rung(rung.strategy, steps[rung.model_step])
     started = time.monotonic()
-    before = await ctx.worktree_tree()
+    before = await ctx.ahead.first_tree(ctx.worktree_tree)
     left = time_left(ctx)
     samples: list[Sample] = []
     timeout = asyncio.timeout(max(left, 0.0) if left is not None else None)
@@ -86,10 +86,10 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
 
 async def _changed(ctx: RunContext, state: RunState, before: str, after: str) -> bool:
     """Whether the attempt changed a file besides the failing tests (verify puts those back)."""
-    if ctx.workspace is None or not before or not after:
-        return before != after
-    paths = await asyncio.to_thread(ctx.workspace.changed_between, before, after)
     protected = protected_tests(ctx, state)
+    if ctx.workspace is None or not before or not after or before == after or not protected:
+        return before != after  # trees differ exactly when a file does: no git to ask
+    paths = await asyncio.to_thread(ctx.workspace.changed_between, before, after)
     return any(p not in protected for p in paths)
 
 

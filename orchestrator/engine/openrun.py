@@ -61,7 +61,8 @@ async def make_files(plan: Plan, options: RunOptions, saving: AsyncExitStack) ->
         return None
     making: Awaitable[Workspace | None] = _nothing() if plan.resumed else asyncio.to_thread(
         Workspace.create, plan.top, plan.run_id, include_dirty=options.include_dirty,
-        bounds=Bounds(plan.role_map.run.max_result_mb, plan.role_map.run.max_result_files))
+        bounds=Bounds(plan.role_map.run.max_result_mb, plan.role_map.run.max_result_files),
+        probed=plan.probed)
     opening: Awaitable[BaseCheckpointSaver | None] = _nothing() if plan.mode == "node" else \
         saving.enter_async_context(open_checkpointer(plan.top, plan.database_url))
     # the checkpointer opens while the worktree is made (a new file's syncs to disk, a

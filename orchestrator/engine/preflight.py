@@ -47,6 +47,7 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
                 continue
         checks.append(Check(command=command, exit_code=res.exit_code,
                             output=shown(res.output[-MAX_OUTPUT:])))
+    ctx.ahead.start_tree(ctx.workspace)  # the first attempt's tree, while the planner works
     limit = ctx.roles.run.preflight_analysis_s
     with ctx.telemetry.busy("tool"):
         try:

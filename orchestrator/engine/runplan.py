@@ -24,7 +24,7 @@ from orchestrator.models.keys import check_credentials
 from orchestrator.models.quota import QuotaLedger, WriteBehindLedger
 from orchestrator.models.quota_pg import build_ledger
 from orchestrator.sandbox import require_sandbox
-from orchestrator.workspace.repo import head_commit, repo_root
+from orchestrator.workspace.repo import Probed, find_repo, probe
 from orchestrator.workspace.worktree import Bounds, Workspace, new_run_id
 
 _EMPTY = {"run": "the task is empty: say what should be done, e.g. 'fix the failing test'",
@@ -49,6 +49,7 @@ class Plan:
     resumed: bool = False
     run_dir: Path = field(default_factory=Path)
     ignored: tuple[str, ...] = ()  # what an untrusted repository was not let do
+    probed: Probed | None = None  # the repository as a new run found it (its HEAD, its tree)
 
 
 def prepare(mode: Mode, options: RunOptions, subject: str, run_id: str | None,
@@ -74,12 +75,12 @@ def _resolve(mode: Mode, options: RunOptions, subject: str, run_id: str | None,
              served: Pipeline | None) -> Plan:
     if mode in _EMPTY and not subject.strip():
         raise UsageError(_EMPTY[mode])
-    top = repo_root(options.repo)
+    top, probed = find_repo(options.repo)
     saved = run_id is not None and (top / "workspaces" / run_id / RUN_FILE).exists()
     if mode == "resume" or (mode == "node" and saved):
         plan = _reopened(mode, options, top, str(run_id))
     else:
-        plan = _fresh(mode, options, top, subject, run_id)
+        plan = _fresh(mode, options, top, subject, run_id, probed)
     if served is not None and plan.pipeline != served:
         raise ConfigError(
             f"this run's pipeline is {plan.pipeline.describe()}, but the served graph runs "
@@ -103,10 +104,10 @@ def _reopened(mode: Mode, options: RunOptions, top: Path, run_id: str) -> Plan:
 
 
 def _fresh(mode: Mode, options: RunOptions, top: Path, subject: str,
-           run_id: str | None) -> Plan:
+           run_id: str | None, probed: Probed | None) -> Plan:
     """A new run: the role map from its layers (or the one given) and the pipeline it gives."""
-    if mode != "explore":
-        head_commit(top)  # an empty repository is refused before the checkpointer makes files
+    if mode != "explore" and probed is None:  # no commit: refused before any file is made
+        probed = probe(top)
     env = options.run_env()
     role_map, registry, ignored = resolve_setup(
         top, options.roles, options.role_files, options.sets, options.team, env=env,
@@ -114,7 +115,8 @@ def _fresh(mode: Mode, options: RunOptions, top: Path, subject: str,
     if mode != "explore":
         pipeline = pipeline_of(role_map, registry)
         return Plan(mode, subject, top, env, run_id or new_run_id(), role_map, registry,
-                     pipeline, options.database(env), pipeline.roles(), ignored=ignored)
+                     pipeline, options.database(env), pipeline.roles(), ignored=ignored,
+                     probed=probed)
     pipeline = pipeline_of(role_map, registry, need_build=False)
     if pipeline.explore is None:
         raise ConfigError(f"[pipeline] steps: explore needs an explore role "

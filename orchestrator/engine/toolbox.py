@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from orchestrator.config.kinds import EDIT_TOOLS, RUN_TOOL
+from orchestrator.engine.ahead import Watches
 from orchestrator.engine.runtime import RunContext
 from orchestrator.state import Role, RunState
 from orchestrator.tools.base import Tool, Toolbox, WriteWatch
@@ -64,7 +65,9 @@ def toolbox_for(ctx: RunContext, role: Role, protected: frozenset[str] = frozens
                 env=scrubbed_env(ctx.env),
             )
         )
-    return Toolbox.of((t for t in available if t.name in wanted), watch, output_mask(ctx))
+    # the run counts every session's writing tools (``Ahead.first_tree``); a build its own too
+    told = Watches(ctx.ahead, watch) if watch is not None else ctx.ahead
+    return Toolbox.of((t for t in available if t.name in wanted), told, output_mask(ctx))
 
 
 def output_mask(ctx: RunContext) -> Callable[[str], str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from orchestrator.tools.jail import Jail, open_regular
 from orchestrator.tools.secretfiles import DEFAULT, SecretFiles
 
 MAX_BLAME_LINES = 400
+_listing = threading.Lock()  # one listing of a tree's tracked files at a time (``_tracked``)
 _HEADER = re.compile(r"^([0-9a-f]{40,64}) \d+ (\d+)")
 
 
@@ -129,9 +131,15 @@ def is_ignored(h: GitHistory, rel: str) -> bool:
     return proc.returncode == 0
 
 
-@functools.lru_cache(maxsize=16)
 def _tracked(root: Path, git_dir: Path | None) -> frozenset[str]:
-    """The files the (trusted) index tracks, listed once per tree."""
+    """The files the (trusted) index tracks, listed once per tree (parallel explorers wait
+    for the one listing)."""
+    with _listing:
+        return _tracked_files(root, git_dir)
+
+
+@functools.lru_cache(maxsize=16)
+def _tracked_files(root: Path, git_dir: Path | None) -> frozenset[str]:
     try:
         proc = git("ls-files", "-z", cwd=root, git_dir=git_dir,
                    work_tree=root if git_dir is not None else None, timeout=20, check=False)

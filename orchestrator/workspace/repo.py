@@ -12,6 +12,7 @@ import fcntl
 import os
 import shutil
 from pathlib import Path
+from typing import NamedTuple
 
 from orchestrator.errors import UsageError
 from orchestrator.gitsafe import common_dir, git
@@ -27,9 +28,7 @@ _OLD_EXCLUDE = "/.orchestrate/"  # what versions before 0.2 wrote: it hid the ag
 
 def repo_root(path: str | os.PathLike[str] | None) -> Path:
     """The top level of the git repository at or above ``path``; a clear error otherwise."""
-    start_at = Path(path or ".").resolve()
-    if not start_at.exists():
-        raise UsageError(f"repository path does not exist: {start_at}")
+    start_at = _start(path)
     proc = git("rev-parse", "--show-toplevel", cwd=start_at if start_at.is_dir() else start_at.parent,
                check=False)
     if proc.returncode != 0:
@@ -37,6 +36,21 @@ def repo_root(path: str | os.PathLike[str] | None) -> Path:
             f"not a git repository: {start_at} (run inside a repository or pass --repo PATH)"
         )
     return Path(proc.stdout.strip())
+
+
+def find_repo(path: str | os.PathLike[str] | None) -> tuple[Path, Probed | None]:
+    """``repo_root(path)`` and, when the repository has a commit, ``probe``'s word on it: one
+    git call then."""
+    start_at = _start(path)
+    probed = _probed(start_at if start_at.is_dir() else start_at.parent)
+    return (probed.top, probed) if probed is not None else (repo_root(path), None)
+
+
+def _start(path: str | os.PathLike[str] | None) -> Path:
+    start_at = Path(path or ".").resolve()
+    if not start_at.exists():
+        raise UsageError(f"repository path does not exist: {start_at}")
+    return start_at
 
 
 def top_of(repo: Path) -> Path:
@@ -48,18 +62,34 @@ def top_of(repo: Path) -> Path:
     return top
 
 
-def probe(path: Path) -> tuple[Path, Path, str]:
-    """The repository's top level, its shared ``.git`` and its HEAD commit, in one git call."""
-    if path.is_dir():
-        found = git("rev-parse", "--show-toplevel", "--git-common-dir", "HEAD^{commit}",
-                    cwd=path, check=False)
-        lines = found.stdout.splitlines()
-        if found.returncode == 0 and len(lines) == 3:
-            top = Path(lines[0])
-            common = Path(lines[1])
-            return top, (common if common.is_absolute() else path / common).resolve(), lines[2]
+class Probed(NamedTuple):
+    """A repository as one git call saw it: top level, shared ``.git``, HEAD and its tree."""
+
+    top: Path
+    git_dir: Path
+    head: str
+    tree: str  # "" when not asked
+
+
+def probe(path: Path) -> Probed:
+    """The repository's top level, its shared ``.git``, its HEAD commit and that commit's tree,
+    in one git call; a clear error if it is no repository or has no commit yet."""
+    probed = _probed(path) if path.is_dir() else None
+    if probed is not None:
+        return probed
     top = top_of(path)  # not a repository, or no commit yet: say which
-    return top, common_dir(top), head_commit(top)
+    return Probed(top, common_dir(top), head_commit(top), "")
+
+
+def _probed(path: Path) -> Probed | None:
+    found = git("rev-parse", "--show-toplevel", "--git-common-dir", "HEAD^{commit}",
+                "HEAD^{tree}", cwd=path, check=False)
+    lines = found.stdout.splitlines()
+    if found.returncode != 0 or len(lines) != 4:
+        return None
+    common = Path(lines[1])
+    return Probed(Path(lines[0]), (common if common.is_absolute() else path / common).resolve(),
+                  lines[2], lines[3])
 
 
 def head_commit(top: Path) -> str:

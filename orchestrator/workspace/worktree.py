@@ -37,6 +37,7 @@ from orchestrator.errors import UsageError
 from orchestrator.gitsafe import GitError, common_dir, git
 from orchestrator.workspace.commits import PreparedCommit, RunBranch
 from orchestrator.workspace.repo import (
+    Probed,
     copy_dirty_state,
     dirty_paths,
     ensure_excluded,
@@ -107,11 +108,12 @@ class Workspace:
 
     @classmethod
     def create(cls, repo: Path, run_id: str, *, include_dirty: bool = False,
-               bounds: Bounds | None = None) -> Workspace:
+               bounds: Bounds | None = None, probed: Probed | None = None) -> Workspace:
         """Make ``workspaces/<run_id>/worktree`` on a new branch at the user's HEAD; ``bounds``
-        holds what the run may add beyond it (the user's dirty state, included, is theirs)."""
+        holds what the run may add beyond it (the user's dirty state, included, is theirs).
+        ``probed`` is ``repo.probe``'s word on the repository, when it was asked already."""
         _check_run_id(run_id)
-        top, git_dir, base = probe(Path(repo).expanduser())
+        top, git_dir, base, base_tree = probed or probe(Path(repo).expanduser())
         run_dir = top / "workspaces" / run_id
         worktree = run_dir / "worktree"
         if worktree.exists():
@@ -120,6 +122,8 @@ class Workspace:
         dirty = bool(dirty_paths(top))
         ws = cls(top, run_id, run_dir, worktree, f"orchestrate/{run_id}", base, base, dirty, False)
         ws.__dict__["git_dir"] = git_dir  # the cached property, already asked of git
+        if base_tree:
+            ws.files.know(base, base_tree)
         refused = ws.result.create(base)
         if refused is not None:
             raise UsageError(f"run {run_id} already exists in {top}: {refused}")
@@ -238,6 +242,8 @@ class Workspace:
     def patch(self, tree: str | None = None) -> str:
         """A binary-safe unified diff of all work (or of ``tree``, a snapshot) against
         ``base_commit``, for ``git apply`` (``write_patch`` for one of any size)."""
+        if tree:
+            return self.files.tree_patch(tree).decode("utf-8", "surrogateescape")
         out = self.run_dir / f".patch-{secrets.token_hex(4)}"
         try:
             self.files.write_patch(out, tree)
