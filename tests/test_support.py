@@ -184,3 +184,10 @@ def test_a_claim_whose_marked_name_its_quote_lacks_is_dropped_saying_so(click):
                                       quote=quote))
     assert verdict.kind == "unrelated"
     assert "names `ValueError`, which its quote does not show" in verdict.reason
+
+
+def test_an_all_caps_name_that_runs_two_claim_words_together_supports_it():
+    # the live 1.5B's answer to the default pool size, dropped before as unrelated
+    claim = "The default size of the HTTP adapter's connection pools is 10."
+    assert shared_name(claim, "DEFAULT_POOLSIZE = 10") == "DEFAULT_POOLSIZE"
+    assert shared_name("the default timeout of the pool", "DEFAULT_POOLSIZE = 10") is None

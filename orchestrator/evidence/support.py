@@ -5,7 +5,7 @@ name (``self``, ``str``, ``Exception``), and it is not made only of lines that o
 in the repository (``return rv``, ``import os``). A quote *supports* a claim when they share a
 name: one of the quote's names is a word of the claim (case aside, simple plurals and tenses
 forgiven), or every part of a compound name is (``ClickException`` needs both "click" and
-"exception"). A claim that marks code names (`` `ValueError` ``) is about those: its quote must
+"exception"; a part that runs two words together, ``POOLSIZE``, counts as both). A claim that marks code names (`` `ValueError` ``) is about those: its quote must
 show one of them, so "the exception is `ValueError`" is not backed by a line that only shares
 the word "value". Pure functions on short strings, so a citation costs microseconds.
 """
@@ -124,11 +124,17 @@ def shared_name(claim: str, quote: str) -> str | None:
         if name.lower() in terms:
             return name
         words = parts(name)
-        if len(words) >= 2 and all(w in terms for w in words):
+        if len(words) >= 2 and all(w in terms or _joined(w, terms) for w in words):
             return name
     generic = {t for t in _names(quote) if t in GENERIC}
     exact = generic.intersection(_NAME.findall(claim)) if generic else set()
     return min(exact) if exact else None
+
+
+def _joined(word: str, terms: frozenset[str]) -> bool:
+    """Whether ``word`` is two of the claim's words run together (``poolsize``: "pool",
+    "size"), as all-caps names write them."""
+    return any(word[:i] in terms and word[i:] in terms for i in range(3, len(word) - 2))
 
 
 @lru_cache(maxsize=4096)
