@@ -256,3 +256,39 @@ async def test_the_file_the_explorers_found_is_shown_whole_when_the_failure_does
     [first] = _builder_requests(fresh_sim)
     shown = json.dumps(first.messages)
     assert f"{path}\\n```" in shown and "COMBINED_RATES = {" in shown
+
+
+async def test_the_files_of_the_windows_an_explorer_was_shown_follow_the_ones_it_cites(
+        fresh_sim, tmp_path):
+    """The live 0.5B on xp-catalog-sort: asked where the code handles `newest`, it cited the
+    first window (cli.py's ORDERS) though the second held the bug (ordering.py's SORT_FIELDS).
+    The one-shot prompt shows the cited file, then the files of the windows it was shown, so
+    the table is in front of the builder, whose fix there passes."""
+    from orchestrator.benchmark.suite import copy_repo, load_suite
+
+    task = load_suite("live").select(["xp-catalog-sort"]).tasks[0]
+    repo = copy_repo(task.repo, tmp_path / "repo")
+    path, old, new = task.sim.path, task.sim.old, task.sim.new
+    fixed = (repo / path).read_text(encoding="utf-8").replace(old, new)
+    plan = {"goal": "fix the order", "steps": ["fix it"], "acceptance": list(task.acceptance),
+            "questions": ["Where does the code handle `newest`?"]}
+    found = {"answer": "ORDERS", "claims": [{
+        "text": "`ORDERS` lists newest", "citations": [
+            {"path": "catalog/cli.py", "start_line": 9, "end_line": 9, "quote": ""}]}]}
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": ModelBehavior(script=[_call("submit", **plan)]),
+        "sim-explorer": ModelBehavior(script=[_call("submit", **found)]),
+        "sim-builder": ModelBehavior(script=[Reply(content=f"{path}\n```python\n{fixed}```\n")]),
+    }))
+    result = await api.arun(task.instruction, repo=repo,
+                            role_files=[scenario_path("demo-roles.toml")], env=run_env(),
+                            sets=[*demo_roles_sets(fresh_sim.base_url), "builder.one_shot=true",
+                                  "run.explore_when_pinned=true",
+                                  f'verify.commands=["{task.acceptance[0]}"]'])
+    assert result.status == "succeeded", result.reason
+    assert result.explorers[0].verified == 1
+    assert any(w.startswith(path) for w in result.explorers[0].candidates)
+    [first] = _builder_requests(fresh_sim)
+    shown = json.dumps(first.messages)
+    assert "catalog/cli.py\\n```" in shown and f"{path}\\n```" in shown
+    assert "SORT_FIELDS = {" in shown

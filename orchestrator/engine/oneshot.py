@@ -34,6 +34,7 @@ from orchestrator.engine.race import session_of
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.localize import facts, failures
+from orchestrator.localize.candidates import file_factor
 from orchestrator.localize.localization import Localization, Span
 from orchestrator.record.events import Warned
 from orchestrator.session.account import Account, SessionOutcome
@@ -78,8 +79,8 @@ class Shown:
 
 def shown_files(root: Path, loc: Localization | None, found: Sequence[str] = ()) -> Shown | None:
     """The source files to change (whole) and the failing tests, read from the worktree:
-    first the files the explorers' verified claims cite (``found``: they were asked where the
-    code is), then those the failure pins; ``None`` when there is nothing pinned or found, or
+    first the files the explorers found (``found``: those their verified claims cite, then those
+    of the windows they were shown), then those the failure pins; ``None`` when there is nothing pinned or found, or
     the files are too large to show whole."""
     if loc is None or not (loc.pinned or found):
         return None
@@ -156,14 +157,18 @@ async def write_files(root: Path, changed: Mapping[str, str], protected: frozens
 
 
 def found_files(state: RunState) -> list[str]:
-    """The files the explorers' verified claims cite, most cited first."""
+    """The files the explorers' verified claims cite, most cited first; then the source files
+    of the candidate windows they were shown (found mechanically for their questions, best
+    first): a small explorer often cites the first window when the second holds the bug."""
     counts: dict[str, int] = {}
     for explorer in state.explorers:
         for claim in explorer.claims:
             for c in claim.citations:
                 path = c.path.removeprefix("./")
                 counts[path] = counts.get(path, 0) + 1
-    return sorted(counts, key=lambda p: -counts[p])
+    shown = [w.rsplit(":", 1)[0] for e in state.explorers for w in e.candidates]
+    return list(dict.fromkeys([*sorted(counts, key=lambda p: -counts[p]),
+                               *(p for p in shown if file_factor(p) == 1.0)]))
 
 
 @dataclass(frozen=True)
