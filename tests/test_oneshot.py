@@ -225,25 +225,22 @@ async def test_a_one_shot_neither_reads_nor_writes_outside_the_worktree(sample_r
     assert not (root / ".git" / "config").read_text().count("pwned")
 
 
-async def test_the_file_the_explorers_found_is_shown_whole_when_the_failure_does_not_pin_it(
-        fresh_sim, tmp_path):
-    """An explore task: the test imports only the entry point, the wrong rate sits two modules
-    away. The explorer cites the candidate table; the one-shot prompt shows that file whole
-    (the failure alone pins only the entry modules), and the builder's fix there passes."""
+async def _explore_task_one_shot(fresh_sim, tmp_path, task_id: str, question: str,
+                                 claim: dict):
+    """A live explore task run with the simulator: the planner asks ``question``, the explorer
+    submits ``claim``, the builder's one-shot gives the task's reference fix. Returns the
+    task, the result and the builder's first prompt as JSON text."""
     from orchestrator.benchmark.suite import copy_repo, load_suite
 
-    task = load_suite("live").select(["xp-invoice-tax"]).tasks[0]
+    task = load_suite("live").select([task_id]).tasks[0]
     repo = copy_repo(task.repo, tmp_path / "repo")
     path, old, new = task.sim.path, task.sim.old, task.sim.new
     fixed = (repo / path).read_text(encoding="utf-8").replace(old, new)
-    plan = {"goal": "fix the QC rate", "steps": ["fix it"], "acceptance": list(task.acceptance),
-            "questions": ["Where is the sales tax rate for Quebec (QC) defined?"]}
-    found = {"answer": "COMBINED_RATES", "claims": [{
-        "text": "COMBINED_RATES gives QC a rate of 0.05",
-        "citations": [{"path": "W1", "start_line": 1, "end_line": 99, "quote": ""}]}]}
+    plan = {"goal": "fix it", "steps": ["fix it"], "acceptance": list(task.acceptance),
+            "questions": [question]}
     fresh_sim.set_scenario(scenario_with(**{
         "sim-planner": ModelBehavior(script=[_call("submit", **plan)]),
-        "sim-explorer": ModelBehavior(script=[_call("submit", **found)]),
+        "sim-explorer": ModelBehavior(script=[_call("submit", **claim)]),
         "sim-builder": ModelBehavior(script=[Reply(content=f"{path}\n```python\n{fixed}```\n")]),
     }))
     result = await api.arun(task.instruction, repo=repo,
@@ -251,11 +248,24 @@ async def test_the_file_the_explorers_found_is_shown_whole_when_the_failure_does
                             sets=[*demo_roles_sets(fresh_sim.local_url), "builder.one_shot=true",
                                   "run.explore_when_pinned=true",
                                   f'verify.commands=["{task.acceptance[0]}"]'])
+    [first] = _builder_requests(fresh_sim) if result.status == "succeeded" else [None]
+    return task, result, json.dumps(first.messages) if first is not None else ""
+
+
+async def test_the_file_the_explorers_found_is_shown_whole_when_the_failure_does_not_pin_it(
+        fresh_sim, tmp_path):
+    """An explore task: the test imports only the entry point, the wrong rate sits two modules
+    away. The explorer cites the candidate table; the one-shot prompt shows that file whole
+    (the failure alone pins only the entry modules), and the builder's fix there passes."""
+    found = {"answer": "COMBINED_RATES", "claims": [{
+        "text": "COMBINED_RATES gives QC a rate of 0.05",
+        "citations": [{"path": "W1", "start_line": 1, "end_line": 99, "quote": ""}]}]}
+    task, result, shown = await _explore_task_one_shot(
+        fresh_sim, tmp_path, "xp-invoice-tax",
+        "Where is the sales tax rate for Quebec (QC) defined?", found)
     assert result.status == "succeeded", result.reason
     assert result.explorers[0].verified == 1
-    [first] = _builder_requests(fresh_sim)
-    shown = json.dumps(first.messages)
-    assert f"{path}\\n```" in shown and "COMBINED_RATES = {" in shown
+    assert f"{task.sim.path}\\n```" in shown and "COMBINED_RATES = {" in shown
 
 
 async def test_the_files_of_the_windows_an_explorer_was_shown_follow_the_ones_it_cites(
@@ -264,31 +274,13 @@ async def test_the_files_of_the_windows_an_explorer_was_shown_follow_the_ones_it
     first window (cli.py's ORDERS) though the second held the bug (ordering.py's SORT_FIELDS).
     The one-shot prompt shows the cited file, then the files of the windows it was shown, so
     the table is in front of the builder, whose fix there passes."""
-    from orchestrator.benchmark.suite import copy_repo, load_suite
-
-    task = load_suite("live").select(["xp-catalog-sort"]).tasks[0]
-    repo = copy_repo(task.repo, tmp_path / "repo")
-    path, old, new = task.sim.path, task.sim.old, task.sim.new
-    fixed = (repo / path).read_text(encoding="utf-8").replace(old, new)
-    plan = {"goal": "fix the order", "steps": ["fix it"], "acceptance": list(task.acceptance),
-            "questions": ["Where does the code handle `newest`?"]}
     found = {"answer": "ORDERS", "claims": [{
         "text": "`ORDERS` lists newest", "citations": [
             {"path": "catalog/cli.py", "start_line": 9, "end_line": 9, "quote": ""}]}]}
-    fresh_sim.set_scenario(scenario_with(**{
-        "sim-planner": ModelBehavior(script=[_call("submit", **plan)]),
-        "sim-explorer": ModelBehavior(script=[_call("submit", **found)]),
-        "sim-builder": ModelBehavior(script=[Reply(content=f"{path}\n```python\n{fixed}```\n")]),
-    }))
-    result = await api.arun(task.instruction, repo=repo,
-                            role_files=[scenario_path("demo-roles.toml")], env=run_env(),
-                            sets=[*demo_roles_sets(fresh_sim.base_url), "builder.one_shot=true",
-                                  "run.explore_when_pinned=true",
-                                  f'verify.commands=["{task.acceptance[0]}"]'])
+    task, result, shown = await _explore_task_one_shot(
+        fresh_sim, tmp_path, "xp-catalog-sort", "Where does the code handle `newest`?", found)
     assert result.status == "succeeded", result.reason
     assert result.explorers[0].verified == 1
-    assert any(w.startswith(path) for w in result.explorers[0].candidates)
-    [first] = _builder_requests(fresh_sim)
-    shown = json.dumps(first.messages)
-    assert "catalog/cli.py\\n```" in shown and f"{path}\\n```" in shown
+    assert any(w.startswith(task.sim.path) for w in result.explorers[0].candidates)
+    assert "catalog/cli.py\\n```" in shown and f"{task.sim.path}\\n```" in shown
     assert "SORT_FIELDS = {" in shown
