@@ -40,15 +40,20 @@ def role_contents(role_files: Sequence[str | os.PathLike[str]]) -> list[dict[str
     """The role map files as the job carries them: each file's name and text, in order."""
     found = []
     for f in role_files:
-        path = Path(f).expanduser()
-        try:
-            text = path.read_text("utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot read role map file {path}: {exc.strerror or exc}; "
-                             "give a file that exists") from None
+        path, text = _read(f, "role map file")
         _parse(text, str(path))  # a broken file is refused here, not on some worker later
         found.append({"name": path.name, "text": text})
     return found
+
+
+def _read(f: str | os.PathLike[str], what: str) -> tuple[Path, str]:
+    """A file the submitter named, read for the job; one line naming it when it cannot be."""
+    path = Path(f).expanduser()
+    try:
+        return path, path.read_text("utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot read {what} {path}: {exc.strerror or exc}; "
+                         "give a file that exists") from None
 
 
 def agent_contents(roles: Sequence[Mapping[str, str]], sets: Sequence[str],
@@ -67,12 +72,7 @@ def agent_contents(roles: Sequence[Mapping[str, str]], sets: Sequence[str],
         if agent is not None and agent.source.startswith(mine):
             found[agent.role] = {"name": Path(agent.source).name, "text": agent.text}
     for f in agent_files:
-        path = Path(f).expanduser()
-        try:
-            text = path.read_text("utf-8")
-        except OSError as exc:
-            raise UsageError(f"cannot read agent file {path}: {exc.strerror or exc}; "
-                             "give a file that exists") from None
+        path, text = _read(f, "agent file")
         agent = parse_agent(text, str(path), stem=path.stem)  # broken: refused here
         found[agent.role] = {"name": path.name, "text": text}
     return list(found.values())
