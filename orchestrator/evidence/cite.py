@@ -32,6 +32,7 @@ from pydantic import BaseModel
 
 from orchestrator.config.prompts import text as _t
 from orchestrator.evidence.support import claim_terms, quote_names, shared_name
+from orchestrator.localize.candidates import in_docstring
 from orchestrator.state import Citation, ClaimVerdict, Findings
 from orchestrator.tools.shown import shown as shown_lines
 
@@ -220,15 +221,8 @@ def _backing(claim: str, line: str, prose: bool = False) -> float:
 def _prose(seen: Shown, path: str) -> set[int]:
     """The shown lines of ``path`` inside a docstring or a block comment, as far as the shown
     lines tell (a triple quote opens and closes one)."""
-    inside, out = False, set()
-    for n in sorted(n for (p, n) in seen if p == path):
-        text = seen[(path, n)][0]
-        quotes = text.count('"""') + text.count("'''")
-        if inside or quotes:
-            out.add(n)
-        if quotes % 2:
-            inside = not inside
-    return out
+    numbers = sorted(n for (p, n) in seen if p == path)
+    return {numbers[i] for i in in_docstring([seen[(path, n)][0] for n in numbers])}
 
 
 def _ranges(lines: list[int]) -> str:

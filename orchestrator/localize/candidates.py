@@ -174,13 +174,22 @@ def shown_lines(lines: Lines, start: int, end: int, hits: Sequence[int],
 
 def prose_lines(lines: Lines, start: int, end: int) -> set[int]:
     """The lines of ``start..end`` that are comments or inside a docstring (triple quotes)."""
+    numbers = range(start, end + 1)
+    texts = [lines[n - 1] for n in numbers]
+    docs = in_docstring(texts)
+    return {n for i, n in enumerate(numbers)
+            if i in docs or texts[i].strip().startswith(_PROSE_START)}
+
+
+def in_docstring(texts: Sequence[str]) -> set[int]:
+    """The indices of ``texts`` (consecutive lines, as far as they tell) inside a docstring or
+    on a triple-quote line: one opens and the next closes it."""
     out: set[int] = set()
     inside = False
-    for n in range(start, end + 1):
-        text = lines[n - 1].strip()
-        quotes = text.count('"""') + text.count("'''")
-        if inside or quotes or text.startswith(_PROSE_START):
-            out.add(n)
+    for i, raw in enumerate(texts):
+        quotes = raw.count('"""') + raw.count("'''")
+        if inside or quotes:
+            out.add(i)
         if quotes % 2:
             inside = not inside
     return out
