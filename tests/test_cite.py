@@ -5,12 +5,15 @@ never an error. Whole explorers against the simulator, with a model that invents
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import run_env, scenario_with, sim_roles
 
 from orchestrator import api
 from orchestrator.evidence.cite import MAX_REFUSALS, Cited, clean_path
+from orchestrator.evidence.verify import DirSource, verify_findings
+from orchestrator.localize.retrieve import Retriever, render
 from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec
 from orchestrator.state import Citation, Claim, Findings
 
@@ -215,3 +218,50 @@ async def test_answer_first_can_be_turned_off(fresh_sim, sample_repo):
 
 def _tools(request) -> list[str]:
     return [t.get("function", {}).get("name", "") for t in request.body.get("tools") or []]
+
+
+# --- prose quoted: the code it describes is cited beside it ------------------------------------
+
+CLICK = Path(__file__).resolve().parents[1] / "orchestrator/benchmark/suites/builtin-explore/repo"
+CLAMP_Q = "When clamping is enabled on `IntRange`, what does a number above the maximum become?"
+
+
+def _clamp_window() -> list[dict]:
+    """The explorer's first prompt for the live bench's clamp question: the candidate windows
+    retrieval shows on the vendored click (IntRange's docstring and its `_clamp`)."""
+    shown = render(Retriever(CLICK).windows(CLAMP_Q))
+    assert "761|     def _clamp(" in shown and "752|" in shown
+    return [{"role": "system", "content": "sys"},
+            {"role": "user", "content": f"Question: {CLAMP_Q}\n\nCandidate places:\n\n{shown}"}]
+
+
+@pytest.mark.parametrize(("text", "line", "quote"), [
+    # the live 0.5B: the docstring's sentence, cited at its own line
+    ("a number above the maximum is clamped to the boundary instead of failing", 752,
+     "If ``clamp`` is enabled, a value outside the range is clamped to the"),
+    # the live 1.5B: the class header for a claim that names `_clamp`
+    ("The claim is supported by the code in the `IntRange` class, specifically in the "
+     "`_clamp` method.", 744, "class IntRange(_NumberRangeBase[int, int], IntParamType):"),
+])
+def test_a_prose_quote_or_one_missing_a_marked_name_gets_the_code_line_beside_it(text, line,
+                                                                               quote):
+    messages = _clamp_window()
+    cited = Cited(files=lambda: ["src/click/types.py"])
+    ok, said = cited.check(_findings(_cite("src/click/types.py", line, line, quote), text=text),
+                           messages)
+    assert said == "" and isinstance(ok, Findings)
+    mine, code = ok.claims[0].citations
+    assert (mine.start_line, mine.quote) == (line, quote)  # the model's own stays first
+    assert (code.start_line, code.end_line) == (761, 761) and code.quote.startswith("def _clamp(")
+    verified = verify_findings(DirSource(CLICK), ok, tool_calls=0, screened=True)
+    assert verified.verified == 1  # the code line supports the claim by itself
+    assert 761 in {c.start_line for c in verified.claims[0].citations}
+
+
+def test_a_code_quote_that_shows_what_the_claim_names_gets_nothing_added():
+    messages = _clamp_window()
+    cited = Cited(files=lambda: ["src/click/types.py"])
+    own = _cite("src/click/types.py", 761, 761, "def _clamp(self, bound: int, dir: t.Literal[1, -1]")
+    ok, _ = cited.check(_findings(own, text="`_clamp` returns the bound when it is closed"),
+                        messages)
+    assert isinstance(ok, Findings) and ok.claims[0].citations == [own]

@@ -43,6 +43,8 @@ def test_a_word_matches_at_a_word_start_or_a_camel_hump_a_name_only_whole():
     param = Term("param", "word", 1.0)
     assert param.found_in("class BoolParamType:") and param.found_in(":param x:")
     assert param.found_in("_param_decls") and not param.found_in("unparametrised")
+    adapter = Term("adapter", "word", 1.0)  # a hump after an acronym: HTTPAdapter, XMLParser
+    assert adapter.found_in("class HTTPAdapter(BaseAdapter):") and not adapter.found_in("x")
     ok = Term("ok", "name", 3.0)
     assert ok.found_in("def ok(self):") and not ok.found_in("token = 1")
     eq = Term("=", "separator", 1.5)

@@ -90,6 +90,8 @@ def test_supporting_quotes_pass_with_plurals_tenses_and_compound_names(click):
          cite("parser.py", 475, 476, 'if "=" in arg:\n    long_opt, explicit_value = arg.split("=", 1)')),
         ("The boolean type looks strings up in bool_states",
          cite("types.py", 868, 868, "return BoolParamType.bool_states.get(value.strip().lower())")),
+        # a private name shares its word: `_clamp` and "clamped"
+        ("a number above the maximum is clamped", cite("types.py", 761, 761, "def _clamp(")),
     ]
     for claim, citation in cases:
         assert judge(click, claim, citation).kind is None, (claim, judge(click, claim, citation))

@@ -31,7 +31,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from orchestrator.config.prompts import text as _t
-from orchestrator.evidence.support import claim_terms, quote_names, shared_name
+from orchestrator.evidence.support import claim_terms, marked_names, quote_names, shared_name
 from orchestrator.localize.candidates import in_docstring
 from orchestrator.state import Citation, ClaimVerdict, Findings
 from orchestrator.tools.shown import shown as shown_lines
@@ -90,6 +90,9 @@ class Cited:
                 cites.append(fixed)
                 if problem:
                     problems.append(f"claim {i}: {problem}")
+                elif (code := self._code_for(claim.text, fixed, seen)) is not None \
+                        and code not in claim.citations:
+                    cites.append(code)
             claims.append(claim.model_copy(update={"citations": cites}))
         unique = list({(c.text, tuple(c.citations)): c for c in reversed(claims)}.values())[::-1]
         checked = payload.model_copy(update={"claims": unique})  # a small model repeats itself
@@ -146,6 +149,35 @@ class Cited:
         self.events.append(f"quote copied from {c.path}:{best}")
         return c.model_copy(update={"start_line": best, "end_line": best,
                                     "quote": seen[(c.path, best)][0].strip()})
+
+    def _code_for(self, claim: str, c: Citation, seen: Shown) -> Citation | None:
+        """The code line of the same shown window that backs ``claim``, when ``c`` quotes a
+        docstring or comment (prose restates the code; the code is the evidence) or does not
+        show a name the claim marks (`` `_clamp` `` cited at its class's header line): added
+        beside the model's citation, never instead of it. None when no other line does."""
+        path, start, end = c.path, min(c.start_line, c.end_line), max(c.start_line, c.end_line)
+        window = next((seen[(path, n)][1] for n in range(start, end + 1)
+                       if (path, n) in seen and seen[(path, n)][1]), "")
+        if not window:
+            return None
+        lines = sorted(n for (p, n), (_, w) in seen.items() if p == path and w == window)
+        prose = _prose(seen, path)
+        cited = [n for n in lines if start <= n <= end]
+        quoted = "\n".join(seen[(path, n)][0] for n in cited)
+        missing = [m.lower() for m in marked_names(claim) if m.lower() not in quoted.lower()]
+        code = [n for n in lines if n not in prose and not _is_prose(seen[(path, n)][0])
+                and not start <= n <= end]
+        naming = [n for n in code if any(m in seen[(path, n)][0].lower() for m in missing)]
+        if naming:  # the line that shows what the claim names and its quote does not
+            code = naming
+        elif not (cited and all(n in prose or _is_prose(seen[(path, n)][0]) for n in cited)):
+            return None
+        best = max(code, key=lambda n: _backing(claim, seen[(path, n)][0]), default=None)
+        if best is None or _backing(claim, seen[(path, best)][0]) <= 0:
+            return None
+        self.events.append(f"code line added for a prose quote: {path}:{best}")
+        return Citation(path=path, start_line=best, end_line=best,
+                        quote=seen[(path, best)][0].strip())
 
     def _nearest(self, path: str, seen: Shown) -> str:
         shown = sorted({p for p, _ in seen})
@@ -215,14 +247,18 @@ def _backing(claim: str, line: str, prose: bool = False) -> float:
     words = {w[:5] for w in re.findall(r"[a-z]{3,}", line.lower())}
     said = sum(w[:5] in words for w in set(re.findall(r"[a-z]{3,}", claim.lower())))
     score = 1 + names + 0.1 * said
-    return score * PROSE_WEIGHT if prose or line.strip().startswith(_PROSE) else score
+    return score * PROSE_WEIGHT if prose or _is_prose(line) else score
+
+
+def _is_prose(line: str) -> bool:
+    return line.strip().startswith(_PROSE)
 
 
 def _prose(seen: Shown, path: str) -> set[int]:
     """The shown lines of ``path`` inside a docstring or a block comment, as far as the shown
     lines tell (a triple quote opens and closes one)."""
     numbers = sorted(n for (p, n) in seen if p == path)
-    return {numbers[i] for i in in_docstring([seen[(path, n)][0] for n in numbers])}
+    return {numbers[i] for i in in_docstring([seen[(path, n)][0] for n in numbers], numbers)}
 
 
 def _ranges(lines: list[int]) -> str:

@@ -121,7 +121,7 @@ def shared_name(claim: str, quote: str) -> str | None:
         return None
     terms = claim_terms(claim)
     for name in quote_names(quote):
-        if name.lower() in terms:
+        if name.lower() in terms or name.lower().strip("_") in terms:  # `_clamp`: "clamped"
             return name
         words = parts(name)
         if len(words) >= 2 and all(w in terms or _joined(w, terms) for w in words):

@@ -43,6 +43,9 @@ PROSE_SHOWN = 0.4  # a docstring or comment line's terms count this much when ch
 NESTED_WHOLE = 8  # lines: a definition this short inside a long candidate is shown whole
 
 
+DEFINITION = re.compile(r"\s*(?:async\s+def|def|class|function)\s+[A-Za-z_$]")
+
+
 _PROSE_START = ("#", "//", "/*", "* ", "--")
 
 
@@ -181,12 +184,16 @@ def prose_lines(lines: Lines, start: int, end: int) -> set[int]:
             if i in docs or texts[i].strip().startswith(_PROSE_START)}
 
 
-def in_docstring(texts: Sequence[str]) -> set[int]:
+def in_docstring(texts: Sequence[str], numbers: Sequence[int] = ()) -> set[int]:
     """The indices of ``texts`` (consecutive lines, as far as they tell) inside a docstring or
-    on a triple-quote line: one opens and the next closes it."""
+    on a triple-quote line: one opens and the next closes it. With the lines' ``numbers``, a
+    definition after a gap starts outside (the docstring closed in the lines not shown)."""
     out: set[int] = set()
     inside = False
     for i, raw in enumerate(texts):
+        if inside and numbers and i and numbers[i] != numbers[i - 1] + 1 \
+                and DEFINITION.match(raw):
+            inside = False
         quotes = raw.count('"""') + raw.count("'''")
         if inside or quotes:
             out.add(i)

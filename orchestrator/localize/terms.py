@@ -105,7 +105,7 @@ class Term:
             tail = r"\b" if self.pattern[-1:].isalnum() or self.pattern[-1:] == "_" else ""
             return f"{edge}{lit}{tail}"
         hump = re.escape(self.pattern[:1].upper() + self.pattern[1:])
-        return f"(?i:\\b{lit}|_{lit})|[a-z0-9]{hump}"
+        return f"(?i:\\b{lit}|_{lit})|[A-Za-z0-9]{hump}"
 
     @property
     def rx(self) -> re.Pattern[str]:
