@@ -247,11 +247,14 @@ class Retriever:
         if not valid:
             return []
         best = max(strength(n) for n in valid)
-        first = min(n for n in valid if strength(n) >= best * 0.999)
+        like = [n for n in valid if strength(n) >= best * 0.999]
+        first = min(like)
         text = cut_around(lines[first - 1])
         held = tuple(t.pattern for t in weights if t.found_in(text))
+        # the note says what the line is, in facts: a small model repeats a vague note back
+        about = " and ".join(f"'{h}'" for h in held[:3]) or "the question's words"
         out = [Window(path, first, first, ((first, text),), best * 1.5, held=held,
-                      note="the first line that matches")]
+                      note=f"the earliest of {len(like)} lines with {about}")]
         rare = self._rare_before(path, first, text, weights)
         return out + ([rare] if rare is not None else [])
 
@@ -274,7 +277,8 @@ class Retriever:
         kept = sorted(rare[:6], key=lambda m: m.line)
         return Window(path, kept[0].line, kept[-1].line,
                       tuple((m.line, cut_around(m.text)) for m in kept), sum(weights.values()) * 2,
-                      note=f"rare warnings and errors logged before line {before}")
+                      note=f"warnings and errors logged at most {LOG_RARE} times, all before "
+                           f"line {before}")
 
     def _lines(self, path: str, wanted: Sequence[int]) -> Lines | None:
         """The file's lines: all of a file small enough to parse, else only the lines around
