@@ -226,16 +226,20 @@ async def test_a_one_shot_neither_reads_nor_writes_outside_the_worktree(sample_r
 
 
 async def _explore_task_one_shot(fresh_sim, tmp_path, task_id: str, question: str,
-                                 claim: dict):
+                                 claim: dict, block: str | None = None):
     """A live explore task run with the simulator: the planner asks ``question``, the explorer
-    submits ``claim``, the builder's one-shot gives the task's reference fix. Returns the
-    task, the result and the builder's first prompt as JSON text."""
+    submits ``claim``, the builder's one-shot gives the task's reference fix (the whole file,
+    or ``block``'s lines of it with the fix: one definition alone). Returns the task, the
+    result and the builder's first prompt as JSON text."""
     from orchestrator.benchmark.suite import copy_repo, load_suite
 
     task = load_suite("live").select([task_id]).tasks[0]
     repo = copy_repo(task.repo, tmp_path / "repo")
     path, old, new = task.sim.path, task.sim.old, task.sim.new
     fixed = (repo / path).read_text(encoding="utf-8").replace(old, new)
+    if block is not None:  # "start-end": those lines of the fixed file, alone
+        start, end = (int(n) for n in block.split("-"))
+        fixed = "".join(fixed.splitlines(keepends=True)[start - 1:end])
     plan = {"goal": "fix it", "steps": ["fix it"], "acceptance": list(task.acceptance),
             "questions": [question]}
     fresh_sim.set_scenario(scenario_with(**{
@@ -284,3 +288,28 @@ async def test_the_files_of_the_windows_an_explorer_was_shown_follow_the_ones_it
     assert any(w.startswith(task.sim.path) for w in result.explorers[0].candidates)
     assert "catalog/cli.py\\n```" in shown and f"{task.sim.path}\\n```" in shown
     assert "SORT_FIELDS = {" in shown
+
+
+async def test_the_definition_the_explorers_cite_is_the_focus_and_may_be_given_alone(
+        fresh_sim, tmp_path):
+    """An explore task the failure does not pin: the explorer's verified claim cites the QC
+    line of the rate table two modules away. The first one-shot prompt names that table as
+    what the explorers found (its numbered lines), and a reply with only the table's new text
+    (a small model's short answer) is put into the file and passes."""
+    found = {"answer": "QC", "claims": [{
+        "text": "COMBINED_RATES gives QC a rate of 0.05",
+        "citations": [{"path": "invoicer/tax/jurisdictions.py", "start_line": 18,
+                       "end_line": 18, "quote": ""}]}]}
+    task, result, shown = await _explore_task_one_shot(
+        fresh_sim, tmp_path, "xp-invoice-tax",
+        "Where is the sales tax rate for Quebec (QC) defined?", found, block="7-21")
+    assert result.status == "succeeded", result.reason
+    assert "The explorers found this code, invoicer/tax/jurisdictions.py lines 7-21" in shown
+    assert '   7| COMBINED_RATES = {' in shown
+    diff = subprocess.run(["git", "-C", str(tmp_path / "repo"), "diff", result.base_commit,
+                           result.commit, "--unified=0"], capture_output=True, text=True,
+                          check=True).stdout
+    changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in
+               ("+++", "---")]
+    assert len(changed) == 2 and changed[0].startswith(f"-{task.sim.old}")  # one line
+    assert changed[1].startswith(f"+{task.sim.new}")  # the block spliced in, the rest kept

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -33,8 +34,8 @@ from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import session_of
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
-from orchestrator.localize import facts, failures
-from orchestrator.localize.candidates import file_factor
+from orchestrator.localize import facts, failures, repomap
+from orchestrator.localize.candidates import CONSTANT, constant_at, file_factor, unit_of
 from orchestrator.localize.localization import Localization, Span
 from orchestrator.record.events import Warned
 from orchestrator.session.account import Account, SessionOutcome
@@ -46,6 +47,7 @@ from orchestrator.tools.jail import Jail, open_regular
 MAX_FILE_CHARS = 16_000  # a pinned file larger than this is not shown whole: no one-shot
 MAX_TOTAL_CHARS = 24_000  # all shown files together (an 8k-token window holds the rest)
 MAX_FILES = 4
+FOUND_LINES = 40  # the explorers' place shown as the focus: at most this many lines
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
 _PATHISH = re.compile(r"[\w./-]+\.\w+")
 
@@ -196,6 +198,12 @@ async def prompt_for(ctx: RunContext, state: RunState, n: int, *, restate: bool 
         return None
     previous = state.build.summary if state.build else text("pipeline", "none")
     told = told_facts(loc, state) if restate else ""
+    # the place the explorers' verified claims point at, when the failure does not pin one:
+    # shown on every one-shot, and a reply may give that definition alone
+    found = None if loc.pinned else await asyncio.to_thread(
+        found_span, ctx.worktree, state, shown)
+    if found is not None:
+        told = told_facts(loc, state, found) if restate else _focus_text(found, "found")
     if state.diagnosis is not None:
         d = state.diagnosis
         told += "\n\n" + text("oneshot", "diagnosed", path=d.path, line=d.line,
@@ -205,26 +213,64 @@ async def prompt_for(ctx: RunContext, state: RunState, n: int, *, restate: bool 
         commands=acceptance_commands(ctx, state),
         failure=state.feedback if again else None, goal=state.plan.goal if state.plan else "",
         feedback=text("oneshot", "again", previous=previous) if again else "", told=told)
-    focus = focus_span(loc) if restate else None
-    if focus is not None and not (focus.text and _DEFINES.match(focus.text[0])):
+    focus = found or (focus_span(loc) if restate else None)
+    if focus is not None and not (focus.text and defined(focus.text[0])):
         focus = None  # lines around the failure, not a function: whole files only
     return Prompt(prompt, shown, diagnosed=state.diagnosis is not None, focus=focus)
 
 
-def told_facts(loc: Localization, state: RunState) -> str:
+def told_facts(loc: Localization, state: RunState, found: Span | None = None) -> str:
     """The failure restated as facts (the values the failing assertions compared, from verify's
-    output when there is one) and the one function around the failing line."""
+    output when there is one) and the one function around the failing line (or the place the
+    explorers ``found``)."""
     reports = [failures.parse(c.output, command=c.command, exit_code=c.exit_code)
                for c in (state.verify.checks if state.verify else []) if c.exit_code]
     said = facts.facts(reports or loc.reports)
     parts = [text("oneshot", "facts", facts="\n".join(f"- {f}" for f in said))] if said else []
-    span = focus_span(loc)
+    span = found or focus_span(loc)
     if span is not None:
-        body = "\n".join(f"{i:>4}| {t}" for i, t in enumerate(span.text, span.start))
-        alone = bool(span.text) and _DEFINES.match(span.text[0]) is not None
-        parts.append(text("oneshot", "focus" if alone else "focus_lines", path=span.path,
-                          start=span.start, end=span.end, body=body))
+        parts.append(_focus_text(span, "found" if found else "focus"))
     return "\n\n".join(parts)
+
+
+def _focus_text(span: Span, key: str) -> str:
+    """``span`` in a prompt: numbered lines, which a reply may give alone when they are one
+    definition (``key``: "focus" or "found"), else lines to look at."""
+    body = "\n".join(f"{i:>4}| {t}" for i, t in enumerate(span.text, span.start))
+    alone = bool(span.text) and defined(span.text[0]) is not None
+    return text("oneshot", key if alone else "focus_lines", path=span.path, start=span.start,
+                end=span.end, body=body)
+
+
+def found_span(root: Path, state: RunState, shown: Shown) -> Span | None:
+    """The definition around the line the explorers' verified claims cite in a source file the
+    prompt shows: files the failure does not already show first (the explorers found what the
+    traceback does not), then the most cited; the outermost short definition or constant table
+    around the line (``candidates.unit_of``), at most ``FOUND_LINES`` long."""
+    loc = state.localization
+    cited: dict[str, list[int]] = {}
+    for explorer in state.explorers:
+        for claim in explorer.claims:
+            for c in claim.citations:
+                path = c.path.removeprefix("./")
+                if path in shown.sources:
+                    cited.setdefault(path, []).append(min(c.start_line, c.end_line))
+    if not cited:
+        return None
+    suspects = set(loc.suspects) if loc else set()
+    path = min(cited, key=lambda p: (p in suspects, -len(cited[p])))
+    body = shown.sources[path]
+    lines = body.splitlines()
+    line = Counter(cited[path]).most_common(1)[0][0]
+    if not 0 < line <= len(lines):
+        return None
+    syms = repomap.symbols(path, body) if repomap.supported(path) else []
+    table = constant_at(lines, line) if not repomap.enclosing(syms, line) else None
+    start, end, _ = table or unit_of(line, syms, len(lines))
+    if end - start + 1 > FOUND_LINES:
+        start, end = max(start, line - FOUND_LINES // 2), min(end, line + FOUND_LINES // 2)
+    return Span(path=path, start=start, end=end, focus=line,
+                text=tuple(lines[start - 1:end]), why="the explorers' verified claims cite it")
 
 
 def focus_span(loc: Localization) -> Span | None:
@@ -235,6 +281,12 @@ def focus_span(loc: Localization) -> Span | None:
 _DEFINES = re.compile(r"^\s*(?:async\s+def|def|function|class)\s+(\w+)")
 
 
+def defined(line: str) -> str | None:
+    """The name a line defines: a function, a class, or a module constant (``RATES = {``)."""
+    m = _DEFINES.match(line) or CONSTANT.match(line)
+    return m.group(1) if m else None
+
+
 def splice(current: str, span: Span, block: str) -> str | None:
     """``current`` with ``span``'s lines replaced by ``block`` when ``block`` is that one
     function's new text (it opens with the same definition and leaves out most of what lies
@@ -242,11 +294,11 @@ def splice(current: str, span: Span, block: str) -> str | None:
     lines = current.splitlines(keepends=True)
     if not 0 < span.start <= span.end <= len(lines):
         return None
-    head = _DEFINES.match(lines[span.start - 1])
+    head = defined(lines[span.start - 1])
     new = block.splitlines(keepends=True)
     first = next((line for line in new if line.strip()), "")
-    opens = _DEFINES.match(first)
-    if head is None or opens is None or opens.group(1) != head.group(1):
+    opens = defined(first)
+    if head is None or opens is None or opens != head:
         return None
     outside = [line for line in lines[:span.start - 1] + lines[span.end:] if line.strip()]
     if not outside or 2 * sum(line in new for line in outside) > len(outside):
