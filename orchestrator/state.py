@@ -295,7 +295,8 @@ class Race(Frozen):
     duration_s: float = 0.0
 
 
-Strategy = Literal["one_shot", "one_shot_fact", "tool_loop", "next_model", "changes", "race"]
+Strategy = Literal["one_shot", "one_line", "one_shot_fact", "tool_loop", "next_model", "changes",
+                   "race"]
 
 
 class Sample(Frozen):

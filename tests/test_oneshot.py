@@ -226,7 +226,8 @@ async def test_a_one_shot_neither_reads_nor_writes_outside_the_worktree(sample_r
 
 
 async def _explore_task_one_shot(fresh_sim, tmp_path, task_id: str, question: str,
-                                 claim: dict, block: str | None = None):
+                                 claim: dict, block: str | None = None,
+                                 builder: ModelBehavior | None = None, sets: tuple = ()):
     """A live explore task run with the simulator: the planner asks ``question``, the explorer
     submits ``claim``, the builder's one-shot gives the task's reference fix (the whole file,
     or ``block``'s lines of it with the fix: one definition alone). Returns the task, the
@@ -245,14 +246,17 @@ async def _explore_task_one_shot(fresh_sim, tmp_path, task_id: str, question: st
     fresh_sim.set_scenario(scenario_with(**{
         "sim-planner": ModelBehavior(script=[_call("submit", **plan)]),
         "sim-explorer": ModelBehavior(script=[_call("submit", **claim)]),
-        "sim-builder": ModelBehavior(script=[Reply(content=f"{path}\n```python\n{fixed}```\n")]),
+        "sim-builder": builder or ModelBehavior(
+            script=[Reply(content=f"{path}\n```python\n{fixed}```\n")]),
     }))
     result = await api.arun(task.instruction, repo=repo,
                             role_files=[scenario_path("demo-roles.toml")], env=run_env(),
                             sets=[*demo_roles_sets(fresh_sim.local_url), "builder.one_shot=true",
                                   "run.explore_when_pinned=true",
-                                  f'verify.commands=["{task.acceptance[0]}"]'])
-    [first] = _builder_requests(fresh_sim) if result.status == "succeeded" else [None]
+                                  f'verify.commands=["{task.acceptance[0]}"]', *sets])
+    asked = _builder_requests(fresh_sim) if result.status == "succeeded" else []
+    assert builder is not None or len(asked) <= 1  # the reference fix: one call
+    first = asked[0] if asked else None
     return task, result, json.dumps(first.messages) if first is not None else ""
 
 

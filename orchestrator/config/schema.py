@@ -117,6 +117,11 @@ class RoleSpec(_Strict):
         "first, ask once for whole files; a later one is shown the files as the attempt before "
         "left them, the failure verify saw and what that attempt did (sample it at a "
         "temperature of its own, see temperatures). The attempts after these use the tool loop.")
+    one_line: bool = Field(
+        False, description="Build roles with one_shot: the attempt after the first one-shot "
+        "asks only which line is wrong, and its corrected text, in the code the explorers found "
+        "or else the function the failure points at (shown numbered); a small model that gives "
+        "whole files back unchanged has to pick a line. Then the one_shot_attempts go on.")
     samples: int = Field(
         1, ge=1, le=16, description="Build roles with one_shot: best-of-k. Each one-shot attempt "
         "asks up to k times with the same prompt (only the sampling differs, temperatures[i]), "

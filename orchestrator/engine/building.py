@@ -106,18 +106,23 @@ async def _run(ctx: RunContext, state: RunState, role: Role, task: str, n: int, 
     if one_shot:
         once = await _one_shot(ctx, state, role, n, rung, samples)
         if once is not None:
-            return rung.strategy, once, {"worktree_tree": await ctx.worktree_tree()}
+            return once[0], once[1], {"worktree_tree": await ctx.worktree_tree()}
     outcome, built = await _tool_loop(ctx, state, role, task, n, model_step=rung.model_step)
     return ("next_model" if rung.model_step else "tool_loop"), outcome, built
 
 
 async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: Rung,
-                    samples: list[Sample]) -> SessionOutcome | None:
-    """One call for whole files, or best-of-k checked samples of it; None when the one-shot
-    does not apply (nothing pinned small enough, a judge's changes)."""
+                    samples: list[Sample]) -> tuple[Strategy, SessionOutcome] | None:
+    """One call for whole files (or for one line), or best-of-k checked samples of it, and
+    the strategy it was; None when the one-shot does not apply (nothing pinned small enough,
+    a judge's changes). A ``one_line`` rung with no code to point at asks for whole files
+    with the facts (``one_shot_fact``)."""
     spec = ctx.roles.roles[role]
-    restate = rung.strategy != "one_shot"
-    prompt = await oneshot.prompt_for(ctx, state, n, restate=restate)
+    strategy = rung.strategy
+    prompt = await oneshot.line_prompt_for(ctx, state, n) if strategy == "one_line" else None
+    if prompt is None:
+        strategy = "one_shot_fact" if strategy == "one_line" else strategy
+        prompt = await oneshot.prompt_for(ctx, state, n, restate=strategy != "one_shot")
     if prompt is None:
         return None
     protected = protected_tests(ctx, state)
@@ -127,11 +132,11 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
                                       policy=policy_of(ctx), protected=protected,
                                       model_step=rung.model_step)
         samples.extend(made)
-        return outcome
+        return strategy, outcome
     outcome, _ = await oneshot.ask(ctx, role, session_of(role, n, 1), prompt,
                                    temperature=temperature_of(spec.temperatures, n),
                                    protected=protected, model_step=rung.model_step)
-    return outcome
+    return strategy, outcome
 
 
 async def _tool_loop(ctx: RunContext, state: RunState, role: Role, task: str, n: int, *,

@@ -1,7 +1,8 @@
 """The build's strategy ladder: what the next attempt does, so that a retry is never a replay.
 
 A failed attempt climbs one rung: (a) ``one_shot``, one call for the whole files the failure
-pins; (b) ``one_shot_fact``, the same call with the failure restated as facts (the values the
+pins; with ``one_line``, then ``one_line``: one call for just the wrong line of the code the
+explorers found or the failure points at (``oneline.py``); (b) ``one_shot_fact``, the same call with the failure restated as facts (the values the
 assertion compared) and the one function around the failing line named, for the attempts
 ``one_shot_attempts`` allows after the first; (c) ``tool_loop``, the role's tools; (d)
 ``next_model``, the next model of the role's fallback chain (a one-shot with the facts when the
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from orchestrator.config.schema import RoleSpec
 from orchestrator.state import Strategy
 
-ONE_SHOTS: frozenset[Strategy] = frozenset({"one_shot", "one_shot_fact"})
+ONE_SHOTS: frozenset[Strategy] = frozenset({"one_shot", "one_line", "one_shot_fact"})
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,8 @@ def rungs(spec: RoleSpec, chain: int) -> list[Rung]:
     out: list[Rung] = []
     if spec.one_shot:
         out.append(Rung("one_shot"))
+        if spec.one_line:
+            out.append(Rung("one_line"))
         out += [Rung("one_shot_fact")] * (spec.one_shot_attempts - 1)
     out.append(Rung("tool_loop"))
     out += [Rung("next_model", step) for step in range(1, chain)]

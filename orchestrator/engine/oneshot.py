@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from orchestrator.config.prompts import text
+from orchestrator.engine import oneline
 from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import session_of
 from orchestrator.engine.runtime import RunContext
@@ -181,6 +182,7 @@ class Prompt:
     shown: Shown
     diagnosed: bool = False
     focus: Span | None = None  # the function a reply may give alone (``splice``)
+    line: Span | None = None  # a one-line request: the reply corrects lines of this code
 
 
 async def prompt_for(ctx: RunContext, state: RunState, n: int, *, restate: bool = False
@@ -223,14 +225,53 @@ def told_facts(loc: Localization, state: RunState, found: Span | None = None) ->
     """The failure restated as facts (the values the failing assertions compared, from verify's
     output when there is one) and the one function around the failing line (or the place the
     explorers ``found``)."""
-    reports = [failures.parse(c.output, command=c.command, exit_code=c.exit_code)
-               for c in (state.verify.checks if state.verify else []) if c.exit_code]
-    said = facts.facts(reports or loc.reports)
-    parts = [text("oneshot", "facts", facts="\n".join(f"- {f}" for f in said))] if said else []
+    parts = [said] if (said := _facts(loc, state)) else []
     span = found or focus_span(loc)
     if span is not None:
         parts.append(_focus_text(span, "found" if found else "focus"))
     return "\n\n".join(parts)
+
+
+def _facts(loc: Localization, state: RunState) -> str:
+    """The values the failing assertions compared, from verify's output when there is one."""
+    reports = [failures.parse(c.output, command=c.command, exit_code=c.exit_code)
+               for c in (state.verify.checks if state.verify else []) if c.exit_code]
+    said = facts.facts(reports or loc.reports)
+    return text("oneshot", "facts", facts="\n".join(f"- {f}" for f in said)) if said else ""
+
+
+async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | None:
+    """The one-line request of attempt ``n`` (``oneline.py``): the code the explorers found, or
+    else the function the failure points at, as the file is now, numbered; ``None`` when there
+    is no such code or nothing failed."""
+    loc = state.localization
+    if loc is None or state.verify is None or state.verify.passed or not state.feedback:
+        return None
+    shown = await asyncio.to_thread(shown_files, ctx.worktree, loc, found_files(state))
+    if shown is None:
+        return None
+    span = None if loc.pinned else await asyncio.to_thread(found_span, ctx.worktree, state, shown)
+    where = "line_found"
+    if span is None and (pinned := focus_span(loc)) is not None and pinned.path in shown.sources:
+        now = shown.sources[pinned.path].splitlines()[pinned.start - 1:pinned.end]
+        span, where = pinned.model_copy(update={"text": tuple(now)}), "line_failure"
+    if span is None or not span.text:
+        return None
+    failing = "\n\n".join(p for p in (_facts(loc, state), state.feedback[-3000:]) if p.strip())
+    body = text("oneshot", "line_task", task=state.task, failure=failing,
+                where=text("oneshot", where, path=span.path, start=span.start, end=span.end),
+                body=oneline.numbered(span), example=span.focus)
+    return Prompt([{"role": "system", "content": text("oneshot", "line_system")},
+                   {"role": "user", "content": body}], shown, line=span)
+
+
+def _line_changed(root: Path, span: Span, reply: str) -> tuple[dict[str, str], str]:
+    """The file ``reply``'s corrected lines make of ``span``'s file, or nothing and why."""
+    current = _read(Jail(root), span.path)
+    if current is None:
+        return {}, f"{span.path} cannot be read"
+    new, why = oneline.line_edit(current, span, reply)
+    return ({span.path: new}, "") if new is not None else ({}, why)
 
 
 def _focus_text(span: Span, key: str) -> str:
@@ -343,9 +384,15 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     account.turns = 1
     shown = prompt.shown
     # the tests are parsed too, so that rewriting one is refused by the jail, and said
-    changed = parse_files(completion.content or "", [*shown.sources, *shown.tests])
-    changed = await asyncio.to_thread(_spliced, ctx.worktree, changed, prompt.focus)
+    unread = ""
+    if prompt.line is not None:
+        changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, prompt.line,
+                                                  completion.content or "")
+    else:
+        changed = parse_files(completion.content or "", [*shown.sources, *shown.tests])
+        changed = await asyncio.to_thread(_spliced, ctx.worktree, changed, prompt.focus)
     written, refused = await write_files(ctx.worktree, changed, protected)
+    refused += [unread] if unread else []
     account.tool_calls = len(written)
     for why in refused:
         ctx.telemetry.emit(Warned(role=role, session=account.session,

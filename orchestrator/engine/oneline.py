@@ -1,0 +1,62 @@
+"""The smallest build request: which line of this code is wrong, and what should it say?
+
+A small model shown whole files copies them back unchanged (on the live explore-needed tasks the
+1.5B gave the rate table back with the wrong rate in it, twice); asked for one line it has to
+pick one. The ``one_line`` rung (``ladder.py``, ``[roles.<build>] one_line = true``) shows the
+code the explorers found or the failure points at, numbered, and takes ``N: corrected text``
+lines for lines of that code. Pure functions on strings: the prompt's text and the edit.
+
+A reply that reprints the whole numbered code with one line changed is read the same way (only
+lines that differ count); a line's indentation is the file's, whatever the reply's; a number
+outside the code shown, or text equal to the line's, changes nothing and is said.
+"""
+
+from __future__ import annotations
+
+import re
+
+from orchestrator.localize.localization import Span
+
+MAX_LINES = 3  # lines one reply may change: more is a rewrite, not a line
+_LINE = re.compile(r"^[ \t>*-]*(?:line[ \t]+)?(\d{1,6})[ \t]*[:|.)][ \t]?(.*)$", re.I | re.M)
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
+
+
+def numbered(span: Span) -> str:
+    """``span``'s lines as the prompts number them."""
+    return "\n".join(f"{i:>4}| {t}" for i, t in enumerate(span.text, span.start))
+
+
+def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
+    """``current`` with the lines ``reply`` corrects (``N: text``, ``N| text``, for lines of
+    ``span``) replaced, and "" — or None and why nothing changed."""
+    lines = current.splitlines(keepends=True)
+    fenced = _FENCE.findall(reply or "")
+    text = "\n".join(fenced) if fenced else (reply or "")
+    edits: dict[int, str] = {}
+    for m in _LINE.finditer(text):
+        n, new = int(m.group(1)), _unquoted(m.group(2))
+        if not (span.start <= n <= span.end and n <= len(lines)) or n in edits:
+            continue
+        if " ".join(new.split()) == " ".join(lines[n - 1].split()):
+            continue  # a line given back as it is (a reprinted block's other lines)
+        edits[n] = new
+    if not edits:
+        return None, (f"no line of {span.path} {span.start}-{span.end} was given a new text "
+                      "(answer 'N: corrected line')")
+    if len(edits) > MAX_LINES:
+        return None, f"{len(edits)} lines changed: more than {MAX_LINES} is not one line"
+    for n, new in edits.items():
+        old = lines[n - 1]
+        indent = old[:len(old) - len(old.lstrip())]
+        ending = old[len(old.rstrip("\r\n")):] or "\n"
+        lines[n - 1] = f"{indent}{new.strip()}{ending}" if new.strip() else ending
+    return "".join(lines), ""
+
+
+def _unquoted(text: str) -> str:
+    """A line's new text without the backticks a model puts around code."""
+    stripped = text.strip()
+    if len(stripped) > 1 and stripped[0] == stripped[-1] == "`":
+        return stripped.strip("`")
+    return text.rstrip()

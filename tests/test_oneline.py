@@ -1,0 +1,118 @@
+"""The one-line request (issue 27's "the one line to change"): the code the explorers found or
+the failure points at, numbered; the reply corrects lines of it. The edit's rules on strings,
+then whole runs against the simulator (a builder that copies the file back on its one-shot
+and names the wrong line when asked for one), judged by the run branch's file."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from conftest import scenario_with
+from routing_kit import BUGGY_LINE, RIGHT_LINE, demo_run, show
+
+from orchestrator import api
+from orchestrator.engine.ladder import rungs
+from orchestrator.engine.oneline import line_edit
+from orchestrator.faces.demo import DEMO_TASK
+from orchestrator.localize.localization import Span
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
+
+CODE = "RATES = {\n    \"AB\": 5,\n    \"QC\": 5,  # GST + QST\n}\n\n\ndef rate(p):\n    return RATES[p]\n"
+SPAN = Span(path="rates.py", start=1, end=4, focus=3, text=tuple(CODE.splitlines()[:4]),
+            why="found")
+
+
+@pytest.mark.parametrize("reply", [
+    '3: "QC": 15,  # GST + QST',                       # the form asked for
+    'Line 3: `"QC": 15,  # GST + QST`',                # a word before, backticks around
+    '```\n   3|     "QC": 15,  # GST + QST\n```',       # the prompt's own numbering, fenced
+    # the whole block reprinted with the one line changed
+    '1| RATES = {\n2|     "AB": 5,\n3|     "QC": 15,  # GST + QST\n4| }',
+])
+def test_a_corrected_line_replaces_that_line_with_the_files_indentation(reply):
+    new, why = line_edit(CODE, SPAN, reply)
+    assert why == "" and new == CODE.replace('"QC": 5,', '"QC": 15,')
+
+
+@pytest.mark.parametrize(("reply", "said"), [
+    ('3:     "QC": 5,  # GST + QST', "was given a new text"),   # the line as it is
+    ('7: def rate(province):', "was given a new text"),          # outside the code shown
+    ("The QC rate is wrong.", "was given a new text"),           # no line at all
+    ("1: A = 1\n2: B = 2\n3: C = 3\n4: D = 4", "more than 3"),   # a rewrite, not a line
+])
+def test_a_line_given_back_outside_or_missing_changes_nothing_and_says_why(reply, said):
+    new, why = line_edit(CODE, SPAN, reply)
+    assert new is None and said in why
+
+
+def test_the_rung_follows_the_first_one_shot_only_when_the_role_asks_for_it():
+    from orchestrator.config.schema import RoleSpec
+    plain = RoleSpec(model="m", one_shot=True, one_shot_attempts=2)
+    lined = plain.model_copy(update={"one_line": True})
+    assert [r.strategy for r in rungs(plain, 1)] == ["one_shot", "one_shot_fact", "tool_loop"]
+    assert [r.strategy for r in rungs(lined, 1)] == ["one_shot", "one_line", "one_shot_fact",
+                                                     "tool_loop"]
+
+
+def _asked_line(req: ChatRequestView) -> bool:
+    return "Which one of these lines is wrong?" in json.dumps(req.messages)
+
+
+async def test_a_builder_that_copies_the_file_back_is_asked_for_the_one_line(fresh_sim,
+                                                                             sample_repo):
+    """The demo's median bug, pinned by its failing test: the one-shot gives stats.py back
+    unchanged; the one-line request shows the failing function numbered, the model names the
+    last line with its fix (no indentation), and the run passes on that line alone."""
+    original = (sample_repo / "stats.py").read_text(encoding="utf-8")
+
+    def respond(req: ChatRequestView) -> Reply:
+        if _asked_line(req):
+            shown = req.messages[-1]["content"]
+            n = re.findall(r"(\d+)\|     return ordered\[mid\]$", shown, re.M)[-1]
+            return Reply(content=f"{n}: {RIGHT_LINE.strip()}")
+        return Reply(content=f"stats.py\n```python\n{original}```\n")
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
+    result = await api.arun(DEMO_TASK, **demo_run(
+        fresh_sim, sample_repo, "builder.one_shot=true", "builder.one_line=true"))
+    assert result.status == "succeeded", result.reason
+    head, _, tail = original.rpartition(BUGGY_LINE)
+    assert show(sample_repo, f"{result.branch}:stats.py") == head + RIGHT_LINE + tail
+    assert [(a.strategy, a.changed) for a in result.attempt_log] == [
+        ("one_shot", False), ("one_line", True)]
+    [_, asked] = [ChatRequestView.from_body(r.body)
+                  for r in fresh_sim.state.requests_for("sim-builder")]
+    assert "The failure points at this code (stats.py lines" in asked.messages[-1]["content"]
+
+
+async def test_the_line_is_asked_of_the_code_the_explorers_found(fresh_sim, tmp_path):
+    """An explore task the failure does not pin: the explorer cites the QC line of the rate
+    table two modules away; the builder copies the table's file back on its one-shot, then,
+    shown the table numbered as what the explorers found, corrects the QC line alone."""
+    from test_oneshot import _explore_task_one_shot
+
+    def respond(req: ChatRequestView) -> Reply:
+        if _asked_line(req):
+            return Reply(content='18: "QC": Decimal("0.14975"),     # Quebec: GST 5% + QST 9.975%')
+        return Reply(content="invoicer/tax/jurisdictions.py\n```python\n"
+                             + (tmp_path / "repo/invoicer/tax/jurisdictions.py").read_text()
+                             + "```\n")
+
+    found = {"answer": "QC", "claims": [{
+        "text": "COMBINED_RATES gives QC a rate of 0.05",
+        "citations": [{"path": "invoicer/tax/jurisdictions.py", "start_line": 18,
+                       "end_line": 18, "quote": ""}]}]}
+    task, result, _ = await _explore_task_one_shot(
+        fresh_sim, tmp_path, "xp-invoice-tax",
+        "Where is the sales tax rate for Quebec (QC) defined?", found,
+        builder=ModelBehavior(respond=respond), sets=["builder.one_line=true"])
+    assert result.status == "succeeded", result.reason
+    assert [(a.strategy, a.changed) for a in result.attempt_log] == [
+        ("one_shot", False), ("one_line", True)]
+    fixed = show(tmp_path / "repo", f"{result.branch}:{task.sim.path}")
+    assert task.sim.new in fixed and task.sim.old not in fixed
+    asked = [ChatRequestView.from_body(r.body) for r in fresh_sim.state.requests_for(
+        "sim-builder")][-1].messages[-1]["content"]
+    assert "The explorers found this code (invoicer/tax/jurisdictions.py lines 7-21" in asked
