@@ -25,10 +25,16 @@ used, whether it still holds: ``Ahead``, one per run (``RunContext.ahead``).
   the old value, ``commits.py``); otherwise the commit is made again.
 - The diff of the tree verify checks, while its commands run (``diffing``). A tree never
   changes, so its diff cannot go stale; the workspace keeps it for the judges and the report.
-- The repository's line counts for the citation check, when explorers start (``count_lines``):
-  counted once, on a thread of its own, from the run's commit, which never changes. A count that
-  fails there (the reader closed at the run's end) is left to ``LineCounts.of``, which counts
-  again and raises its own error.
+- The repository's line counts for the citation check (``count_lines``): counted once, on a
+  thread of its own, from the run's commit, which never changes; started after the preflight's
+  commands when explorers are expected, else when they start. A count that fails there (the
+  reader closed at the run's end) is left to ``LineCounts.of``, which counts again and raises
+  its own error.
+- The explorers' retrieval over the worktree (``start_retrieval``: ripgrep's listing of its
+  files, ~8 ms of process, and the small tree read into memory), after the preflight's commands
+  while the planner works. The check is the run's write counter: explorers get that retriever
+  (``retrieval``) only if no writing tool of any session has started since it began; else a
+  new one lists and reads the worktree as it is then.
 
 A failure of work done ahead is never raised where it was started, only by whoever needs the
 result (which then does the work again, or raises its own error).
@@ -43,6 +49,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from orchestrator.evidence.sources import FileSource, LineCounts
+from orchestrator.localize.retrieve import Retriever
 from orchestrator.tools.base import WriteWatch
 from orchestrator.workspace.commits import PreparedCommit
 from orchestrator.workspace.worktree import Workspace
@@ -58,6 +65,7 @@ class Ahead:
         self._commit: asyncio.Task[PreparedCommit | None] | None = None
         self.writes = 0  # writing tools started (and ended) in any session of the run
         self._start: tuple[asyncio.Task[str], int] | None = None  # (snapshot, writes then)
+        self._retrieval: tuple[Retriever, int] | None = None  # (loading ahead, writes then)
 
     def started(self) -> None:  # the run's ``WriteWatch``: every toolbox tells it
         self.writes += 1
@@ -91,6 +99,25 @@ class Ahead:
             if writes == self.writes and not task.cancelled() and task.exception() is None:
                 return task.result()
         return await take()
+
+    def start_retrieval(self, retriever: Retriever) -> None:
+        """Load ``retriever``'s listing and in-memory corpus on a thread of its own (after the
+        preflight's commands); an error there is left to the retriever's own use."""
+        self._retrieval = (retriever, self.writes)
+
+        def load() -> None:
+            with contextlib.suppress(Exception):
+                retriever.preload()
+
+        threading.Thread(target=load, name="retrieval", daemon=True).start()
+
+    def retrieval(self) -> Retriever | None:
+        """The retriever ``start_retrieval`` loads, once, if no writing tool has started since
+        it began (its listing is the worktree's now); else None."""
+        held, self._retrieval = self._retrieval, None
+        if held is not None and held[1] == self.writes:
+            return held[0]
+        return None
 
     def trees(self, workspace: Workspace | None) -> TreeAhead:
         """A ``WriteWatch`` for one build session, keeping a snapshot of the worktree ahead."""

@@ -63,6 +63,7 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
                 message=f"the analysis of the preflight's failures took over {limit:g}s "
                         "(run.preflight_analysis_s): the planner and builder get the failing "
                         "commands' output only"))
+    _explore_ahead(ctx, loc)
     ctx.telemetry.emit(Localized(
         role="verify", passed=loc.passed, pinned=loc.pinned,
         commands=[c.command for c in checks], exit_codes=[c.exit_code for c in checks],
@@ -70,6 +71,18 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
         failing=[t.name for r in loc.reports for t in r.failures][:10],
     ))
     return loc
+
+
+def _explore_ahead(ctx: RunContext, loc: Localization) -> None:
+    """What the explorers will need, made while the planner works (``engine/ahead.py``): the
+    retrieval over the worktree and the line counts of the run's commit; not when the pipeline
+    has no explorers, nor when the failures pin the code, which skips them."""
+    if ctx.pipeline.explore is None or (loc.pinned and not ctx.roles.run.explore_when_pinned):
+        return
+    if ctx.roles.run.explore_candidates > 0:
+        ctx.retrieval_ahead()
+    if ctx.citations is not None:
+        ctx.ahead.count_lines(ctx.citations)
 
 
 def localize_worktree(root: Path, checks: Sequence[Check],

@@ -63,9 +63,15 @@ class RunContext:
 
     def retriever(self) -> Retriever:
         """The run's retrieval over its worktree (the run's commit; the checkout for explore)."""
-        if self._retriever is None:
-            self._retriever = Retriever(self.worktree)
+        if self._retriever is None:  # the one loaded ahead, if it still holds
+            self._retriever = self.ahead.retrieval() or Retriever(self.worktree)
         return self._retriever
+
+    def retrieval_ahead(self) -> None:
+        """Start loading the explorers' retriever on a thread (``Ahead.start_retrieval``),
+        unless one is made already."""
+        if self._retriever is None:
+            self.ahead.start_retrieval(Retriever(self.worktree))
 
     def start_files(self) -> Callable[[str], bytes | None] | None:
         """A reader of the files at the commit the run started from, without a git process per
