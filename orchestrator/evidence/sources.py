@@ -25,6 +25,7 @@ from orchestrator.tools.jail import Jail, open_regular
 from orchestrator.tools.search import decode_lines, rg_binary
 
 _BATCH_HEADER = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)\n$")
+_OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 MAX_COUNTED_LINE = 160  # longer lines are never "common"; not counting them saves memory
 MAX_COUNTED_FILE = 1 << 20  # bytes; bigger files (data, bundles) are skipped when counting
 MAX_COUNTED_FILES = 20_000
@@ -139,15 +140,26 @@ class GitCommitSource(CachedSource):
         rel = _repo_relative(self.repo, path)
         if rel is None:
             return None
+        return self._object(f"{self.commit}:{rel}", b"blob")
+
+    def tree(self, name: str) -> bytes | None:
+        """The raw tree object ``name`` (a tree's id, e.g. a worktree snapshot) from the same
+        ``cat-file`` process; None if it is not a tree. Raises OSError once the reader is
+        closed."""
+        if not _OBJECT_ID.match(name):
+            return None
+        return self._object(name, b"tree")
+
+    def _object(self, spec: str, kind: bytes) -> bytes | None:
         with self._io:
             stdin, stdout = self._pipes()
-            stdin.write(f"{self.commit}:{rel}\n".encode())
+            stdin.write(f"{spec}\n".encode())
             stdin.flush()
             header = _BATCH_HEADER.match(stdout.readline())
             if header is None:
                 return None  # "<object> missing" / "ambiguous"
             data = stdout.read(int(header.group(2)) + 1)[:-1]
-        return data if header.group(1) == b"blob" else None
+        return data if header.group(1) == kind else None
 
     def paths(self) -> list[str]:
         proc = git("ls-tree", "-r", "-z", "--name-only", self.commit, cwd=self.repo, check=False)
