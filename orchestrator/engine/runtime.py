@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -52,7 +53,9 @@ class RunContext:
     workspace: Workspace | None = None  # None for `explore`, which has no worktree
     sandbox: Sandbox | None = None  # where builder and verify commands run; None for `explore`
     pipeline: Pipeline = DEFAULT_PIPELINE  # which roles plan, explore, build and judge
-    repo_rules: str = ""  # the repository's AGENTS.md / CLAUDE.md, quoted (reporules.py)
+    # the repository's AGENTS.md / CLAUDE.md, quoted (reporules.py), or their reading on a
+    # thread (``rules``)
+    repo_rules: str | Future[str] = ""
     # the run's commit, read for every explorer's citations by one `git cat-file` (run only)
     citations: GitCommitSource | None = None
     # work done ahead of the critical path (the worktree's tree while the builder's model
@@ -60,6 +63,13 @@ class RunContext:
     ahead: Ahead = field(default_factory=Ahead)
     # candidate windows for explorers' questions; its searches are shared by the run's explorers
     _retriever: Retriever | None = field(default=None, repr=False)
+
+    def rules(self) -> str:
+        """The repository's rules, quoted (waits for their reading, started when the run opened;
+        its error is raised here)."""
+        if isinstance(self.repo_rules, Future):
+            self.repo_rules = self.repo_rules.result()
+        return self.repo_rules
 
     def retriever(self) -> Retriever:
         """The run's retrieval over its worktree (the run's commit; the checkout for explore)."""
