@@ -25,14 +25,13 @@ used, whether it still holds: ``Ahead``, one per run (``RunContext.ahead``).
   the old value, ``commits.py``); otherwise the commit is made again.
 - The diff of the tree verify checks, while its commands run (``diffing``). A tree never
   changes, so its diff cannot go stale; the workspace keeps it for the judges and the report.
-- The repository's line counts for the citation check (``count_lines``): counted once, on a
-  thread of its own, from the run's commit, which never changes; started after the preflight's
-  commands when explorers are expected, else when they start. A count that fails there (the
-  reader closed at the run's end) is left to ``LineCounts.of``, which counts again and raises
-  its own error.
+- The repository's line counts for the citation check, when explorers start (``count_lines``):
+  counted once, on a thread of its own, from the run's commit, which never changes. A count that
+  fails there (the reader closed at the run's end) is left to ``LineCounts.of``, which counts
+  again and raises its own error.
 - The explorers' retrieval over the worktree (``start_retrieval``: ripgrep's listing of its
   files, ~8 ms of process, and the small tree read into memory), after the preflight's commands
-  while the planner works. The check is the run's write counter: explorers get that retriever
+  while their failures are analysed and the planner works. The check is the run's write counter: explorers get that retriever
   (``retrieval``) only if no writing tool of any session has started since it began; else a
   new one lists and reads the worktree as it is then.
 

@@ -48,6 +48,7 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
         checks.append(Check(command=command, exit_code=res.exit_code,
                             output=shown(res.output[-MAX_OUTPUT:])))
     ctx.ahead.start_tree(ctx.workspace)  # the first attempt's tree, while the planner works
+    _explore_ahead(ctx)
     limit = ctx.roles.run.preflight_analysis_s
     with ctx.telemetry.busy("tool"):
         try:
@@ -63,7 +64,6 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
                 message=f"the analysis of the preflight's failures took over {limit:g}s "
                         "(run.preflight_analysis_s): the planner and builder get the failing "
                         "commands' output only"))
-    _explore_ahead(ctx, loc)
     ctx.telemetry.emit(Localized(
         role="verify", passed=loc.passed, pinned=loc.pinned,
         commands=[c.command for c in checks], exit_codes=[c.exit_code for c in checks],
@@ -73,16 +73,13 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
     return loc
 
 
-def _explore_ahead(ctx: RunContext, loc: Localization) -> None:
-    """What the explorers will need, made while the planner works (``engine/ahead.py``): the
-    retrieval over the worktree and the line counts of the run's commit; not when the pipeline
-    has no explorers, nor when the failures pin the code, which skips them."""
-    if ctx.pipeline.explore is None or (loc.pinned and not ctx.roles.run.explore_when_pinned):
-        return
-    if ctx.roles.run.explore_candidates > 0:
+def _explore_ahead(ctx: RunContext) -> None:
+    """The explorers' retrieval over the worktree, listed and read while the failures are
+    analysed and the planner works (``engine/ahead.py``); not when the pipeline has no
+    explorers. (When the failures pin the code, explorers are skipped and it goes unused: one
+    listing of the worktree, off the critical path.)"""
+    if ctx.pipeline.explore is not None and ctx.roles.run.explore_candidates > 0:
         ctx.retrieval_ahead()
-    if ctx.citations is not None:
-        ctx.ahead.count_lines(ctx.citations)
 
 
 def localize_worktree(root: Path, checks: Sequence[Check],
