@@ -23,6 +23,7 @@ from orchestrator.errors import ToolError, UsageError
 from orchestrator.gitsafe import git, git_env
 from orchestrator.tools.jail import Jail, open_regular
 from orchestrator.tools.search import decode_lines, rg_binary
+from orchestrator.workspace.treediff import Unreadable, files
 
 _BATCH_HEADER = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)\n$")
 _OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
@@ -162,6 +163,14 @@ class GitCommitSource(CachedSource):
         return data if header.group(1) == kind else None
 
     def paths(self) -> list[str]:
+        """The commit's files, read through the same ``cat-file`` (its tree objects); git's
+        ``ls-tree`` when they cannot be read."""
+        try:
+            head = self._object(self.commit, b"commit")
+            if head is not None and head.startswith(b"tree "):
+                return sorted(files(self.tree, head[5:head.index(b"\n")].decode("ascii")))
+        except (Unreadable, ValueError, OSError):
+            pass
         proc = git("ls-tree", "-r", "-z", "--name-only", self.commit, cwd=self.repo, check=False)
         return sorted(p for p in str(proc.stdout).split("\0") if p)
 

@@ -1,4 +1,5 @@
-"""Whether two trees differ outside a set of paths, read from tree objects (no git process).
+"""Whether two trees differ outside a set of paths, and a tree's files, read from tree objects
+(no git process).
 
 A build attempt asks whether it changed a file besides the failing tests (``engine/building``).
 The trees are the worktree's snapshots, already written; their objects are read from a reader
@@ -6,7 +7,8 @@ the run keeps open anyway (its ``git cat-file --batch``), so the answer starts n
 walk goes down only into subtrees whose ids differ, and stops at the first path that differs
 and is not one of the given paths. A path differs when its entry's mode or object id does, as
 ``git diff --name-only`` lists it; a file that became a directory (or the reverse) differs at
-the file's path and at every file under the directory.
+the file's path and at every file under the directory. ``files`` lists a tree's files, links and
+submodules as ``git ls-tree -r --name-only`` does (the citation check's line counts).
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ def differs_outside(read: Reader, before: str, after: str, paths: Collection[str
         return False
     width = len(before) // 2  # raw id bytes: 20 (SHA-1) or 32 (SHA-256)
     return any(p not in paths for p in _differing(read, before, after, "", width))
+
+
+def files(read: Reader, tree: str) -> list[str]:
+    """Every path of tree ``tree`` that is not a tree, in git's order; raises ``Unreadable``."""
+    return list(_differing(read, None, tree, "", len(tree) // 2))
 
 
 def _entries(read: Reader, tree: str, width: int) -> dict[str, tuple[bytes, bytes]]:
