@@ -19,8 +19,9 @@ used, whether it still holds: ``Ahead``, one per run (``RunContext.ahead``).
   toolbox); else it takes its own. (A process a preflight command left running with
   ``[sandbox] mode = "none"`` could still write: that attempt's "changed" is then judged from
   the earlier tree; what is committed is still what verify checked.)
-- The run's commit, while the judges read the tree verify passed (``prepare_commit``). The
-  check is a compare-and-swap: the report (``commit``) uses it only if it was made for the same
+- The run's commit of the tree verify checks, while its commands run (``prepare_commit``;
+  made again while the judges read if the commands wrote a file). The check is a
+  compare-and-swap: the report (``commit``) uses it only if it was made for the same
   message and tree and the run branch is still on the commit it was made on (``update-ref`` with
   the old value, ``commits.py``); otherwise the commit is made again.
 - The diff of the tree verify checks, while its commands run (``diffing``). A tree never
