@@ -6,8 +6,8 @@ run; they need the checkpointer (LangGraph) and the client pool (the OpenAI SDK)
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 from types import TracebackType
@@ -168,12 +168,10 @@ class OpenRun:
         citations = GitCommitSource(ws.repo, base, resolved=True)  # one reader for the run
         self._stack.callback(citations.close)
         # the repository's rules are read (a git process started, files read from it) on a
-        # thread while the run goes on: the planner's prompt is the first to need them, after
-        # the preflight's commands (``RunContext.rules``)
-        rules = ThreadPoolExecutor(max_workers=1, thread_name_prefix="repo-rules")
-        reading = rules.submit(repo_rules, citations.lines,
-                               max_tokens=plan.role_map.run.repo_rules_tokens)
-        rules.shutdown(wait=False)
+        # thread while the preflight's commands run, or when a prompt first needs them
+        # (``RunContext.read_rules_ahead``, ``rules``)
+        rules = functools.partial(repo_rules, citations.lines,
+                                  max_tokens=plan.role_map.run.repo_rules_tokens)
         self.sandbox = sandbox = build_sandbox(
             plan.role_map.sandbox, worktree=ws.worktree, read_only=ws.objects_dirs,
             env=plan.env, ledger=ws.run_dir / COMMANDS_FILE)
@@ -183,7 +181,7 @@ class OpenRun:
             pool=JournaledPool(self.pool, journal), telemetry=self.telemetry, repo=ws.repo,
             worktree=ws.worktree, run_dir=ws.run_dir, base_commit=base, env=dict(plan.env),
             workspace=ws, sandbox=sandbox, pipeline=plan.pipeline,
-            repo_rules=reading, citations=citations,
+            repo_rules=rules, citations=citations,
         )
 
     def _explore_context(self, plan: Plan) -> RunContext:

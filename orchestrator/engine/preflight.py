@@ -34,6 +34,7 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
     nothing to run, nowhere to run it (``explore`` has no sandbox) or ``run.preflight`` is off."""
     if ctx.sandbox is None or not commands or not ctx.roles.run.preflight:
         return None
+    ctx.read_rules_ahead()  # the planner quotes them: read while the commands run
     checks = []
     shown = output_mask(ctx)  # what the tests print of a secret file is not kept, nor shown
     for command in commands:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -53,9 +53,9 @@ class RunContext:
     workspace: Workspace | None = None  # None for `explore`, which has no worktree
     sandbox: Sandbox | None = None  # where builder and verify commands run; None for `explore`
     pipeline: Pipeline = DEFAULT_PIPELINE  # which roles plan, explore, build and judge
-    # the repository's AGENTS.md / CLAUDE.md, quoted (reporules.py), or their reading on a
-    # thread (``rules``)
-    repo_rules: str | Future[str] = ""
+    # the repository's AGENTS.md / CLAUDE.md, quoted (reporules.py), or how to read them, or
+    # their reading on a thread (``read_rules_ahead``, ``rules``)
+    repo_rules: str | Callable[[], str] | Future[str] = ""
     # the run's commit, read for every explorer's citations by one `git cat-file` (run only)
     citations: GitCommitSource | None = None
     # work done ahead of the critical path (the worktree's tree while the builder's model
@@ -64,11 +64,21 @@ class RunContext:
     # candidate windows for explorers' questions; its searches are shared by the run's explorers
     _retriever: Retriever | None = field(default=None, repr=False)
 
+    def read_rules_ahead(self) -> None:
+        """Start reading the repository's rules on a thread (while the preflight's commands
+        run), unless they are read or being read."""
+        if callable(self.repo_rules):
+            reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="repo-rules")
+            self.repo_rules = reader.submit(self.repo_rules)
+            reader.shutdown(wait=False)
+
     def rules(self) -> str:
-        """The repository's rules, quoted (waits for their reading, started when the run opened;
-        its error is raised here)."""
+        """The repository's rules, quoted: read now, or their reading ahead waited for (its
+        error is raised here)."""
         if isinstance(self.repo_rules, Future):
             self.repo_rules = self.repo_rules.result()
+        elif callable(self.repo_rules):
+            self.repo_rules = self.repo_rules()
         return self.repo_rules
 
     def retriever(self) -> Retriever:
