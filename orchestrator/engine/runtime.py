@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -17,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from orchestrator.config.definitions import Registry
 from orchestrator.config.pipeline import DEFAULT_PIPELINE, Pipeline
 from orchestrator.config.schema import RoleMap
-from orchestrator.engine.ahead import Ahead
+from orchestrator.engine.ahead import Ahead, ahead_of_loop
 from orchestrator.evidence.sources import DirSource, FileSource, GitCommitSource
 from orchestrator.localize.retrieve import Retriever
 from orchestrator.models.base import ModelClient
@@ -55,7 +54,7 @@ class RunContext:
     pipeline: Pipeline = DEFAULT_PIPELINE  # which roles plan, explore, build and judge
     # the repository's AGENTS.md / CLAUDE.md, quoted (reporules.py), or how to read them, or
     # their reading on a thread (``read_rules_ahead``, ``rules``)
-    repo_rules: str | Callable[[], str] | Future[str] = ""
+    repo_rules: str | Callable[[], str] | asyncio.Future[str] = ""
     # the run's commit, read for every explorer's citations by one `git cat-file` (run only)
     citations: GitCommitSource | None = None
     # work done ahead of the critical path (the worktree's tree while the builder's model
@@ -65,18 +64,16 @@ class RunContext:
     _retriever: Retriever | None = field(default=None, repr=False)
 
     def read_rules_ahead(self) -> None:
-        """Start reading the repository's rules on a thread (while the preflight's commands
-        run), unless they are read or being read."""
+        """Start reading the repository's rules on a worker thread of the event loop (while the
+        preflight's commands run), unless they are read or being read."""
         if callable(self.repo_rules):
-            reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix="repo-rules")
-            self.repo_rules = reader.submit(self.repo_rules)
-            reader.shutdown(wait=False)
+            self.repo_rules = ahead_of_loop(self.repo_rules)
 
-    def rules(self) -> str:
+    async def rules(self) -> str:
         """The repository's rules, quoted: read now, or their reading ahead waited for (its
         error is raised here)."""
-        if isinstance(self.repo_rules, Future):
-            self.repo_rules = self.repo_rules.result()
+        if isinstance(self.repo_rules, asyncio.Future):
+            self.repo_rules = await self.repo_rules
         elif callable(self.repo_rules):
             self.repo_rules = self.repo_rules()
         return self.repo_rules
