@@ -261,6 +261,6 @@ async def _settled(task: asyncio.Task[str]) -> None:
     _retrieved(task)
 
 
-def _retrieved(task: asyncio.Task[Any]) -> None:
+def _retrieved(task: asyncio.Future[Any]) -> None:
     if not task.cancelled():
         task.exception()  # retrieved: not logged as "never retrieved"
