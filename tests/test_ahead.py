@@ -268,3 +268,31 @@ async def test_the_commit_made_ahead_is_used_only_where_it_fits(tmp_path):
 def _git_line(repo: Path, *args: str) -> str:
     return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
                           text=True).stdout.strip()
+
+
+def test_the_retrieval_loaded_ahead_is_used_only_while_nothing_wrote_since(tmp_path):
+    """The explorers' retrieval, listed and read while the planner works, is theirs if no
+    writing tool started since it began; after one, a new retrieval sees the worktree as it is
+    then (a file written after the load is found)."""
+    from orchestrator.localize.retrieve import Retriever
+
+    root = make_repo(tmp_path / "repo")
+    ahead = Ahead()
+    loaded = Retriever(root)
+    ahead.start_retrieval(loaded)
+    for thread in threading.enumerate():
+        if thread.name == "retrieval":
+            thread.join(10)
+    assert loaded._files is not None and loaded._loaded is not None  # listed and read ahead
+    assert ahead.retrieval() is loaded
+    assert ahead.retrieval() is None  # once
+
+    stale = Retriever(root)
+    ahead.start_retrieval(stale)
+    ahead.started()  # a writing tool starts: what was listed may be gone or new
+    (root / "later.py").write_text("LATER_NAME = 1\n")
+    ahead.finished()
+    assert ahead.retrieval() is None
+    fresh = Retriever(root)
+    assert "later.py" in fresh.files()
+    assert any(w.path == "later.py" for w in fresh.windows("where is LATER_NAME set?"))

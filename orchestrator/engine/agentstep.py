@@ -133,7 +133,7 @@ async def _plan_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
     located = localized(loc)
     if loc is not None and loc.pinned:  # questions only for what the failure does not show
         located += text("evidence", "localized_pinned") + "\n"
-    values = {"task": state.task, "question": state.task, "repo_rules": ctx.repo_rules,
+    values = {"task": state.task, "question": state.task, "repo_rules": await ctx.rules(),
               "localized": f"\n{located}" if located else ""}
     template = "explore" if state.mode == "explore" else "task"
     return Asked(role, template, values, {"localization": loc} if loc is not None else {})
@@ -231,7 +231,7 @@ def _pinned(state: RunState) -> bool:
 async def _build_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
     feedback = text("pipeline", "feedback", feedback=state.feedback) + "\n" if state.feedback else ""
     return Asked(role, "task", {
-        "task": state.task, "repo_rules": ctx.repo_rules, "feedback": feedback,
+        "task": state.task, "repo_rules": await ctx.rules(), "feedback": feedback,
         "plan": plan_text(state.plan) + commands_note(acceptance_commands(ctx, state)),
         "digest": state.digest or text("pipeline", "none"),
         "localized": localized(state.localization) + _diagnosed(state),
@@ -260,7 +260,7 @@ async def _judge_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
     diff = await asyncio.to_thread(ctx.workspace.patch, tree) if ctx.workspace else ""
     passed = state.verify is not None and state.verify.passed
     return Asked(role, "task", {
-        "task": state.task, "role": role, "repo_rules": ctx.repo_rules,
+        "task": state.task, "role": role, "repo_rules": await ctx.rules(),
         "verify": text("pipeline", "verify_passed" if passed else "verify_not_passed"),
         "digest": state.digest or text("pipeline", "none"), "plan": plan_text(state.plan),
         # a secret file the builder copied into its result is not shown to the judges either

@@ -6,7 +6,8 @@ call for whole files (``oneshot.py``; with ``samples`` = k, best-of-k checked sa
 ``samples.py``), the same with the failure restated as facts, the tool loop, or the next model
 of the role's chain. A judge's requested changes always go to the tool loop. Whether the
 attempt changed anything is measured (the worktree's tree before and after, the failing tests
-left out, since verify puts those back): an attempt that changed nothing is not a failed fix,
+left out, since verify puts those back; the trees are read by the run's open ``cat-file``,
+``workspace/treediff.py``): an attempt that changed nothing is not a failed fix,
 so the same-failure stop does not count it (``graph._repeating``) and the next attempt climbs.
 ``run.time_budget_s`` bounds the run's builds: past it the attempt under way is stopped and
 the run fails, saying so.
@@ -29,6 +30,7 @@ from orchestrator.engine.sessions import run_session
 from orchestrator.engine.toolbox import policy_of, protected_tests
 from orchestrator.session.account import SessionOutcome
 from orchestrator.state import Attempt, BuildReport, Role, RunState, Sample, Strategy
+from orchestrator.workspace.treediff import Unreadable, differs_outside
 
 Values = dict[str, Any]
 
@@ -89,6 +91,12 @@ async def _changed(ctx: RunContext, state: RunState, before: str, after: str) ->
     protected = protected_tests(ctx, state)
     if ctx.workspace is None or not before or not after or before == after or not protected:
         return before != after  # trees differ exactly when a file does: no git to ask
+    if ctx.citations is not None:  # the trees read by the run's open `cat-file`: no process
+        try:
+            return await asyncio.to_thread(differs_outside, ctx.citations.tree, before, after,
+                                           protected)
+        except (Unreadable, OSError, ValueError):
+            pass  # git says it instead
     paths = await asyncio.to_thread(ctx.workspace.changed_between, before, after)
     return any(p not in protected for p in paths)
 

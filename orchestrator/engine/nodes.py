@@ -92,9 +92,12 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         ctx.telemetry.emit(Warned(role="verify", category="tests_put_back",
                                   message="the builder changed the failing tests "
                                   f"{', '.join(put_back)}; they were put back before verify"))
-    # the diff of what the builder left, which the judges and the report read, is made while
-    # the commands run (unless those change a file, it is the diff of the tree checked)
+    # the diff of what the builder left, which the judges and the report read, and the run's
+    # commit of it are made while the commands run (unless those change a file, they are the
+    # diff and commit of the tree checked; the report moves the branch to a commit that fits)
+    message = _commit_message(ctx, state)
     async with ctx.ahead.diffing(ctx.workspace, state.worktree_tree):
+        ctx.ahead.prepare_commit(ctx.workspace, message, state.worktree_tree)
         checks = await run_checks(ctx, acceptance_commands(ctx, state), policy_of(ctx))
         tree = await ctx.worktree_tree()  # the commands may have written files
     shown = output_mask(ctx)  # what a command printed of a secret file is not kept, nor shown
@@ -106,8 +109,9 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         commands=[c.command for c in checks], exit_codes=[c.exit_code for c in checks],
     ))
     log = _judged(ctx, state, passed=result.passed)
-    if result.passed:  # the commit is made while the judges read; the report moves the branch
-        ctx.ahead.prepare_commit(ctx.workspace, _commit_message(ctx, state), tree)
+    if tree != state.worktree_tree:  # the commands wrote: the commit is made again ahead
+        ctx.ahead.prepare_commit(ctx.workspace, message, tree)
+    if result.passed:
         return {"verify": result, "feedback": "", "worktree_tree": tree, "attempt_log": log}
     feedback = (text("pipeline", "tests_put_back", tests=", ".join(put_back)) + "\n"
                 if put_back else "")

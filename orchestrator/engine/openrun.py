@@ -6,8 +6,8 @@ run; they need the checkpointer (LangGraph) and the client pool (the OpenAI SDK)
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable
-from concurrent.futures import ThreadPoolExecutor, wait
 from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 from types import TracebackType
@@ -167,25 +167,21 @@ class OpenRun:
         base = ws.start_commit or ws.base_commit
         citations = GitCommitSource(ws.repo, base, resolved=True)  # one reader for the run
         self._stack.callback(citations.close)
-        # the repository's rules are read (a git process started, files read from it) while
-        # the sandbox's mounts are planned (path work in Python): ~2 ms apart, ~2 ms together
-        rules = ThreadPoolExecutor(max_workers=1, thread_name_prefix="repo-rules")
-        reading = rules.submit(repo_rules, citations.lines,
-                               max_tokens=plan.role_map.run.repo_rules_tokens)
-        rules.shutdown(wait=False)
-        try:
-            self.sandbox = sandbox = build_sandbox(
-                plan.role_map.sandbox, worktree=ws.worktree, read_only=ws.objects_dirs,
-                env=plan.env, ledger=ws.run_dir / COMMANDS_FILE)
-        finally:
-            wait([reading])
+        # the repository's rules are read (a git process started, files read from it) on a
+        # thread while the preflight's commands run, or when a prompt first needs them
+        # (``RunContext.read_rules_ahead``, ``rules``)
+        rules = functools.partial(repo_rules, citations.lines,
+                                  max_tokens=plan.role_map.run.repo_rules_tokens)
+        self.sandbox = sandbox = build_sandbox(
+            plan.role_map.sandbox, worktree=ws.worktree, read_only=ws.objects_dirs,
+            env=plan.env, ledger=ws.run_dir / COMMANDS_FILE)
         self._stack.callback(sandbox.close)
         return RunContext(
             run_id=ws.run_id, roles=plan.role_map, agents=plan.registry,
             pool=JournaledPool(self.pool, journal), telemetry=self.telemetry, repo=ws.repo,
             worktree=ws.worktree, run_dir=ws.run_dir, base_commit=base, env=dict(plan.env),
             workspace=ws, sandbox=sandbox, pipeline=plan.pipeline,
-            repo_rules=reading.result(), citations=citations,
+            repo_rules=rules, citations=citations,
         )
 
     def _explore_context(self, plan: Plan) -> RunContext:

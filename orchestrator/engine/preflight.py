@@ -34,6 +34,7 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
     nothing to run, nowhere to run it (``explore`` has no sandbox) or ``run.preflight`` is off."""
     if ctx.sandbox is None or not commands or not ctx.roles.run.preflight:
         return None
+    ctx.read_rules_ahead()  # the planner quotes them: read while the commands run
     checks = []
     shown = output_mask(ctx)  # what the tests print of a secret file is not kept, nor shown
     for command in commands:
@@ -48,6 +49,7 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
         checks.append(Check(command=command, exit_code=res.exit_code,
                             output=shown(res.output[-MAX_OUTPUT:])))
     ctx.ahead.start_tree(ctx.workspace)  # the first attempt's tree, while the planner works
+    _explore_ahead(ctx)
     limit = ctx.roles.run.preflight_analysis_s
     with ctx.telemetry.busy("tool"):
         try:
@@ -70,6 +72,15 @@ async def preflight(ctx: RunContext, commands: Sequence[str], policy: CommandPol
         failing=[t.name for r in loc.reports for t in r.failures][:10],
     ))
     return loc
+
+
+def _explore_ahead(ctx: RunContext) -> None:
+    """The explorers' retrieval over the worktree, listed and read while the failures are
+    analysed and the planner works (``engine/ahead.py``); not when the pipeline has no
+    explorers. (When the failures pin the code, explorers are skipped and it goes unused: one
+    listing of the worktree, off the critical path.)"""
+    if ctx.pipeline.explore is not None and ctx.roles.run.explore_candidates > 0:
+        ctx.retrieval_ahead()
 
 
 def localize_worktree(root: Path, checks: Sequence[Check],

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Protocol
 from orchestrator.config.definitions import Registry
 from orchestrator.config.pipeline import DEFAULT_PIPELINE, Pipeline
 from orchestrator.config.schema import RoleMap
-from orchestrator.engine.ahead import Ahead
+from orchestrator.engine.ahead import Ahead, ahead_of_loop
 from orchestrator.evidence.sources import DirSource, FileSource, GitCommitSource
 from orchestrator.localize.retrieve import Retriever
 from orchestrator.models.base import ModelClient
@@ -52,7 +52,9 @@ class RunContext:
     workspace: Workspace | None = None  # None for `explore`, which has no worktree
     sandbox: Sandbox | None = None  # where builder and verify commands run; None for `explore`
     pipeline: Pipeline = DEFAULT_PIPELINE  # which roles plan, explore, build and judge
-    repo_rules: str = ""  # the repository's AGENTS.md / CLAUDE.md, quoted (reporules.py)
+    # the repository's AGENTS.md / CLAUDE.md, quoted (reporules.py), or how to read them, or
+    # their reading on a thread (``read_rules_ahead``, ``rules``)
+    repo_rules: str | Callable[[], str] | asyncio.Future[str] = ""
     # the run's commit, read for every explorer's citations by one `git cat-file` (run only)
     citations: GitCommitSource | None = None
     # work done ahead of the critical path (the worktree's tree while the builder's model
@@ -61,11 +63,32 @@ class RunContext:
     # candidate windows for explorers' questions; its searches are shared by the run's explorers
     _retriever: Retriever | None = field(default=None, repr=False)
 
+    def read_rules_ahead(self) -> None:
+        """Start reading the repository's rules on a worker thread of the event loop (while the
+        preflight's commands run), unless they are read or being read."""
+        if callable(self.repo_rules):
+            self.repo_rules = ahead_of_loop(self.repo_rules)
+
+    async def rules(self) -> str:
+        """The repository's rules, quoted: read now, or their reading ahead waited for (its
+        error is raised here)."""
+        if isinstance(self.repo_rules, asyncio.Future):
+            self.repo_rules = await self.repo_rules
+        elif callable(self.repo_rules):
+            self.repo_rules = self.repo_rules()
+        return self.repo_rules
+
     def retriever(self) -> Retriever:
         """The run's retrieval over its worktree (the run's commit; the checkout for explore)."""
-        if self._retriever is None:
-            self._retriever = Retriever(self.worktree)
+        if self._retriever is None:  # the one loaded ahead, if it still holds
+            self._retriever = self.ahead.retrieval() or Retriever(self.worktree)
         return self._retriever
+
+    def retrieval_ahead(self) -> None:
+        """Start loading the explorers' retriever on a thread (``Ahead.start_retrieval``),
+        unless one is made already."""
+        if self._retriever is None:
+            self.ahead.start_retrieval(Retriever(self.worktree))
 
     def start_files(self) -> Callable[[str], bytes | None] | None:
         """A reader of the files at the commit the run started from, without a git process per

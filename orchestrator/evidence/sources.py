@@ -23,8 +23,10 @@ from orchestrator.errors import ToolError, UsageError
 from orchestrator.gitsafe import git, git_env
 from orchestrator.tools.jail import Jail, open_regular
 from orchestrator.tools.search import decode_lines, rg_binary
+from orchestrator.workspace.treediff import Unreadable, files
 
 _BATCH_HEADER = re.compile(rb"^[0-9a-f]{40,64} (\w+) (\d+)\n$")
+_OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 MAX_COUNTED_LINE = 160  # longer lines are never "common"; not counting them saves memory
 MAX_COUNTED_FILE = 1 << 20  # bytes; bigger files (data, bundles) are skipped when counting
 MAX_COUNTED_FILES = 20_000
@@ -139,17 +141,36 @@ class GitCommitSource(CachedSource):
         rel = _repo_relative(self.repo, path)
         if rel is None:
             return None
+        return self._object(f"{self.commit}:{rel}", b"blob")
+
+    def tree(self, name: str) -> bytes | None:
+        """The raw tree object ``name`` (a tree's id, e.g. a worktree snapshot) from the same
+        ``cat-file`` process; None if it is not a tree. Raises OSError once the reader is
+        closed."""
+        if not _OBJECT_ID.match(name):
+            return None
+        return self._object(name, b"tree")
+
+    def _object(self, spec: str, kind: bytes) -> bytes | None:
         with self._io:
             stdin, stdout = self._pipes()
-            stdin.write(f"{self.commit}:{rel}\n".encode())
+            stdin.write(f"{spec}\n".encode())
             stdin.flush()
             header = _BATCH_HEADER.match(stdout.readline())
             if header is None:
                 return None  # "<object> missing" / "ambiguous"
             data = stdout.read(int(header.group(2)) + 1)[:-1]
-        return data if header.group(1) == b"blob" else None
+        return data if header.group(1) == kind else None
 
     def paths(self) -> list[str]:
+        """The commit's files, read through the same ``cat-file`` (its tree objects); git's
+        ``ls-tree`` when they cannot be read."""
+        try:
+            head = self._object(self.commit, b"commit")
+            if head is not None and head.startswith(b"tree "):
+                return sorted(files(self.tree, head[5:head.index(b"\n")].decode("ascii")))
+        except (Unreadable, ValueError, OSError):
+            pass
         proc = git("ls-tree", "-r", "-z", "--name-only", self.commit, cwd=self.repo, check=False)
         return sorted(p for p in str(proc.stdout).split("\0") if p)
 

@@ -159,6 +159,10 @@ class Retriever:
                 ranked.append((len(code), -t.weight, i, t))
         return [t for *_, t in sorted(ranked, key=lambda r: r[:3])[:limit]]
 
+    def preload(self) -> None:
+        """List the tree and read it into memory now (when small), ahead of the first search."""
+        self._corpus()
+
     def _corpus_ready(self) -> bool:
         return self._corpus() is not None
 
