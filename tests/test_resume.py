@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import cli, run_env, scenario_with, sim_roles, snapshot
+from conftest import cli, cli_process, run_env, scenario_with, sim_roles, snapshot
 
 import orchestrator
 from orchestrator import api
@@ -84,7 +84,8 @@ def test_plan_approval_pauses_and_resumes_across_processes(fresh_sim, sample_rep
     assert not fresh_sim.state.requests_for("sim-explorer")
     runs = json.loads(cli("runs", "--repo", str(sample_repo), "--json").stdout)
     assert runs[0]["state"] == "awaiting_approval"
-    second = cli("resume", paused["run_id"], "--repo", str(sample_repo), "--approve", "--json")
+    # resumed by a process of its own: nothing of the first run's is left in memory
+    second = cli_process("resume", paused["run_id"], "--repo", str(sample_repo), "--approve", "--json")
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout)["status"] == "succeeded"
     assert len(fresh_sim.state.requests_for("sim-planner")) == 2  # the plan was not redone
