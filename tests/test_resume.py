@@ -150,7 +150,7 @@ def _builder_with_slow_third_call() -> ModelBehavior:
     return ModelBehavior(script=[
         call("read", path="stats.py"),
         call("replace", path="stats.py", old=_BUGGY, new=_FIXED),
-        call("read", delay=8.0, path="stats.py"),
+        call("read", delay=3.0, path="stats.py"),  # in flight when killed, and again on resume
         call("run", command="python3 -m unittest discover -s tests"),
         call("submit", summary="median fixed", files_changed=["stats.py"]),
     ])
@@ -240,7 +240,7 @@ def test_a_command_alive_at_kill_9_is_gone_after_resume(fresh_sim, sample_repo, 
     fix = scenario_with().models["sim-builder"].script
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
         script=[long_call, *fix[:1], *fix[1:]])}))
-    sets = ["--set", "run.command_timeout_s=4"]
+    sets = ["--set", "run.command_timeout_s=3"]
     if mode == "none":
         sets += ["--set", 'sandbox.mode="none"']
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", DEMO_TASK,
