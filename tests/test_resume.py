@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import signal
 import subprocess
 import sys
@@ -122,15 +123,22 @@ async def test_library_api_as_a_bot_with_event_stream(fresh_sim, sample_repo):
     assert result.verified_findings and result.verified_findings[0].citations[0].path
 
 
-def test_ci_bot_example_writes_markdown(sim, sample_repo, tmp_path):
+def test_ci_bot_example_writes_markdown(sim, sample_repo, tmp_path, monkeypatch, capsys):
+    """``python examples/ci_bot.py ...`` run in this process as the interpreter would run it
+    (test_packaging runs the wheel's copy in a process of its own)."""
     sim.set_scenario(scenario_with())
     out = tmp_path / "comment.md"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "ci_bot.py"), DEMO_TASK, "--repo", str(sample_repo),
-         "--out", str(out), "--roles", str(scenario_path("demo-roles.toml")),
-         "--set", f'providers.sim.base_url="{sim.base_url}"'],
-        capture_output=True, text=True, env=run_env(), timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    for name in [k for k in os.environ if k.endswith("_API_KEY")]:
+        monkeypatch.delenv(name)
+    for name, value in run_env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "argv", [
+        str(ROOT / "examples" / "ci_bot.py"), DEMO_TASK, "--repo", str(sample_repo),
+        "--out", str(out), "--roles", str(scenario_path("demo-roles.toml")),
+        "--set", f'providers.sim.base_url="{sim.base_url}"'])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(ROOT / "examples" / "ci_bot.py"), run_name="__main__")
+    assert done.value.code == 0, capsys.readouterr().err
     text = out.read_text()
     assert text.startswith("## ✅ orchestrate") and "stats.py" in text and "| builder |" in text
     assert "| reviewer | approve |" in text
