@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from conftest import run_env
+from conftest import cli, run_env
 
 from orchestrator.faces.demo import demo_roles_sets, make_sample_repo, scenario_path
 from orchestrator.faces.fleet import submit
@@ -74,7 +74,7 @@ class Fleet:
         env = run_env(HOME=str(home / "home"), XDG_CONFIG_HOME=str(home / "home" / ".config")) \
             if machine else run_env()
         given = {"database_url": self.url, "cache_dir": str(home / "cache"), "name": name,
-                 "heartbeat_s": 0.5, "stalled_after_s": 5.0, "poll_s": poll_s, "push": push,
+                 "heartbeat_s": 0.5, "stalled_after_s": 3.0, "poll_s": poll_s, "push": push,
                  "allow_set": list(allow_set)}
         log = home / "worker.log"
         proc = subprocess.Popen([sys.executable, "-c", WORKER, json.dumps(given)], cwd=home,
@@ -119,10 +119,10 @@ class Fleet:
         slowed(sim, model, delay_s)
 
     def cli(self, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-        """``orchestrate ARGS`` in ``cwd`` against the fleet's database."""
+        """``orchestrate ARGS`` in ``cwd`` against the fleet's database (in this process: the
+        CLI's commands, not its start, are what the fleet tests check)."""
         env = run_env(ORCHESTRATE_DATABASE_URL=self.url, HOME=str(cwd))
-        return subprocess.run([sys.executable, "-m", "orchestrator", *args], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=120)
+        return cli(*args, env=env, cwd=cwd)
 
 
 async def until(check: Callable[[], Awaitable[Any]], timeout: float, what: str) -> Any:

@@ -49,7 +49,9 @@ class Events(list[RoutingEvent]):
         return [e.message for e in self if e.is_warning]
 
 
-def pool_for(sim: SimServer, *sets: str, policy: RetryPolicy = QUICK, **kw) -> tuple[ClientPool, Events]:
+def pool_for(sim: SimServer, *sets: str, policy: RetryPolicy | None = QUICK,
+             **kw) -> tuple[ClientPool, Events]:
+    """A pool over ``sim`` with a backup model; ``policy=None``: the role map's retry settings."""
     events = Events()
     pool = ClientPool(roles_with_backup(sim, *sets), run_env(), listeners=[events.append],
                       policy=policy, **kw)

@@ -107,8 +107,9 @@ def test_a_run_that_opens_loads_the_engine(sample_repo):
     endpoint refuses the connection, after LangGraph and the SDK are loaded)."""
     env = run_env(OPENAI_API_KEY="sk-test")
     nothing_there = "providers.openai.base_url=http://127.0.0.1:9/v1"
+    no_waits = "run.retry_backoff_s=0"  # refused at once, three times: what loads is the point
     proc = subprocess.run([sys.executable, "-c", LIBS_PROBE, "run", "fix it", "--repo",
-                           str(sample_repo), "--set", nothing_there],
+                           str(sample_repo), "--set", nothing_there, "--set", no_waits],
                           cwd=sample_repo, env=env, capture_output=True, text=True, timeout=120)
     last = proc.stdout.strip().splitlines()[-1]
     loaded = last.removeprefix("ENGINE:").split(",")

@@ -87,6 +87,19 @@ async def test_server_errors_retry_with_backoff_then_fall_back(fresh_sim):
     assert events.kinds().count("attempt_failed") == QUICK.attempts
 
 
+async def test_the_role_maps_run_settings_set_the_attempts_and_the_waits(fresh_sim):
+    """No policy given: ``[run] model_attempts`` and the retry waits of the role map are used."""
+    down = Reply(error=FaultSpec(status=500, type="server_error", message="boom"))
+    _models(fresh_sim, **{"sim-planner": ModelBehavior(script=[down])})
+    pool, events = pool_for(fresh_sim, "run.model_attempts=2", "run.retry_backoff_s=0.01",
+                            "run.retry_max_wait_s=0.02", policy=None)
+    assert (pool.routing.policy.attempts, pool.routing.policy.base_s,
+            pool.routing.policy.max_wait_s) == (2, 0.01, 0.02)
+    done = await _complete(pool)
+    assert done.content == "backup" and _count(fresh_sim, "sim-planner") == 2
+    assert events.kinds().count("attempt_failed") == 2
+
+
 async def test_two_500s_then_ok_stays_on_the_primary(fresh_sim):
     down = Reply(error=FaultSpec(status=503, type="server_error", message="busy"))
     _models(fresh_sim, **{"sim-planner": ModelBehavior(first=[down, down], script=[OK])})

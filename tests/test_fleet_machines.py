@@ -38,12 +38,12 @@ def _asked_twice(sim, model: str) -> int:
 @pytest.mark.parametrize(("model", "nth"), [("sim-builder", 2), ("sim-reviewer", 1)])
 async def test_a_run_killed_on_one_machine_finishes_on_another_paying_once(
         fleet, pg_url, fresh_sim, tmp_path, model, nth):
-    fleet.slowed(fresh_sim, model, 1.5)
+    fleet.slowed(fresh_sim, model, 1.0)
     origin = fleet.origin()
     job_id = await fleet.submit(fresh_sim, f"{DEMO_TASK} [two machines]", f"file://{origin}")
     first = fleet.worker("machine-a", machine=True, push=True, poll_s=0.3)
 
-    async def nth_call():  # it is in flight for 1.5 s from its arrival
+    async def nth_call():  # it is in flight for 1 s from its arrival
         return len(fresh_sim.state.requests_for(model)) >= nth
 
     try:
@@ -111,7 +111,7 @@ async def test_a_stalled_worker_woken_after_a_takeover_finishes_nothing(fleet, p
     worker, which resumes the run. Woken while the other still works, the first finds the run's
     lease taken and stops: the origin's branch, the job row and the run row hold only the
     second worker's result."""
-    fleet.slowed(fresh_sim, "sim-builder", 1.5)
+    fleet.slowed(fresh_sim, "sim-builder", 1.0)
     origin = fleet.origin()
     job_id = await fleet.submit(fresh_sim, f"{DEMO_TASK} [stalled]", f"file://{origin}")
     first = fleet.worker("machine-a", machine=True, push=True, poll_s=0.3)

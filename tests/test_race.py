@@ -178,7 +178,7 @@ def test_a_race_killed_mid_flight_resumes_exactly(fresh_sim, sample_repo):
 
     def turns(new: str) -> list[Reply]:
         return [_call("read", path="stats.py"), _call("replace", path="stats.py", old=BUGGY, new=new),
-                _call("read", path="stats.py").model_copy(update={"delay_s": 8.0}),
+                _call("read", path="stats.py").model_copy(update={"delay_s": 3.0}),
                 _call("submit", summary="median fixed", files_changed=["stats.py"])]
 
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=_by_temperature({

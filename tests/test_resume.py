@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import signal
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import cli, run_env, scenario_with, sim_roles, snapshot
+from conftest import cli, cli_process, run_env, scenario_with, sim_roles, snapshot
 
 import orchestrator
 from orchestrator import api
@@ -84,7 +85,8 @@ def test_plan_approval_pauses_and_resumes_across_processes(fresh_sim, sample_rep
     assert not fresh_sim.state.requests_for("sim-explorer")
     runs = json.loads(cli("runs", "--repo", str(sample_repo), "--json").stdout)
     assert runs[0]["state"] == "awaiting_approval"
-    second = cli("resume", paused["run_id"], "--repo", str(sample_repo), "--approve", "--json")
+    # resumed by a process of its own: nothing of the first run's is left in memory
+    second = cli_process("resume", paused["run_id"], "--repo", str(sample_repo), "--approve", "--json")
     assert second.returncode == 0, second.stderr
     assert json.loads(second.stdout)["status"] == "succeeded"
     assert len(fresh_sim.state.requests_for("sim-planner")) == 2  # the plan was not redone
@@ -121,15 +123,22 @@ async def test_library_api_as_a_bot_with_event_stream(fresh_sim, sample_repo):
     assert result.verified_findings and result.verified_findings[0].citations[0].path
 
 
-def test_ci_bot_example_writes_markdown(sim, sample_repo, tmp_path):
+def test_ci_bot_example_writes_markdown(sim, sample_repo, tmp_path, monkeypatch, capsys):
+    """``python examples/ci_bot.py ...`` run in this process as the interpreter would run it
+    (test_packaging runs the wheel's copy in a process of its own)."""
     sim.set_scenario(scenario_with())
     out = tmp_path / "comment.md"
-    proc = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "ci_bot.py"), DEMO_TASK, "--repo", str(sample_repo),
-         "--out", str(out), "--roles", str(scenario_path("demo-roles.toml")),
-         "--set", f'providers.sim.base_url="{sim.base_url}"'],
-        capture_output=True, text=True, env=run_env(), timeout=120)
-    assert proc.returncode == 0, proc.stderr
+    for name in [k for k in os.environ if k.endswith("_API_KEY")]:
+        monkeypatch.delenv(name)
+    for name, value in run_env().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "argv", [
+        str(ROOT / "examples" / "ci_bot.py"), DEMO_TASK, "--repo", str(sample_repo),
+        "--out", str(out), "--roles", str(scenario_path("demo-roles.toml")),
+        "--set", f'providers.sim.base_url="{sim.base_url}"'])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_path(str(ROOT / "examples" / "ci_bot.py"), run_name="__main__")
+    assert done.value.code == 0, capsys.readouterr().err
     text = out.read_text()
     assert text.startswith("## ✅ orchestrate") and "stats.py" in text and "| builder |" in text
     assert "| reviewer | approve |" in text
@@ -149,7 +158,7 @@ def _builder_with_slow_third_call() -> ModelBehavior:
     return ModelBehavior(script=[
         call("read", path="stats.py"),
         call("replace", path="stats.py", old=_BUGGY, new=_FIXED),
-        call("read", delay=8.0, path="stats.py"),
+        call("read", delay=3.0, path="stats.py"),  # in flight when killed, and again on resume
         call("run", command="python3 -m unittest discover -s tests"),
         call("submit", summary="median fixed", files_changed=["stats.py"]),
     ])
@@ -239,7 +248,7 @@ def test_a_command_alive_at_kill_9_is_gone_after_resume(fresh_sim, sample_repo, 
     fix = scenario_with().models["sim-builder"].script
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
         script=[long_call, *fix[:1], *fix[1:]])}))
-    sets = ["--set", "run.command_timeout_s=4"]
+    sets = ["--set", "run.command_timeout_s=3"]
     if mode == "none":
         sets += ["--set", 'sandbox.mode="none"']
     proc = subprocess.Popen([sys.executable, "-m", "orchestrator", "run", DEMO_TASK,

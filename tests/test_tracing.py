@@ -10,7 +10,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import cli, run_env, sim_roles
+from conftest import cli_process as cli
+from conftest import run_env, sim_roles
 
 from orchestrator import api
 from orchestrator.errors import UsageError

@@ -142,6 +142,14 @@ class RunSettings(_Strict):
         "model); past it the build under way is stopped and the run fails, saying so. None: "
         "only max_attempts bounds the builds.")
     max_reviews: int = Field(1, ge=0, le=5)
+    model_attempts: int = Field(
+        3, ge=1, le=10, description="HTTP requests per model per call (the first included) "
+        "for 5xx, timeouts, refused connections and cut streams, before the fallback chain's "
+        "next model.")
+    retry_backoff_s: float = Field(
+        0.5, ge=0, description="Scale of the jittered exponential wait between those attempts "
+        "(a 429's Retry-After is waited as the server says).")
+    retry_max_wait_s: float = Field(8.0, ge=0, description="Longest single wait between them.")
     command_timeout_s: float = Field(300.0, gt=0)
     explorer_timeout_s: float = Field(600.0, gt=0, description="A slower explorer is recorded as failed.")
     digest_tokens_per_explorer: int = Field(1500, ge=100)

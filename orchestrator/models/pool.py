@@ -31,8 +31,9 @@ class ClientPool:
     """Builds one SDK client per provider and one fallback chain per role session on demand.
 
     ``ledger`` (a quota ``Ledger``; an in-memory one when None), ``budget`` (a run ``Budget``),
-    ``listeners`` (called with every ``RoutingEvent``) and ``policy`` (a ``RetryPolicy``) are
-    shared by every chain the pool builds.
+    ``listeners`` (called with every ``RoutingEvent``) and ``policy`` (a ``RetryPolicy``; by
+    default the role map's ``[run]`` model_attempts and retry waits) are shared by every chain
+    the pool builds.
     """
 
     def __init__(
@@ -51,7 +52,9 @@ class ClientPool:
             ledger=ledger if ledger is not None else QuotaLedger(),
             budget=budget,
             listeners=tuple(listeners),
-            policy=policy if policy is not None else RetryPolicy(),
+            policy=policy if policy is not None else RetryPolicy(
+                attempts=roles.run.model_attempts, base_s=roles.run.retry_backoff_s,
+                max_wait_s=roles.run.retry_max_wait_s),
         )
         self._sdks: dict[str, AsyncOpenAI] = {}
         self._unkeyed: set[tuple[str, str]] = set()
