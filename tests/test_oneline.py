@@ -116,3 +116,11 @@ async def test_the_line_is_asked_of_the_code_the_explorers_found(fresh_sim, tmp_
     asked = [ChatRequestView.from_body(r.body) for r in fresh_sim.state.requests_for(
         "sim-builder")][-1].messages[-1]["content"]
     assert "The explorers found this code (invoicer/tax/jurisdictions.py lines 7-21" in asked
+
+
+def test_a_number_one_off_goes_to_the_line_the_text_corrects_and_a_copy_changes_nothing():
+    # the live 1.5B numbered the QC line 18 as 19, and copied lines of the table back
+    new, why = line_edit(CODE, SPAN, '4: "QC": 15,  # GST + QST')
+    assert why == "" and new == CODE.replace('"QC": 5,', '"QC": 15,')
+    new, why = line_edit(CODE, SPAN, '2: RATES = {\n3:     "QC": 5,  # GST + QST\n4: }')
+    assert new is None and "was given a new text" in why

@@ -8,15 +8,18 @@ lines for lines of that code. Pure functions on strings: the prompt's text and t
 
 A reply that reprints the whole numbered code with one line changed is read the same way (only
 lines that differ count); a line's indentation is the file's, whatever the reply's; a number
-outside the code shown, or text equal to the line's, changes nothing and is said.
+one or two off goes to the neighbour the text clearly corrects; a number outside the code
+shown, or text equal to one of its lines (a copy), changes nothing and is said.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 
 from orchestrator.localize.localization import Span
 
+NEAR = 2  # lines a corrected line's number may be off by
 MAX_LINES = 3  # lines one reply may change: more is a rewrite, not a line
 _LINE = re.compile(r"^[ \t>*-]*(?:line[ \t]+)?(\d{1,6})[ \t]*[:|.)][ \t]?(.*)$", re.I | re.M)
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
@@ -34,13 +37,14 @@ def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
     fenced = _FENCE.findall(reply or "")
     text = "\n".join(fenced) if fenced else (reply or "")
     edits: dict[int, str] = {}
+    shown = {k: _flat(lines[k - 1]) for k in range(span.start, min(span.end, len(lines)) + 1)}
     for m in _LINE.finditer(text):
         n, new = int(m.group(1)), _unquoted(m.group(2))
-        if not (span.start <= n <= span.end and n <= len(lines)) or n in edits:
-            continue
-        if " ".join(new.split()) == " ".join(lines[n - 1].split()):
-            continue  # a line given back as it is (a reprinted block's other lines)
-        edits[n] = new
+        if n not in shown or _flat(new) in shown.values():
+            continue  # outside the code, or a line of it given back as it is
+        n = _anchored(n, _flat(new), shown)
+        if n not in edits:
+            edits[n] = new
     if not edits:
         return None, (f"no line of {span.path} {span.start}-{span.end} was given a new text "
                       "(answer 'N: corrected line')")
@@ -52,6 +56,21 @@ def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
         ending = old[len(old.rstrip("\r\n")):] or "\n"
         lines[n - 1] = f"{indent}{new.strip()}{ending}" if new.strip() else ending
     return "".join(lines), ""
+
+
+def _flat(line: str) -> str:
+    return " ".join(line.split())
+
+
+def _anchored(n: int, new: str, shown: dict[int, str]) -> int:
+    """The line ``new`` corrects: ``n``, or a neighbour within ``NEAR`` lines that it resembles
+    clearly more (a small model's number is often one off: it writes "19" for the QC line 18,
+    whose text it gives back changed)."""
+    def like(k: int) -> float:
+        return difflib.SequenceMatcher(None, shown[k], new).ratio()
+    near = [k for k in range(n - NEAR, n + NEAR + 1) if k in shown]
+    best = max(near, key=lambda k: (like(k), -abs(k - n)))
+    return best if like(best) > like(n) + 0.2 else n
 
 
 def _unquoted(text: str) -> str:

@@ -260,7 +260,7 @@ async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | 
     failing = "\n\n".join(p for p in (_facts(loc, state), state.feedback[-3000:]) if p.strip())
     body = text("oneshot", "line_task", task=state.task, failure=failing,
                 where=text("oneshot", where, path=span.path, start=span.start, end=span.end),
-                body=oneline.numbered(span), example=span.focus)
+                body=oneline.numbered(span))
     return Prompt([{"role": "system", "content": text("oneshot", "line_system")},
                    {"role": "user", "content": body}], shown, line=span)
 
