@@ -122,5 +122,25 @@ def test_a_number_one_off_goes_to_the_line_the_text_corrects_and_a_copy_changes_
     # the live 1.5B numbered the QC line 18 as 19, and copied lines of the table back
     new, why = line_edit(CODE, SPAN, '4: "QC": 15,  # GST + QST')
     assert why == "" and new == CODE.replace('"QC": 5,', '"QC": 15,')
+    # ... and numbered it 10 for 18 once: the AB line here must stay
+    new, why = line_edit(CODE, SPAN, '2: "QC": Decimal("0.05") + Decimal("0.09975"),')
+    assert why == "" and '"AB": 5' in new and '"QC": 5' not in new
     new, why = line_edit(CODE, SPAN, '2: RATES = {\n3:     "QC": 5,  # GST + QST\n4: }')
     assert new is None and "was given a new text" in why
+
+
+def test_the_live_reply_that_numbered_the_qc_line_10_corrects_qc_and_keeps_manitoba():
+    """Live, 17:59: the 1.5B answered '10: "QC": Decimal("0.05") + Decimal("0.09975"),' for
+    the rate table (QC is line 18, line 10 is Manitoba); taken at its word it had replaced
+    Manitoba's rate and the tests still passed."""
+    from orchestrator.benchmark.suite import load_suite
+
+    task = load_suite("live").select(["xp-invoice-tax"]).tasks[0]
+    current = (task.repo / task.sim.path).read_text(encoding="utf-8")
+    lines = current.splitlines()
+    span = Span(path=task.sim.path, start=7, end=21, focus=18, text=tuple(lines[6:21]),
+                why="found")
+    new, why = line_edit(current, span, '10: "QC": Decimal("0.05") + Decimal("0.09975"),')
+    assert why == "" and new is not None
+    assert new.splitlines()[9] == lines[9] and '"MB": Decimal("0.12")' in new
+    assert new.splitlines()[17] == '    "QC": Decimal("0.05") + Decimal("0.09975"),'

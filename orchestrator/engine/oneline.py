@@ -8,7 +8,7 @@ lines for lines of that code. Pure functions on strings: the prompt's text and t
 
 A reply that reprints the whole numbered code with one line changed is read the same way (only
 lines that differ count); a line's indentation is the file's, whatever the reply's; a number
-one or two off goes to the neighbour the text clearly corrects; a number outside the code
+off goes to the line the text clearly corrects; a number outside the code
 shown, or text equal to one of its lines (a copy), changes nothing and is said.
 """
 
@@ -19,9 +19,10 @@ import re
 
 from orchestrator.localize.localization import Span
 
-NEAR = 2  # lines a corrected line's number may be off by
+MARGIN = 0.2  # how much more a corrected line must resemble another line to go there
 MAX_LINES = 3  # lines one reply may change: more is a rewrite, not a line
 _LINE = re.compile(r"^[ \t>*-]*(?:line[ \t]+)?(\d{1,6})[ \t]*[:|.)][ \t]?(.*)$", re.I | re.M)
+_HEAD = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|[A-Za-z_][\w.]*\s*[=:(])")
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
 
 
@@ -37,19 +38,19 @@ def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
     fenced = _FENCE.findall(reply or "")
     text = "\n".join(fenced) if fenced else (reply or "")
     edits: dict[int, str] = {}
+    given = 0
     shown = {k: _flat(lines[k - 1]) for k in range(span.start, min(span.end, len(lines)) + 1)}
     for m in _LINE.finditer(text):
         n, new = int(m.group(1)), _unquoted(m.group(2))
         if n not in shown or _flat(new) in shown.values():
             continue  # outside the code, or a line of it given back as it is
-        n = _anchored(n, _flat(new), shown)
-        if n not in edits:
-            edits[n] = new
+        given += 1
+        edits.setdefault(_anchored(n, _flat(new), shown), new)
     if not edits:
         return None, (f"no line of {span.path} {span.start}-{span.end} was given a new text "
                       "(answer 'N: corrected line')")
-    if len(edits) > MAX_LINES:
-        return None, f"{len(edits)} lines changed: more than {MAX_LINES} is not one line"
+    if given > MAX_LINES:
+        return None, f"{given} lines changed: more than {MAX_LINES} is not one line"
     for n, new in edits.items():
         old = lines[n - 1]
         indent = old[:len(old) - len(old.lstrip())]
@@ -63,14 +64,25 @@ def _flat(line: str) -> str:
 
 
 def _anchored(n: int, new: str, shown: dict[int, str]) -> int:
-    """The line ``new`` corrects: ``n``, or a neighbour within ``NEAR`` lines that it resembles
-    clearly more (a small model's number is often one off: it writes "19" for the QC line 18,
-    whose text it gives back changed)."""
+    """The line ``new`` corrects: ``n``, or the one line of the code that starts as it does
+    (a table's key, the name assigned), or else the line it clearly resembles more. A small
+    model's number is often off: live, the 1.5B wrote "10" for the rate table's QC line 18,
+    whose text it gave back changed — taken at its word it replaced Manitoba's rate."""
+    head = _head(new)
+    if head and head != _head(shown[n]):
+        same = [k for k, text in shown.items() if _head(text) == head]
+        if len(same) == 1:
+            return same[0]
+
     def like(k: int) -> float:
         return difflib.SequenceMatcher(None, shown[k], new).ratio()
-    near = [k for k in range(n - NEAR, n + NEAR + 1) if k in shown]
-    best = max(near, key=lambda k: (like(k), -abs(k - n)))
-    return best if like(best) > like(n) + 0.2 else n
+    best = max(shown, key=lambda k: (like(k), -abs(k - n)))
+    return best if like(best) > like(n) + MARGIN else n
+
+
+def _head(line: str) -> str:
+    m = _HEAD.match(line)
+    return m.group(1) if m else ""
 
 
 def _unquoted(text: str) -> str:
