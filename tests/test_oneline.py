@@ -11,6 +11,7 @@ import re
 import pytest
 from conftest import scenario_with
 from routing_kit import BUGGY_LINE, RIGHT_LINE, demo_run, show
+from test_oneshot import QC_FOUND, QC_QUESTION, _explore_task_one_shot
 
 from orchestrator import api
 from orchestrator.engine.ladder import rungs
@@ -91,8 +92,6 @@ async def test_the_line_is_asked_of_the_code_the_explorers_found(fresh_sim, tmp_
     """An explore task the failure does not pin: the explorer cites the QC line of the rate
     table two modules away; the builder copies the table's file back on its one-shot, then,
     shown the table numbered as what the explorers found, corrects the QC line alone."""
-    from test_oneshot import _explore_task_one_shot
-
     def respond(req: ChatRequestView) -> Reply:
         if _asked_line(req):
             return Reply(content='18: "QC": Decimal("0.14975"),     # Quebec: GST 5% + QST 9.975%')
@@ -100,13 +99,8 @@ async def test_the_line_is_asked_of_the_code_the_explorers_found(fresh_sim, tmp_
                              + (tmp_path / "repo/invoicer/tax/jurisdictions.py").read_text()
                              + "```\n")
 
-    found = {"answer": "QC", "claims": [{
-        "text": "COMBINED_RATES gives QC a rate of 0.05",
-        "citations": [{"path": "invoicer/tax/jurisdictions.py", "start_line": 18,
-                       "end_line": 18, "quote": ""}]}]}
     task, result, _ = await _explore_task_one_shot(
-        fresh_sim, tmp_path, "xp-invoice-tax",
-        "Where is the sales tax rate for Quebec (QC) defined?", found,
+        fresh_sim, tmp_path, "xp-invoice-tax", QC_QUESTION, QC_FOUND,
         builder=ModelBehavior(respond=respond), sets=["builder.one_line=true"])
     assert result.status == "succeeded", result.reason
     assert [(a.strategy, a.changed) for a in result.attempt_log] == [
@@ -144,3 +138,34 @@ def test_the_live_reply_that_numbered_the_qc_line_10_corrects_qc_and_keeps_manit
     assert why == "" and new is not None
     assert new.splitlines()[9] == lines[9] and '"MB": Decimal("0.12")' in new
     assert new.splitlines()[17] == '    "QC": Decimal("0.05") + Decimal("0.09975"),'
+
+
+async def test_a_corrected_line_never_reaches_a_file_through_a_link_or_a_fifo(tmp_path):
+    """The one-line edit reads and writes the span's file as every one-shot write does: a
+    symlink or hard link out of the worktree, or a FIFO, put where the file was is refused, and
+    the file outside is left as it was (judged by its bytes)."""
+    import os
+
+    from orchestrator.engine.oneshot import _line_changed, write_files
+
+    outside = tmp_path / "outside.py"
+    outside.write_text(CODE)
+    root = tmp_path / "wt"
+    root.mkdir()
+    before = outside.read_bytes()
+    (root / "rates.py").symlink_to(outside)
+    changed, why = _line_changed(root, SPAN, '3: "QC": 15,')
+    assert changed == {} and "cannot be read" in why
+    (root / "rates.py").unlink()
+    os.mkfifo(root / "rates.py")
+    changed, why = _line_changed(root, SPAN, '3: "QC": 15,')
+    assert changed == {} and "cannot be read" in why
+    (root / "rates.py").unlink()
+    os.link(outside, root / "linked.py")  # a hard link: the edit replaces the worktree's name
+    linked = SPAN.model_copy(update={"path": "linked.py"})
+    changed, why = _line_changed(root, linked, '3: "QC": 15,  # GST + QST')
+    written, refused = await write_files(root, {**changed, "../outside.py": "x = 1\n",
+                                                str(outside): "x = 1\n"}, frozenset())
+    assert written == ["linked.py"] and len(refused) == 2
+    assert '"QC": 15' in (root / "linked.py").read_text()
+    assert outside.read_bytes() == before

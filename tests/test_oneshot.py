@@ -294,19 +294,22 @@ async def test_the_files_of_the_windows_an_explorer_was_shown_follow_the_ones_it
     assert "SORT_FIELDS = {" in shown
 
 
+# xp-invoice-tax: the explorer's verified claim cites the QC line of the rate table
+QC_QUESTION = "Where is the sales tax rate for Quebec (QC) defined?"
+QC_FOUND = {"answer": "QC", "claims": [{
+    "text": "COMBINED_RATES gives QC a rate of 0.05",
+    "citations": [{"path": "invoicer/tax/jurisdictions.py", "start_line": 18, "end_line": 18,
+                   "quote": ""}]}]}
+
+
 async def test_the_definition_the_explorers_cite_is_the_focus_and_may_be_given_alone(
         fresh_sim, tmp_path):
     """An explore task the failure does not pin: the explorer's verified claim cites the QC
     line of the rate table two modules away. The first one-shot prompt names that table as
     what the explorers found (its numbered lines), and a reply with only the table's new text
     (a small model's short answer) is put into the file and passes."""
-    found = {"answer": "QC", "claims": [{
-        "text": "COMBINED_RATES gives QC a rate of 0.05",
-        "citations": [{"path": "invoicer/tax/jurisdictions.py", "start_line": 18,
-                       "end_line": 18, "quote": ""}]}]}
     task, result, shown = await _explore_task_one_shot(
-        fresh_sim, tmp_path, "xp-invoice-tax",
-        "Where is the sales tax rate for Quebec (QC) defined?", found, block="7-21")
+        fresh_sim, tmp_path, "xp-invoice-tax", QC_QUESTION, QC_FOUND, block="7-21")
     assert result.status == "succeeded", result.reason
     assert "The explorers found this code, invoicer/tax/jurisdictions.py lines 7-21" in shown
     assert '   7| COMBINED_RATES = {' in shown

@@ -277,10 +277,9 @@ def _line_changed(root: Path, span: Span, reply: str) -> tuple[dict[str, str], s
 def _focus_text(span: Span, key: str) -> str:
     """``span`` in a prompt: numbered lines, which a reply may give alone when they are one
     definition (``key``: "focus" or "found"), else lines to look at."""
-    body = "\n".join(f"{i:>4}| {t}" for i, t in enumerate(span.text, span.start))
     alone = bool(span.text) and defined(span.text[0]) is not None
     return text("oneshot", key if alone else "focus_lines", path=span.path, start=span.start,
-                end=span.end, body=body)
+                end=span.end, body=oneline.numbered(span))
 
 
 def found_span(root: Path, state: RunState, shown: Shown) -> Span | None:

@@ -161,16 +161,16 @@ class Cited:
         if not window:
             return None
         lines = sorted(n for (p, n), (_, w) in seen.items() if p == path and w == window)
-        prose = _prose(seen, path)
+        docs = _prose(seen, path)
+        prose = {n for n in lines if n in docs or _is_prose(seen[(path, n)][0])}
         cited = [n for n in lines if start <= n <= end]
         quoted = "\n".join(seen[(path, n)][0] for n in cited)
         missing = [m.lower() for m in marked_names(claim) if m.lower() not in quoted.lower()]
-        code = [n for n in lines if n not in prose and not _is_prose(seen[(path, n)][0])
-                and not start <= n <= end]
+        code = [n for n in lines if n not in prose and not start <= n <= end]
         naming = [n for n in code if any(m in seen[(path, n)][0].lower() for m in missing)]
         if naming:  # the line that shows what the claim names and its quote does not
             code = naming
-        elif not (cited and all(n in prose or _is_prose(seen[(path, n)][0]) for n in cited)):
+        elif not (cited and prose.issuperset(cited)):
             return None
         best = max(code, key=lambda n: _backing(claim, seen[(path, n)][0]), default=None)
         if best is None or _backing(claim, seen[(path, best)][0]) <= 0:
