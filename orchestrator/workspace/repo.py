@@ -145,3 +145,20 @@ def copy_dirty_state(top: Path, worktree: Path, git_dir: Path) -> None:
             os.symlink(os.readlink(src), dst)
         elif src.is_file():
             shutil.copy2(src, dst)
+
+
+def object_stores(objects: Path, depth: int = 0) -> list[Path]:
+    """``objects`` and, recursively, the stores its ``info/alternates`` names."""
+    found = [objects.resolve()]
+    try:
+        lines = (objects / "info" / "alternates").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return found
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#") or depth > 4:
+            continue
+        alt = Path(line) if os.path.isabs(line) else objects / line
+        if alt.is_dir():
+            found += object_stores(alt, depth + 1)
+    return found

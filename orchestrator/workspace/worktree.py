@@ -41,6 +41,7 @@ from orchestrator.workspace.repo import (
     copy_dirty_state,
     dirty_paths,
     ensure_excluded,
+    object_stores,
     probe,
     top_of,
 )
@@ -104,7 +105,7 @@ class Workspace:
     @property
     def objects_dirs(self) -> list[Path]:
         """The object stores the builder's repository borrows (read-only in the sandbox)."""
-        return _object_stores(self.git_dir / "objects")
+        return object_stores(self.git_dir / "objects")
 
     @classmethod
     def create(cls, repo: Path, run_id: str, *, include_dirty: bool = False,
@@ -408,23 +409,6 @@ def _load(top: Path, run_id: str) -> Workspace | None:
         base, meta.get("start_commit") or base, bool(meta.get("dirty")),
         bool(meta.get("included_dirty")),
     )
-
-
-def _object_stores(objects: Path, depth: int = 0) -> list[Path]:
-    """``objects`` and, recursively, the stores its ``info/alternates`` names."""
-    found = [objects.resolve()]
-    try:
-        lines = (objects / "info" / "alternates").read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return found
-    for line in lines:
-        line = line.strip()
-        if not line or line.startswith("#") or depth > 4:
-            continue
-        alt = Path(line) if os.path.isabs(line) else objects / line
-        if alt.is_dir():
-            found += _object_stores(alt, depth + 1)
-    return found
 
 
 def _check_run_id(run_id: str) -> None:
