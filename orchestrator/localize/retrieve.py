@@ -51,6 +51,8 @@ LOG_RARE = 2  # a warning whose shape occurs at most this often in a log is show
 LOG_LEVELS = r"\b(WARN|WARNING|ERROR|FATAL|CRITICAL|SEVERE|PANIC)\b"
 _LEVEL = re.compile(LOG_LEVELS)
 NAMED_FILE = 2.0  # a file the question names: its windows count this many times
+CONSTRUCTOR_SHARE = 0.5  # the best window is a class: its constructor ranks at least this share
+_CONSTRUCTORS = ("__init__", "constructor", "new", "initialize")
 
 _SHAPE = re.compile(r"0x[0-9a-f]+|[0-9a-f]{8,}|\d+(?:\.\d+)?")
 _TIMESTAMP = re.compile(r"^\S*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
@@ -140,7 +142,7 @@ class Retriever:
             if path in named:
                 made = [_boosted(w, NAMED_FILE) for w in made]
             candidates += made
-        return _choose(candidates, budget_chars, limit)
+        return _choose(_with_constructor(candidates), budget_chars, limit)
 
     def specific(self, text: str, limit: int = 2) -> list[Term]:
         """The terms of a task that name something its code handles, rarest in the code
@@ -319,6 +321,24 @@ class Retriever:
 
 def _boosted(w: Window, factor: float) -> Window:
     return Window(w.path, w.start, w.end, w.lines, w.score * factor, w.symbol, w.held, w.note)
+
+
+def _with_constructor(candidates: list[Window]) -> list[Window]:
+    """When the best window is a class, its constructor ranks beside it if it holds a term of
+    the question: a class's docstring says what its parameters mean, the constructor what they
+    are when nobody says otherwise (``max_retries=DEFAULT_RETRIES``)."""
+    if not candidates:
+        return candidates
+    best = max(candidates, key=lambda w: w.score)
+    if not best.symbol.startswith("class "):
+        return candidates
+    owner = best.symbol.split(" ", 1)[1]
+    made = {f"{owner}.{name}" for name in _CONSTRUCTORS}
+    floor = best.score * CONSTRUCTOR_SHARE
+    return [_boosted(w, floor / w.score)
+            if w.path == best.path and w.held and w.score < floor
+            and w.symbol.split(" ", 1)[-1] in made else w
+            for w in candidates]
 
 
 def _choose(candidates: Iterable[Window], budget_chars: int, limit: int) -> list[Window]:
