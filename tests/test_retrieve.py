@@ -39,6 +39,25 @@ def test_terms_keep_names_flags_quotes_paths_and_informative_words():
     assert _patterns("the billing log")["bill"] == "word"  # not "bil"
 
 
+def test_hyphenated_words_are_one_term_code_writes_with_underscore_hyphen_or_nothing():
+    found = _patterns("Which charset for a Content-Type of text/html, read-only, utf-8? --dry-run")
+    assert found["Content-Type"] == found["read-only"] == found["utf-8"] == "compound"
+    assert found["--dry-run"] == "flag" and "dry-run" not in found
+    assert "Content" not in found and "Type" not in found  # not two common names
+    ct = Term("Content-Type", "compound", 2.0)
+    for text in ('headers["Content-Type"]', "content_type = x", "def getContentType():",
+                 "CONTENT_TYPE", "'content-type'"):
+        assert ct.found_in(text), text
+    assert not ct.found_in("the content of this type") and not ct.found_in("discontent_type")
+    assert Term("utf-8", "compound", 2.0).found_in('encoding="utf8"')
+    # get_encoding_from_headers never spells Content-Type with capitals: as two names it lost
+    suite = load_explore_suite(SUITES / "requests-explore")
+    first = Retriever(suite.repo).windows(
+        "Which encoding is assumed for a text/html response whose Content-Type header has no "
+        "charset?")[0]
+    assert first.symbol == "function get_encoding_from_headers", first.symbol
+
+
 def test_a_word_matches_at_a_word_start_or_a_camel_hump_a_name_only_whole():
     param = Term("param", "word", 1.0)
     assert param.found_in("class BoolParamType:") and param.found_in(":param x:")

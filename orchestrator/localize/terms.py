@@ -38,6 +38,11 @@ _PATH = re.compile(r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]+\.\w+|(?<![\w/.-])[\w-]+\.(
                    r"rs|java|rb|c|h|cc|cpp|sh|md|rst|txt|json|ya?ml|toml|ini|cfg|log|csv|sql)\b")
 
 
+# Words joined by hyphens: a header (Content-Type), a mode (read-only); code writes them
+# with an underscore, a hyphen or nothing between the parts, in any case.
+_COMPOUND = re.compile(r"(?<![\w/.-])[A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+(?![\w/-])")
+
+
 _COUNTING = re.compile(r"\bhow (?:many times|often)\b", re.IGNORECASE)
 
 
@@ -87,7 +92,7 @@ class Term:
     thing, and whether it is a whole name (case and word boundaries kept) or a word's start."""
 
     pattern: str
-    kind: str  # "name" | "flag" | "quoted" | "separator" | "path" | "word"
+    kind: str  # "name" | "flag" | "quoted" | "separator" | "path" | "compound" | "word"
     weight: float
 
     @property
@@ -100,6 +105,11 @@ class Term:
         lit = re.escape(self.pattern)
         if self.kind == "separator":
             return f"\"{lit}\"|'{lit}'"
+        if self.kind == "compound":  # Content-Type: content_type, ContentType, content-type
+            parts = self.pattern.split("-")
+            joined = "[-_]?".join(re.escape(p) for p in parts)
+            humps = "".join(re.escape(p[:1].upper() + p[1:].lower()) for p in parts)
+            return f"(?i:(?:\\b|_){joined})|[a-z0-9]{humps}"
         if self.whole:
             edge = r"\b" if self.pattern[:1].isalnum() or self.pattern[:1] == "_" else ""
             tail = r"\b" if self.pattern[-1:].isalnum() or self.pattern[-1:] == "_" else ""
@@ -140,6 +150,9 @@ def terms(question: str, limit: int = MAX_TERMS) -> list[Term]:
     for m in _FLAG.finditer(rest):
         if len(m.group(1)) > 3:
             _add(found, Term(m.group(1), "flag", 3.0))
+    for m in _COMPOUND.finditer(rest):
+        _add(found, Term(m.group(0), "compound", 2.0))
+    rest = _COMPOUND.sub(" ", rest)
     rest = _COUNTING.sub(" ", rest)  # "how many times": a count is asked, not a time
     first = True
     for token in _NAME.findall(rest):
