@@ -147,8 +147,24 @@ def test_a_log_question_shows_the_first_symptom_and_the_rare_warning_before_it(t
     assert f"{cause}| " in shown and "db.pool_szie" in shown
     assert f"{first}| " in shown and "timeout acquiring connection" in shown
     assert windows[0].path == "logs/billing.log"
-    assert "[tls] certificate" in shown  # the other one-off warnings come too: the model picks
+    # the one-off warnings that share no word with the symptom stay out: a small model shown
+    # three picked the scheduler's; the one left names what the symptom names
+    assert "[tls] certificate" not in shown and "nightly-export" not in shown
+    assert "sharing 'db', 'pool' with line" in windows[0].note
     assert "miss rate" not in shown  # a warning repeated all day is not rare
+
+
+def test_rare_warnings_sharing_no_word_with_the_symptom_are_all_shown(tmp_path):
+    noise = "".join(f"2026-11-03T01:{i // 60:02d}:{i % 60:02d}Z INFO [api] request ok\n"
+                    for i in range(300))
+    (tmp_path / "app.log").write_text(
+        "2026-11-03T00:00:01Z WARN [disk] volume /var at 99% full\n"
+        "2026-11-03T00:00:02Z WARN [tls] certificate expires in 3 days\n" + noise
+        + "2026-11-03T02:00:00Z ERROR [writer] write failed: ENOSPC\n" * 40)
+    windows = Retriever(tmp_path).windows("Why did the writer fail in app.log?")
+    shown = render(windows)
+    assert "volume /var at 99% full" in shown and "certificate expires" in shown
+    assert "sharing" not in windows[0].note
 
 
 def test_windows_are_real_lines_with_their_numbers_and_fit_the_budget():

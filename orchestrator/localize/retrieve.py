@@ -279,12 +279,20 @@ class Retriever:
                 if m.line < before and shapes[_shape(m.text)] <= LOG_RARE]
         if not rare:
             return None
-        rare.sort(key=lambda m: (-len(_words(m.text) & about), m.line))
-        kept = sorted(rare[:6], key=lambda m: m.line)
+        # the rare lines that share a word with the symptom, when any does: a small model
+        # shown three rare warnings picks one at random; the one naming the same thing
+        # (``db.pool_size`` before ``[db] ... pool``) is the lead a person would follow
+        sharing = [m for m in rare if _words(m.text) & about]
+        chosen = sharing or rare
+        chosen.sort(key=lambda m: (-len(_words(m.text) & about), m.line))
+        kept = sorted(chosen[:6], key=lambda m: m.line)
+        shared = sorted(set().union(*(_words(m.text) & about for m in kept)))
+        what = (f", sharing {', '.join(repr(w) for w in shared[:4])} with line {before}"
+                if sharing else "")
         return Window(path, kept[0].line, kept[-1].line,
                       tuple((m.line, cut_around(m.text)) for m in kept), sum(weights.values()) * 2,
-                      note=f"warnings and errors logged at most {LOG_RARE} times, all before "
-                           f"line {before}")
+                      note=f"rare warnings and errors (each logged at most {LOG_RARE} times) "
+                           f"before line {before}{what}")
 
     def _lines(self, path: str, wanted: Sequence[int]) -> Lines | None:
         """The file's lines: all of a file small enough to parse, else only the lines around
