@@ -89,6 +89,27 @@ async def test_unchanged_edits_are_refused(tools, repo):
     assert not same.ok and "nothing changed" in same.text
 
 
+async def test_a_tools_reply_copied_into_an_edit_is_refused_and_the_file_kept(tools, repo):
+    # live, the 1.5B wrote replace's own answer over a whole file (handlers.js became
+    # "replaced 1 occurrence in handlers.js; lines 1-1 now read:\n   1> function ...")
+    reply = ("replaced 1 occurrence in cart.py; lines 3-3 now read:\n"
+             "   2|     def __init__(self, items=None):\n   3>         self.items = []\n")
+    numbered = "   2|     def __init__(self, items=None):\n   3|         self.items = []\n"
+    for tool, args in [
+        ("write_file", {"path": "cart.py", "content": reply}),
+        ("write_file", {"path": "cart.py", "content": numbered}),
+        ("replace", {"path": "cart.py", "old": "self.items = items", "new": reply}),
+        ("replace_lines", {"path": "cart.py", "start_line": 3, "end_line": 3, "new": numbered}),
+    ]:
+        out = await tools.call(tool, args)
+        assert not out.ok and "without line numbers" in out.text, (tool, out.text)
+        assert (repo / "cart.py").read_text() == CART
+    # one numbered-looking line of real code, or a comment quoting a count, is text like any
+    ok = await tools.call("replace", {"path": "cart.py", "old": "self.items = items",
+                                      "new": "self.items = items  # 2| columns, wrote 3 rows"})
+    assert ok.ok, ok.text
+
+
 def test_edit_format_chooses_the_tools(tmp_path):
     names = {fmt: [t.name for t in edit_tools(tmp_path, edit_format=fmt)]
              for fmt in ("any", "replace", "lines", "patch", "whole")}

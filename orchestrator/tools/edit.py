@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -136,6 +137,7 @@ class EditTools:
             raise ToolError(f"{args.path} is a directory")
         existed = target.exists()
         rel = self._not_secret(target) if existed else self.jail.relative(target)
+        _not_an_echo(args.content, "content")
         if existed and _same(_read_text(target, rel, limit), args.content):
             raise ToolError(f"{rel} already has exactly this content: nothing changed. "
                             "Change the lines that are wrong.")
@@ -151,6 +153,7 @@ class EditTools:
         found = fuzzy.locate(text, args.old)
         if not found:
             raise ToolError(_not_found(text, args.old, rel))
+        _not_an_echo(args.new, "new")
         if len(found) > 1 and not args.replace_all:
             lines = [text.count("\n", 0, f.start) + 1 for f in found[:10]]
             raise ToolError(
@@ -182,6 +185,7 @@ class EditTools:
         if args.end_line < args.start_line - 1 or args.end_line > len(lines):
             raise ToolError(f"end_line must be between {args.start_line - 1} and {len(lines)} "
                             f"({rel} has {len(lines)} lines)")
+        _not_an_echo(args.new, "new")
         new = args.new if not args.new or args.new.endswith("\n") else args.new + "\n"
         updated = "".join(lines[:args.start_line - 1]) + new + "".join(lines[args.end_line:])
         if updated == text:
@@ -231,6 +235,24 @@ class EditTools:
         if len(text.encode("utf-8")) > self.max_file_bytes:
             raise ToolError(f"the result would exceed the {self.max_file_bytes}-byte file limit")
         _write_atomic(target, text.encode("utf-8"), rel)
+
+
+# What these tools answer, and how they number lines: text a small model copied from a reply
+# into what it writes ("replaced 1 occurrence in a.js; lines 1-1 now read:\n   1> ...").
+_ECHO = re.compile(r"^(?:replaced \d+ occurrences? in |replaced lines \d+-\d+ of |"
+                   r"(?:over)?wrote \S+ \(\d+ lines?\)|lines \d+-\d+ now read)", re.MULTILINE)
+_NUMBERED = re.compile(r"^ *\d+[|>] ")
+
+
+def _not_an_echo(text: str, field: str) -> None:
+    """Refuse text that holds a tool's own reply, or lines all numbered as the tools show them:
+    written into a file, they would replace the code with our transcript."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if _ECHO.search(text) or (len(lines) >= 2 and all(_NUMBERED.match(x) for x in lines)):
+        raise ToolError(
+            f"`{field}` holds a tool's reply or numbered lines as the tools show them "
+            "(`replaced 1 occurrence in ...`, `  12| code`), not the file's text: send the "
+            "lines as they should read, without the reply and without line numbers")
 
 
 def _applied(names: list[str]) -> str:
