@@ -12,7 +12,7 @@ from pathlib import Path
 from conftest import run_env, scenario_with
 
 from orchestrator import api
-from orchestrator.engine.oneshot import parse_files
+from orchestrator.engine.replyfiles import parse_files, relabelled
 from orchestrator.faces.demo import DEMO_TASK, demo_roles_sets, scenario_path
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
 
@@ -152,6 +152,51 @@ def test_parse_files_takes_only_known_paths_named_next_to_the_fence():
     live = "```\nsrc/a.py\n```\n```python\nA = 2\n```\n\n```\nsrc/b.js\n```\n```js\nB\n```\n"
     assert parse_files(live, ["src/a.py", "src/b.js"]) == {"src/a.py": "A = 2\n",
                                                           "src/b.js": "B\n"}
+
+
+LISTING = ("from paging import page, page_count\n\n\ndef render(items, number, size=3):\n"
+           "    shown = page(items, number, size)\n    return shown\n")
+PAGING = ("def page_count(total, size):\n    return (total + size - 1) // size\n\n\n"
+          "def page(items, number, size):\n    if number < 1:\n        raise ValueError('from 1')\n"
+          "    start = (number - 1) * size\n    return items[start:start + size - 1]\n")
+
+
+def test_a_block_under_the_wrong_name_goes_to_the_file_it_is():
+    shown = {"listing.py": LISTING, "paging.py": PAGING}
+    fixed = PAGING.replace("size - 1]", "size]")
+    # live (the 1.5B, py-paging): the right fix of paging.py, named listing.py
+    reply = f"```python\nlisting.py\n```\n```python\n{fixed}```"
+    changed, notes = relabelled(parse_files(reply, shown), shown)
+    assert changed == {"paging.py": fixed}
+    assert notes == ["the block named listing.py holds paging.py's text: written to paging.py"]
+    # named right, or a real rewrite of its own file: kept where it was put
+    mine = LISTING.replace("return shown", "return list(shown)")
+    assert relabelled({"listing.py": mine, "paging.py": fixed}, shown)[0] == {
+        "listing.py": mine, "paging.py": fixed}
+    # two files with swapped names both move; two blocks claiming one file keep their names
+    assert relabelled({"listing.py": fixed, "paging.py": mine}, shown)[0] == {
+        "paging.py": fixed, "listing.py": mine}
+    third = {**shown, "other.py": "x = 1\n"}
+    assert relabelled({"listing.py": fixed, "other.py": fixed}, third)[0] == {
+        "listing.py": fixed, "other.py": fixed}
+    # a block like no shown file (a new text) stays where it was named
+    assert relabelled({"listing.py": "print('hi')\n"}, shown)[0] == {"listing.py": "print('hi')\n"}
+
+
+async def test_a_fix_named_as_the_test_is_written_to_the_source_it_is(fresh_sim, sample_repo):
+    fixed = _fixed(sample_repo)
+    reply = f"{TEST_FILE}\n```python\n{fixed}```\n"  # the fixed stats.py, under the test's name
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
+        script=[Reply(content=reply)])}))
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **_setup(fresh_sim, sample_repo))
+    assert result.status == "succeeded", result.reason
+    assert result.attempts == 1
+    assert _show(sample_repo, f"{result.branch}:stats.py") == fixed
+    assert _show(sample_repo, f"{result.branch}:{TEST_FILE}") == (
+        sample_repo / TEST_FILE).read_text(encoding="utf-8")
+    warned = [e.message for e in events if getattr(e, "kind", "") == "warning"]
+    assert any(f"the block named {TEST_FILE} holds stats.py's text" in m for m in warned), warned
 
 
 async def test_a_pinned_failure_lets_the_planner_plan_without_reading(fresh_sim, sample_repo):

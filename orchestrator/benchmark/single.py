@@ -23,7 +23,7 @@ from orchestrator.benchmark.suite import materialize
 from orchestrator.config.layers import resolve_setup
 from orchestrator.config.pipeline import pipeline_of
 from orchestrator.config.schema import RoleMap
-from orchestrator.engine.oneshot import fenced, parse_files
+from orchestrator.engine.replyfiles import fenced, parse_files
 from orchestrator.models.pool import ClientPool
 from orchestrator.state import Attempt
 from orchestrator.tools.base import Toolbox

@@ -33,6 +33,7 @@ from orchestrator.config.prompts import text
 from orchestrator.engine import oneline
 from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import session_of
+from orchestrator.engine.replyfiles import fenced, parse_files, relabelled
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.localize import facts, failures, repomap
@@ -49,27 +50,6 @@ MAX_FILE_CHARS = 16_000  # a pinned file larger than this is not shown whole: no
 MAX_TOTAL_CHARS = 24_000  # all shown files together (an 8k-token window holds the rest)
 MAX_FILES = 4
 FOUND_LINES = 40  # the explorers' place shown as the focus: at most this many lines
-_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
-_PATHISH = re.compile(r"[\w./-]+\.\w+")
-
-
-def parse_files(reply: str, known: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
-    """``path -> new content`` for each fenced block whose path (on the fence line or one of
-    the two lines before it) is one of ``known``; other blocks are ignored."""
-    out: dict[str, str] = {}
-    for m in _FENCE.finditer(reply or ""):
-        before = reply[: m.start()].splitlines()[-2:] + [reply[m.start():].split("\n", 1)[0]]
-        tokens = [t.strip("`*:#'\"") for line in before for t in _PATHISH.findall(line)]
-        path = next((t.removeprefix("./") for t in reversed(tokens)
-                     if t.removeprefix("./") in known), None)
-        if path is not None:
-            out[path] = m.group(1)
-    return out
-
-
-def fenced(path: str, body: str) -> str:
-    """A file as the prompts show it: its path, then its text in a fence."""
-    return f"{path}\n```\n{body}```" if body.endswith("\n") else f"{path}\n```\n{body}\n```"
 
 
 @dataclass(frozen=True)
@@ -389,6 +369,10 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
                                                   completion.content or "")
     else:
         changed = parse_files(completion.content or "", [*shown.sources, *shown.tests])
+        changed, moved = relabelled(changed, {**shown.sources, **shown.tests})
+        for note in moved:
+            ctx.telemetry.emit(Warned(role=role, session=account.session,
+                                      message=f"one-shot reply relabelled: {note}"))
         changed = await asyncio.to_thread(_spliced, ctx.worktree, changed, prompt.focus)
     written, refused = await write_files(ctx.worktree, changed, protected)
     refused += [unread] if unread else []

@@ -1,0 +1,71 @@
+"""A one-shot reply's files: fenced blocks under the names of files the prompt showed.
+
+``parse_files`` reads ``path`` + fence pairs out of a model's reply (the name on the fence line or
+one of the two lines before it); ``relabelled`` moves a block put under the wrong name to the
+shown file it is; ``fenced`` writes a file the way the prompts show one.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+_FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
+_PATHISH = re.compile(r"[\w./-]+\.\w+")
+
+
+def parse_files(reply: str, known: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
+    """``path -> new content`` for each fenced block whose path (on the fence line or one of
+    the two lines before it) is one of ``known``; other blocks are ignored."""
+    out: dict[str, str] = {}
+    for m in _FENCE.finditer(reply or ""):
+        before = reply[: m.start()].splitlines()[-2:] + [reply[m.start():].split("\n", 1)[0]]
+        tokens = [t.strip("`*:#'\"") for line in before for t in _PATHISH.findall(line)]
+        path = next((t.removeprefix("./") for t in reversed(tokens)
+                     if t.removeprefix("./") in known), None)
+        if path is not None:
+            out[path] = m.group(1)
+    return out
+
+
+RELABEL_MIN = 0.6  # a block this like another shown file, and
+RELABEL_MARGIN = 0.3  # this much more like it than the file it names, is that file's
+
+
+def relabelled(changed: dict[str, str], shown: Mapping[str, str]
+               ) -> tuple[dict[str, str], list[str]]:
+    """Blocks put under the wrong name, moved to the file they are: live, the 1.5B answered
+    ``listing.py`` over the text of ``paging.py`` with the right fix in it, and the listing
+    module, overwritten, broke every import. Judged by lines in common (difflib), each block
+    against every shown file; two blocks claiming one file keep the names they were given."""
+    moved: dict[str, str] = {}
+    for path, body in changed.items():
+        lines = body.splitlines()
+
+        def like(other: str, lines: list[str] = lines) -> float:
+            return difflib.SequenceMatcher(None, lines, shown[other].splitlines(),
+                                           autojunk=False).ratio()
+
+        own = like(path) if path in shown else 0.0
+        best = max((p for p in shown if p != path), key=like, default=None)
+        if best is not None and (score := like(best)) >= RELABEL_MIN \
+                and score >= own + RELABEL_MARGIN:
+            moved[path] = best
+    targets = Counter(moved.values())
+    out: dict[str, str] = {}
+    notes: list[str] = []
+    for path, body in changed.items():
+        to = moved.get(path)
+        if to is None or targets[to] > 1 or (to in changed and to not in moved):
+            out.setdefault(path, body)
+            continue
+        out[to] = body
+        notes.append(f"the block named {path} holds {to}'s text: written to {to}")
+    return out, notes
+
+
+def fenced(path: str, body: str) -> str:
+    """A file as the prompts show it: its path, then its text in a fence."""
+    return f"{path}\n```\n{body}```" if body.endswith("\n") else f"{path}\n```\n{body}\n```"
