@@ -9,10 +9,12 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
 from conftest import run_env, scenario_with
 
 from orchestrator import api
 from orchestrator.engine.replyfiles import parse_files, relabelled
+from orchestrator.errors import SessionFailed
 from orchestrator.faces.demo import DEMO_TASK, demo_roles_sets, scenario_path
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
 
@@ -43,6 +45,14 @@ def _fixed(repo: Path) -> str:
     return head + RIGHT_LINE
 
 
+async def _run_replying(sim, repo: Path, reply: str) -> tuple[api.RunResult, list]:
+    """The demo task, the builder's one-shot answered with ``reply``; the result and events."""
+    sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(script=[Reply(content=reply)])}))
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **_setup(sim, repo))
+    return result, events
+
+
 def _builder_requests(sim) -> list[ChatRequestView]:
     return [ChatRequestView.from_body(r.body) for r in sim.state.requests_for("sim-builder")]
 
@@ -50,10 +60,7 @@ def _builder_requests(sim) -> list[ChatRequestView]:
 async def test_one_call_with_the_pinned_file_whole_fixes_the_bug(fresh_sim, sample_repo):
     fixed = _fixed(sample_repo)
     reply = f"The even case must average the two middle values.\n\nstats.py\n```python\n{fixed}```\n"
-    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
-        script=[Reply(content=reply)])}))
-    events: list = []
-    result = await api.arun(DEMO_TASK, listeners=[events.append], **_setup(fresh_sim, sample_repo))
+    result, events = await _run_replying(fresh_sim, sample_repo, reply)
     assert result.status == "succeeded", result.reason
     assert result.attempts == 1
     assert _show(sample_repo, f"{result.branch}:stats.py") == fixed
@@ -186,10 +193,7 @@ def test_a_block_under_the_wrong_name_goes_to_the_file_it_is():
 async def test_a_fix_named_as_the_test_is_written_to_the_source_it_is(fresh_sim, sample_repo):
     fixed = _fixed(sample_repo)
     reply = f"{TEST_FILE}\n```python\n{fixed}```\n"  # the fixed stats.py, under the test's name
-    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
-        script=[Reply(content=reply)])}))
-    events: list = []
-    result = await api.arun(DEMO_TASK, listeners=[events.append], **_setup(fresh_sim, sample_repo))
+    result, events = await _run_replying(fresh_sim, sample_repo, reply)
     assert result.status == "succeeded", result.reason
     assert result.attempts == 1
     assert _show(sample_repo, f"{result.branch}:stats.py") == fixed
@@ -197,6 +201,23 @@ async def test_a_fix_named_as_the_test_is_written_to_the_source_it_is(fresh_sim,
         sample_repo / TEST_FILE).read_text(encoding="utf-8")
     warned = [e.message for e in events if getattr(e, "kind", "") == "warning"]
     assert any(f"the block named {TEST_FILE} holds stats.py's text" in m for m in warned), warned
+
+
+async def test_relabelling_cannot_carry_a_block_into_a_protected_test(fresh_sim, sample_repo):
+    # a hostile reply: the test file with its assertion weakened, named as the source
+    test_text = (sample_repo / TEST_FILE).read_text(encoding="utf-8")
+    weakened = test_text.replace("assert ", "assert True or ", 1)
+    before = _show(sample_repo, "HEAD:stats.py"), _show(sample_repo, f"HEAD:{TEST_FILE}")
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
+        script=[Reply(content=f"stats.py\n```\n{weakened}```\n")])}))
+    events: list = []
+    with pytest.raises(SessionFailed):  # the tool loop after it gets no script: the run fails
+        await api.arun(DEMO_TASK, listeners=[events.append], **_setup(fresh_sim, sample_repo))
+    warned = [e.message for e in events if getattr(e, "kind", "") == "warning"]
+    assert any(f"holds {TEST_FILE}'s text" in m for m in warned), warned
+    assert any("one-shot write refused" in m and TEST_FILE in m for m in warned), warned
+    assert (sample_repo / TEST_FILE).read_text(encoding="utf-8") == test_text
+    assert (_show(sample_repo, "HEAD:stats.py"), _show(sample_repo, f"HEAD:{TEST_FILE}")) == before
 
 
 async def test_a_pinned_failure_lets_the_planner_plan_without_reading(fresh_sim, sample_repo):

@@ -43,15 +43,11 @@ def relabelled(changed: dict[str, str], shown: Mapping[str, str]
     moved: dict[str, str] = {}
     for path, body in changed.items():
         lines = body.splitlines()
-
-        def like(other: str, lines: list[str] = lines) -> float:
-            return difflib.SequenceMatcher(None, lines, shown[other].splitlines(),
-                                           autojunk=False).ratio()
-
-        own = like(path) if path in shown else 0.0
-        best = max((p for p in shown if p != path), key=like, default=None)
-        if best is not None and (score := like(best)) >= RELABEL_MIN \
-                and score >= own + RELABEL_MARGIN:
+        like = {p: difflib.SequenceMatcher(None, lines, text.splitlines(), autojunk=False).ratio()
+                for p, text in shown.items()}
+        own = like.pop(path, 0.0)
+        best = max(like, key=like.__getitem__, default=None)
+        if best is not None and like[best] >= RELABEL_MIN and like[best] >= own + RELABEL_MARGIN:
             moved[path] = best
     targets = Counter(moved.values())
     out: dict[str, str] = {}

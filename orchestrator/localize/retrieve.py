@@ -22,7 +22,7 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -343,7 +343,7 @@ def _with_constructor(candidates: list[Window]) -> list[Window]:
     owner = best.symbol.split(" ", 1)[1]
     made = {f"{owner}.{name}" for name in _CONSTRUCTORS}
     floor = best.score * CONSTRUCTOR_SHARE
-    return [_boosted(w, floor / w.score)
+    return [replace(w, score=floor)
             if w.path == best.path and w.held and w.score < floor
             and w.symbol.split(" ", 1)[-1] in made else w
             for w in candidates]
