@@ -367,6 +367,10 @@ class RunState(BaseModel):
     attempt_log: list[Attempt] = Field(default_factory=list)  # one per build attempt
     out_of_time: bool = False  # run.time_budget_s ran out during a build
     diagnosis: Diagnosis | None = None  # the plan's diagnosis, only once it checked
+    # the tree the next build attempt starts from: the start's, or the last attempt's that
+    # left fewer failing tests and none new (``building.undo``); "" before the first attempt
+    kept_tree: str = ""
+    kept_failing: list[str] | None = None  # the failing tests of kept_tree (None: the start's)
 
 
 class Handoff(Frozen):

@@ -8,6 +8,7 @@ the simulator recorded, report.json and the events."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -113,15 +114,22 @@ def _planner_with(diagnosis: dict) -> ModelBehavior:
 
 
 async def _diagnosed_run(sim, repo: Path, diagnosis: dict) -> tuple[object, list, str]:
-    fixed = _fixed(repo)
-    sim.set_scenario(scenario_with(**{
-        "sim-planner": _planner_with(diagnosis),
-        "sim-builder": ModelBehavior(script=[Reply(content=f"stats.py\n```python\n{fixed}```\n")]),
-    }))
+    """The first one-shot gives stats.py back unchanged, the second fixes it: the prompt of
+    the second (the first is asked plainly, with no failure and no planner's reading)."""
+    bodies = [(repo / "stats.py").read_text(encoding="utf-8"), _fixed(repo)]
+
+    def respond(req: ChatRequestView) -> Reply:
+        again = "The attempt before:" in json.dumps(req.messages)
+        return Reply(content=f"stats.py\n```python\n{bodies[again]}```\n")
+
+    sim.set_scenario(scenario_with(**{"sim-planner": _planner_with(diagnosis),
+                                      "sim-builder": ModelBehavior(respond=respond)}))
     events: list = []
-    result = await api.arun(DEMO_TASK, listeners=[events.append],
-                            **demo_run(sim, repo, "builder.one_shot=true"))
-    return result, events, json.dumps(_builder(sim)[0].messages)
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **demo_run(
+        sim, repo, "builder.one_shot=true", "builder.one_shot_attempts=2"))
+    first, second = (json.dumps(r.messages) for r in _builder(sim)[:2])
+    assert "Where it goes wrong" not in first
+    return result, events, second
 
 
 async def test_a_diagnosis_whose_line_does_not_exist_is_dropped(fresh_sim, sample_repo):
@@ -149,7 +157,7 @@ async def test_a_misquoted_diagnosis_is_dropped_and_a_true_one_reaches_the_build
     checked = [e for e in events if e.kind == "diagnosis_checked"]
     assert checked[0].kept and checked[0].reason == ""
     assert "stats.py line 15" in prompt and should in prompt
-    assert result.attempt_log[0].diagnosis
+    assert [a.diagnosis for a in result.attempt_log] == [False, True]
 
 
 async def test_best_of_k_stops_at_the_first_passing_sample_with_one_prompt(fresh_sim,
@@ -284,3 +292,62 @@ async def test_a_budget_that_runs_out_during_samples_leaves_no_sample_worktree(f
     assert result.status == "failed" and "time budget" in result.reason
     left = list((Path(result.run_dir) / "candidates").glob("*/worktree"))
     assert left == []
+
+
+MEAN_RIGHT = "    return sum(values) / len(values)\n"
+MEAN_WRONG = "    return sum(values) // len(values)\n"
+
+
+async def _two_one_shots(sim, repo: Path, first: str) -> tuple[object, list, list[str]]:
+    """The first one-shot answers ``first`` (a whole stats.py); the second, told the attempt
+    before, fixes median() in the stats.py its prompt shows: whether the first's changes are
+    still in the worktree decides the run."""
+    def respond(req: ChatRequestView) -> Reply:
+        user = req.messages[-1]["content"]
+        if "The attempt before:" not in user:
+            return Reply(content=f"stats.py\n```python\n{first}```\n")
+        shown = user.split("stats.py\n```\n", 1)[1].split("```", 1)[0]
+        head, _, _ = shown.rpartition(BUGGY_LINE)
+        return Reply(content=f"stats.py\n```python\n{head + RIGHT_LINE}```\n")
+
+    sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **demo_run(
+        sim, repo, "builder.one_shot=true", "builder.one_shot_attempts=2", "run.max_attempts=2"))
+    return result, events, [json.dumps(r.messages) for r in _builder(sim)]
+
+
+async def test_an_attempt_that_breaks_a_passing_test_is_undone_before_the_next(
+        fresh_sim, sample_repo):
+    """The first one-shot breaks mean() (a new failing test) and leaves the median bug: the
+    second is shown the files as they were before it, so its fix of median() passes."""
+    broken = (sample_repo / "stats.py").read_text(encoding="utf-8").replace(MEAN_RIGHT,
+                                                                            MEAN_WRONG)
+    result, events, prompts = await _two_one_shots(fresh_sim, sample_repo, broken)
+    assert result.status == "succeeded", result.reason
+    assert MEAN_WRONG.strip() not in prompts[1].split("The tests, for reference")[0]
+    assert "they were undone" in prompts[1]
+    undone = [e for e in events if e.kind == "warning" and e.category == "attempt_undone"]
+    assert len(undone) == 1 and "attempt 2 starts from the files of the start" in \
+        undone[0].message
+    branch = show(sample_repo, f"{result.branch}:stats.py")
+    assert MEAN_RIGHT in branch and RIGHT_LINE in branch
+    assert [(a.changed, a.passed) for a in result.attempt_log] == [(True, False), (True, True)]
+
+
+async def test_an_attempt_that_fixes_one_failing_test_is_kept(fresh_sim, sample_repo):
+    """Two tests fail at the start (mean and median); the first one-shot fixes mean() only:
+    fewer failing tests and none new, so the second is shown it and its fix of median()
+    passes."""
+    stats = sample_repo / "stats.py"
+    fixed_mean = stats.read_text(encoding="utf-8")
+    stats.write_text(fixed_mean.replace(MEAN_RIGHT, "    return sum(values) / (len(values) + 1)\n"),
+                     encoding="utf-8")
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam",
+                    "mean bug too"], cwd=sample_repo, check=True)
+    result, events, prompts = await _two_one_shots(fresh_sim, sample_repo, fixed_mean)
+    assert result.status == "succeeded", result.reason
+    assert not [e for e in events if e.kind == "warning" and e.category == "attempt_undone"]
+    assert "they were undone" not in prompts[1]
+    branch = show(sample_repo, f"{result.branch}:stats.py")
+    assert MEAN_RIGHT in branch and RIGHT_LINE in branch

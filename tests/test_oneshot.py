@@ -131,9 +131,15 @@ async def test_a_second_one_shot_sees_the_failure_and_what_the_first_did(fresh_s
     second = json.dumps(sent[1].messages)
     assert "The acceptance commands failed" in second and "test_median_even" in second
     assert "nothing was written" in second and "nothing changed" in second  # the first try
+    # the first is asked as one model asked once is: the task, the files and the tests, no
+    # failure output; the planner's unchecked reading of the failure is in neither prompt
+    # (measured live: the 0.5B's reading sent the 1.5B to the wrong function)
+    first = json.dumps(sent[0].messages)
+    assert "What they print now" not in first and "AssertionError" not in first
+    assert TEST_FILE in first and "stats.py" in first
     assert result.plan is not None and result.plan.goal.strip()
-    for request in sent:  # the planner's reading of the failure, in both prompts
-        assert json.dumps(" ".join(result.plan.goal.split()))[1:-1] in json.dumps(request.messages)
+    goal = json.dumps(" ".join(result.plan.goal.split()))[1:-1]
+    assert all(goal not in json.dumps(r.messages) for r in sent)
     started = [e for e in events if e.kind == "role_started" and e.role == "builder"]
     assert [(e.session, e.purpose) for e in started] == [("builder-1", "one_shot"),
                                                          ("builder-2", "one_shot")]

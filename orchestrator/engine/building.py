@@ -10,7 +10,9 @@ left out, since verify puts those back; the trees are read by the run's open ``c
 ``workspace/treediff.py``): an attempt that changed nothing is not a failed fix,
 so the same-failure stop does not count it (``graph._repeating``) and the next attempt climbs.
 ``run.time_budget_s`` bounds the run's builds: past it the attempt under way is stopped and
-the run fails, saying so.
+the run fails, saying so. Each attempt starts from the kept tree (``undo``): the start's, or
+the last attempt's that fixed a failing test and broke none; a failed attempt's other changes
+are undone, and the next prompt says so.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from orchestrator.engine.runtime import RunContext
 from orchestrator.engine.samples import best_of
 from orchestrator.engine.sessions import run_session
 from orchestrator.engine.toolbox import policy_of, protected_tests
+from orchestrator.record.events import Warned
 from orchestrator.session.account import SessionOutcome
 from orchestrator.state import Attempt, BuildReport, Role, RunState, Sample, Strategy
 from orchestrator.workspace.treediff import Unreadable, differs_outside
@@ -61,6 +64,7 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
     rung, last = rung_for(spec, len(steps), n)
     rung = Rung(rung.strategy, steps[rung.model_step])
     started = time.monotonic()
+    await undo(ctx, state, role, n)
     before = await ctx.ahead.first_tree(ctx.worktree_tree)
     left = time_left(ctx)
     samples: list[Sample] = []
@@ -69,21 +73,40 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
         async with timeout:
             if left is not None and left <= 0:
                 raise TimeoutError
-            strategy, outcome, built = await _run(ctx, state, role, task, n, rung, samples)
+            strategy, outcome, built, diagnosed = await _run(ctx, state, role, task, n, rung,
+                                                             samples)
     except TimeoutError:
         if left is None or (left > 0 and not timeout.expired()):
             raise  # a timeout of its own (a model call's), not the budget's
-        strategy, built = rung.strategy, {"out_of_time": True,
-                                          "worktree_tree": await ctx.worktree_tree()}
+        strategy, diagnosed = rung.strategy, False
+        built = {"out_of_time": True, "worktree_tree": await ctx.worktree_tree()}
         outcome = SessionOutcome(session_of(role, n, 1), BuildReport(
             summary=text("pipeline", "out_of_time", budget=ctx.roles.run.time_budget_s)), 0, 0)
     after = built.get("worktree_tree") or await ctx.worktree_tree()
     changed = await _changed(ctx, state, before, after)
     record = Attempt(n=n, strategy=strategy, model_step=rung.model_step, changed=changed,
                      duration_s=round(time.monotonic() - started, 3), last_rung=last,
-                     samples=samples, diagnosis=state.diagnosis is not None
-                     and strategy in ONE_SHOTS)
-    return outcome, {**built, "attempt_log": [*state.attempt_log, record]}
+                     samples=samples, diagnosis=diagnosed)
+    # a race's next round builds on its kept candidate (``race.py``): nothing is undone there
+    keeps = not state.kept_tree and ctx.workspace is not None and spec.parallel <= 1
+    start = {"kept_tree": before} if keeps else {}
+    return outcome, {**start, **built, "attempt_log": [*state.attempt_log, record]}
+
+
+async def undo(ctx: RunContext, state: RunState, role: Role, n: int) -> None:
+    """Put the kept tree back before attempt ``n`` when verify did not keep the attempt
+    before's (``nodes._kept``: it fixed no failing test without breaking another). A one-shot
+    is a fresh sample, not a repair of the last one's damage: in the live suite a one-line
+    answer wrote a statement into a dict, and every later attempt was shown that file."""
+    ws = ctx.workspace
+    if (ws is None or not state.kept_tree or state.verify is None or state.verify.passed
+            or await ctx.worktree_tree() == state.kept_tree):
+        return
+    await asyncio.to_thread(ws.restore, state.kept_tree)
+    since = "the start" if state.kept_failing is None else "the last attempt that fixed a test"
+    ctx.telemetry.emit(Warned(role=role, category="attempt_undone", message=(
+        f"attempt {n - 1} fixed no failing test without breaking another: its changes were "
+        f"undone, attempt {n} starts from the files of {since}")))
 
 
 async def _changed(ctx: RunContext, state: RunState, before: str, after: str) -> bool:
@@ -102,25 +125,27 @@ async def _changed(ctx: RunContext, state: RunState, before: str, after: str) ->
 
 
 async def _run(ctx: RunContext, state: RunState, role: Role, task: str, n: int, rung: Rung,
-               samples: list[Sample]) -> tuple[Strategy, SessionOutcome, Values]:
+               samples: list[Sample]) -> tuple[Strategy, SessionOutcome, Values, bool]:
+    """The attempt's way, its outcome, what the state gains, and whether a checked diagnosis
+    was in its prompt."""
     spec = ctx.roles.roles[role]
     if spec.parallel > 1 and ctx.workspace is not None:
         outcome, built = await _race(ctx, state, role, task, n)
-        return "race", outcome, built
+        return "race", outcome, built, False
     if state.verify is not None and state.verify.passed and state.feedback:
         outcome, built = await _tool_loop(ctx, state, role, task, n)  # a judge's changes
-        return "changes", outcome, built
+        return "changes", outcome, built, False
     one_shot = rung.strategy in ONE_SHOTS or (rung.strategy == "next_model" and spec.one_shot)
     if one_shot:
         once = await _one_shot(ctx, state, role, n, rung, samples)
         if once is not None:
-            return once[0], once[1], {"worktree_tree": await ctx.worktree_tree()}
+            return once[0], once[1], {"worktree_tree": await ctx.worktree_tree()}, once[2]
     outcome, built = await _tool_loop(ctx, state, role, task, n, model_step=rung.model_step)
-    return ("next_model" if rung.model_step else "tool_loop"), outcome, built
+    return ("next_model" if rung.model_step else "tool_loop"), outcome, built, False
 
 
 async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: Rung,
-                    samples: list[Sample]) -> tuple[Strategy, SessionOutcome] | None:
+                    samples: list[Sample]) -> tuple[Strategy, SessionOutcome, bool] | None:
     """One call for whole files (or for one line), or best-of-k checked samples of it, and
     the strategy it was; None when the one-shot does not apply (nothing pinned small enough,
     a judge's changes). A ``one_line`` rung with no code to point at asks for whole files
@@ -140,11 +165,11 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
                                       policy=policy_of(ctx), protected=protected,
                                       model_step=rung.model_step)
         samples.extend(made)
-        return strategy, outcome
+        return strategy, outcome, prompt.diagnosed
     outcome, _ = await oneshot.ask(ctx, role, session_of(role, n, 1), prompt,
                                    temperature=temperature_of(spec.temperatures, n),
                                    protected=protected, model_step=rung.model_step)
-    return strategy, outcome
+    return strategy, outcome, prompt.diagnosed
 
 
 async def _tool_loop(ctx: RunContext, state: RunState, role: Role, task: str, n: int, *,

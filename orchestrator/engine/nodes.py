@@ -113,15 +113,36 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         ctx.ahead.prepare_commit(ctx.workspace, message, tree)
     if result.passed:
         return {"verify": result, "feedback": "", "worktree_tree": tree, "attempt_log": log}
+    kept, undone = _kept(state, tree, failures.failing(
+        (c.command, c.exit_code, c.output) for c in checks))
     feedback = (text("pipeline", "tests_put_back", tests=", ".join(put_back)) + "\n"
                 if put_back else "")
+    feedback += undone
     feedback += text("pipeline", "verify_failed", failures="\n\n".join(
         shown(failures.trim(c.output, command=c.command, exit_code=c.exit_code,
                            root=str(ctx.worktree)))
         for c in failed))
     sig = " || ".join(failures.signature(c.command, c.exit_code, c.output) for c in failed)
     return {"verify": result, "feedback": feedback, "failures": [sig], "worktree_tree": tree,
-            "attempt_log": log}
+            "attempt_log": log, **kept}
+
+
+def _kept(state: RunState, tree: str, failing: list[str]) -> tuple[dict[str, Any], str]:
+    """Whether the next attempt starts from ``tree`` (its failing tests are fewer than the kept
+    tree's and none is new) or from the kept tree again (``building.undo`` puts it back); the
+    state's update and, when undone, what the builder is told."""
+    if not state.kept_tree:  # no attempt's start was taken (a judge's changes, no worktree)
+        return {}, ""
+    loc = state.localization
+    base = state.kept_failing if state.kept_failing is not None else (
+        failures.failing((c.command, c.exit_code, c.output) for c in loc.checks)
+        if loc is not None and loc.checks else None)
+    if base is None or set(failing) < set(base):
+        return {"kept_tree": tree, "kept_failing": failing}, ""
+    if tree == state.kept_tree:
+        return {}, ""
+    when = text("pipeline", "undone_start" if state.kept_failing is None else "undone_after")
+    return {}, text("pipeline", "undone", when=when) + "\n"
 
 
 def _judged(ctx: RunContext, state: RunState, *, passed: bool) -> list[Attempt]:

@@ -4,12 +4,14 @@ points at (``[roles.<build>] one_shot = true``).
 Small models fail at tool loops (invented tools, ``replace`` with text that is not there, a
 claim that the tests pass) yet often write a right file when they are shown it whole with the
 failure: the live suite's "one model asked once" solved more tasks than the 1.5B driving tools
-(issue 15). So the first attempt of a one-shot builder is that prompt: the task, the failing
-tests' output, the non-test files the preflight pinned (whole) and the failing tests (to read,
-not to change). The reply's fenced blocks, each under a line naming one of the shown source
-files, are written through the edit tools (inside the worktree, never through a link, never
-the protected tests); then verify decides. The plan's goal goes with the failure (the
-planner's reading of it), and a diagnosis when it checked. A later one-shot (the ladder's
+(issue 15). So the first attempt of a one-shot builder is that prompt, as one model asked once
+is asked: the task, the non-test files the preflight pinned (whole) and the failing tests (to
+read, not to change), with no failure output and no planner's reading (probed live on the 13
+pinned suite tasks, the 1.5B at temperature 0 fixed 8 so, 6 with the output, 6 with the output
+and the 0.5B planner's goal, which named the wrong function on py-paging). The reply's fenced
+blocks, each under a line naming one of the shown source files, are written through the edit
+tools (inside the worktree, never through a link, never the protected tests); then verify
+decides. A planner's diagnosis that checked goes to the later one-shots. A later one-shot (the ladder's
 ``one_shot_fact`` rung, ``ladder.py``) is shown the files as they are now, verify's failure
 restated as facts (``localize/facts.py``), what the attempt before did and the one function
 around the failing line, which it may answer with alone (``splice``); each prompt is built once
@@ -102,23 +104,26 @@ def _read(jail: Jail, path: str) -> str | None:
 
 
 def messages(*, system: str, task: str, loc: Localization, shown: Shown, commands: Sequence[str],
-             feedback: str = "", failure: str | None = None, goal: str = "", told: str = ""
+             feedback: str = "", failure: str | None = None, told: str = "", first: bool = False
              ) -> list[dict[str, str]]:
     """The one-shot prompt: system, then the task, failure, files and answer format.
     ``failure`` is what the commands print now when that is no longer the preflight's (a later
-    attempt: verify's output); ``goal`` is the plan's, the planner's reading of the failure."""
+    attempt: verify's output). The ``first`` attempt's shows no failure output: the task, the
+    files and the tests, as one model asked once is asked, and ``told`` (the explorers' place)."""
+    files = "\n\n".join(fenced(p, b) for p, b in shown.sources.items())
+    tests = "\n\n".join(fenced(p, b) for p, b in shown.tests.items()) or text("pipeline", "none")
+    listed = "\n".join(text("pipeline", "command", command=c) for c in commands)
+    if first:
+        body = text("oneshot", "first", task=task, commands=listed, files=files, tests=tests,
+                    told=f"\n{told.strip()}\n" if told.strip() else "")
+        return [{"role": "system", "content": system}, {"role": "user", "content": body}]
     failing = (failure if failure is not None else
                "\n\n".join(failures.render(r, limit=1500) for r in loc.reports))
-    if goal.strip():
-        failing += "\n\n" + text("oneshot", "diagnosis", goal=" ".join(goal.split()))
     if told.strip():
         failing += "\n\n" + told.strip()
     body = text(
         "oneshot", "task", task=task, failure=failing or text("pipeline", "none"),
-        commands="\n".join(text("pipeline", "command", command=c) for c in commands),
-        files="\n\n".join(fenced(p, b) for p, b in shown.sources.items()),
-        tests=("\n\n".join(fenced(p, b) for p, b in shown.tests.items())
-               or text("pipeline", "none")),
+        commands=listed, files=files, tests=tests,
         feedback=f"\n{feedback}\n" if feedback else "",
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": body}]
@@ -186,19 +191,21 @@ async def prompt_for(ctx: RunContext, state: RunState, n: int, *, restate: bool 
         found_span, ctx.worktree, state, shown)
     if found is not None:
         told = told_facts(loc, state, found) if restate else _focus_text(found, "found")
-    if state.diagnosis is not None:
+    first = not again and not restate
+    if state.diagnosis is not None and not first:
         d = state.diagnosis
         told += "\n\n" + text("oneshot", "diagnosed", path=d.path, line=d.line,
                                 quote=d.quote.strip(), should=" ".join(d.should.split()))
     prompt = messages(
         system=text("oneshot", "system"), task=state.task, loc=loc, shown=shown,
         commands=acceptance_commands(ctx, state),
-        failure=state.feedback if again else None, goal=state.plan.goal if state.plan else "",
+        failure=state.feedback if again else None, first=first,
         feedback=text("oneshot", "again", previous=previous) if again else "", told=told)
     focus = found or (focus_span(loc) if restate else None)
     if focus is not None and not (focus.text and defined(focus.text[0])):
         focus = None  # lines around the failure, not a function: whole files only
-    return Prompt(prompt, shown, diagnosed=state.diagnosis is not None, focus=focus)
+    return Prompt(prompt, shown, diagnosed=state.diagnosis is not None and not first,
+                  focus=focus)
 
 
 def told_facts(loc: Localization, state: RunState, found: Span | None = None) -> str:

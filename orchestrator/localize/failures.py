@@ -5,12 +5,14 @@ Pure functions over a command's output, read by ``testreport.parse``. ``render``
 failing test's error and traceback first (repeats collapsed, frames of the project's own code,
 paths relative to the worktree) and caps the text; ``trim`` is parse and render in one call.
 ``signature`` reduces a failure to what stays the same when nothing was fixed, so the verify
-loop can stop early on a repeat.
+loop can stop early on a repeat; ``failing`` names what fails, so an attempt that fixed some
+tests and broke none can be told from one that did not (``engine/building.undo``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from orchestrator.config.prompts import evidence as _t
 from orchestrator.localize.testreport import (
@@ -22,8 +24,8 @@ from orchestrator.localize.testreport import (
     parse,
 )
 
-__all__ = ["FailureReport", "Frame", "TestFailure", "clean", "detect", "failing_tests", "parse",
-           "relative", "render", "signature", "trim"]
+__all__ = ["FailureReport", "Frame", "TestFailure", "clean", "detect", "failing", "failing_tests",
+           "parse", "relative", "render", "signature", "trim"]
 MAX_FRAMES = 8
 MAX_SHOWN = 5
 
@@ -98,6 +100,16 @@ def trim(output: str, *, limit: int = 2500, command: str = "", exit_code: int = 
 def failing_tests(output: str) -> list[str]:
     """The names of the failing tests, in the order the output lists them."""
     return list(dict.fromkeys(f.name for f in parse(output).failures if f.name != "(command)"))
+
+
+def failing(checks: Iterable[tuple[str, int, str]]) -> list[str]:
+    """What fails in the ``(command, exit code, output)`` of each check: every failing test as
+    ``command: test``, or the failing command alone when its output names no test; sorted."""
+    out: set[str] = set()
+    for command, exit_code, output in checks:
+        if exit_code:
+            out.update(f"{command}: {name}" for name in failing_tests(output) or ["(command)"])
+    return sorted(out)
 
 
 _VOLATILE = re.compile(r"\b\d+(?:\.\d+)?m?s\b|0x[0-9a-f]+|\bin \d+\.\d+ ?s(?:econds)?\b|/tmp/\S+")
