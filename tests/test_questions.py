@@ -54,3 +54,20 @@ def test_plain_word_questions_must_share_a_word_with_the_task():
                           allowed=[task], task=task)
     assert kept == ["Where are catalogue entries ordered?", "Where is `sorted` called?"]
     assert len(reasons) == 2 and all("nothing the task mentions" in r for r in reasons)
+
+
+def test_a_question_mostly_lifted_from_the_instructions_is_a_copy():
+    """What the 0.5B planner asked on xp-js-weekly-runs: the instructions' own example list,
+    cut short and reworded at its start; a question that shares a few words with them, or
+    quotes the task at length, is a question."""
+    planner = load_agents()["planner"]
+    task = ("The weekly summary covers 8 days instead of 7: `runlog week log.json 2024-03-10` "
+            "reports '2024-03-03 to 2024-03-10'.")
+    prompt = [planner.system, planner.render_task(task=task, localized="", repo_rules="")]
+    lifted = ("What is the function, class, setting, flag, message or file ('Where is <name> "
+              "computed?', never 'What does the function do?'), since explorers start b")
+    asked = [lifted, "Where is the function that computes the week's start defined?",
+             "Why does `runlog week log.json 2024-03-10` report '2024-03-03 to 2024-03-10'?"]
+    kept, reasons = clean(asked, prompt=prompt, task=task)
+    assert kept == asked[1:]
+    assert len(reasons) == 1 and "copied from the planner's own prompt" in reasons[0]

@@ -3,7 +3,8 @@
 Small planners copy their own prompt into the questions ("Two to six is usually right.", the
 template's placeholder question), repeat themselves, or ask what names nothing ("What does the
 function do?"); each such question would start an explorer that answers nothing new. Pure
-functions: ``clean`` drops empty questions, sentences lifted from the planner's prompt,
+functions: ``clean`` drops empty questions, sentences lifted from the planner's prompt (whole,
+or mostly: half its words in runs of five the instructions hold),
 questions with nothing to search for (no name, flag, quoted text, path or informative word:
 what retrieval looks for), and duplicates (ignoring case, spacing, punctuation and spelling),
 and says why for each one dropped. ``from_terms`` asks about the task's own specific names when
@@ -38,6 +39,10 @@ def clean(questions: Sequence[str], *, prompt: Sequence[str] = (), allowed: Sequ
     for nothing the task is about.
     """
     source = normalize("\n".join(prompt))
+    # the planner's instructions without the task: a question that is mostly their words was
+    # lifted from them, even when it adds a word or is cut short (the 0.5B asked "What is the
+    # function, class, setting, flag, message or file ('Where is <name> computed?', never ...")
+    told = _grams(source.replace(normalize(task), " ") if task else source)
     about = set(normalize(task).split())
     ok = {normalize(a) for a in allowed}
     kept: list[str] = []
@@ -48,7 +53,7 @@ def clean(questions: Sequence[str], *, prompt: Sequence[str] = (), allowed: Sequ
         key = normalize(q)
         if len(key.split()) < 2:
             reasons.append(f"{q!r}: too short to be a question")
-        elif key not in ok and key in source:
+        elif key not in ok and (key in source or _lifted(key, told)):
             reasons.append(f"{q!r}: copied from the planner's own prompt")
         elif key not in ok and not terms(q):
             reasons.append(f"{q!r}: names nothing to search for (a function, flag, message "
@@ -61,6 +66,28 @@ def clean(questions: Sequence[str], *, prompt: Sequence[str] = (), allowed: Sequ
             kept.append(q)
             seen.append(key)
     return kept, reasons
+
+
+GRAM = 5  # words in a row that a question and the planner's instructions share: lifted
+LIFTED = 0.5  # the share of a question's words in such runs that makes it a copy
+
+
+def _grams(text: str) -> set[tuple[str, ...]]:
+    words = text.split()
+    return {tuple(words[i:i + GRAM]) for i in range(len(words) - GRAM + 1)}
+
+
+def _lifted(key: str, told: set[tuple[str, ...]]) -> bool:
+    """At least half of the question's words lie in runs of ``GRAM`` that the instructions
+    hold."""
+    words = key.split()
+    if len(words) < GRAM:
+        return False
+    covered = [False] * len(words)
+    for i in range(len(words) - GRAM + 1):
+        if tuple(words[i:i + GRAM]) in told:
+            covered[i:i + GRAM] = [True] * GRAM
+    return sum(covered) >= LIFTED * len(words)
 
 
 def _off_task(question: str, about: set[str]) -> bool:
