@@ -225,3 +225,44 @@ def test_a_tasks_specific_terms_are_what_it_quotes_or_names_rarest_in_code_first
     windows = Retriever(repo).windows(asked[1])
     assert any(w.symbol == "constant SORT_FIELDS" for w in windows)
     assert not any(w.symbol == "constant SORT_FIELDS" for w in Retriever(repo).windows(task))
+
+
+LIVE = SUITES / "live"
+
+
+def test_calls_are_read_off_code_lines_without_the_languages_own():
+    from orchestrator.localize.callees import called, definition_regex
+    assert called(["def run_payroll(timesheet):", "    week = parse_timesheet(timesheet)",
+                   "    return [make_payslip(e, week.label) for e in week.entries]  # len(x)",
+                   "    print(len(week.entries), sorted(x))"], own="run_payroll") == \
+        ["parse_timesheet", "make_payslip"]
+    assert called(["function weeklySummary(log, today) {",
+                   "  const range = lastDays(today, 7);  // not a call: rangeOf(",
+                   "  return summarize(log.filter((r) => inRange(r, range)));", "}"]) == \
+        ["lastDays", "summarize", "inRange"]
+    import re
+    rx = re.compile(definition_regex("lastDays"), re.M)
+    for line in ("function lastDays(today, days) {", "export function lastDays(t, d) {",
+                 "const lastDays = (today, days) => {", "  lastDays(today, days) {",
+                 "def lastDays(today, days):"):
+        assert rx.search(line), line
+    assert not rx.search("  const range = lastDays(today, 7);")
+
+
+def test_a_bug_two_calls_from_the_name_the_task_spells_is_reached_through_the_calls():
+    """xp-payslip-rounding (live suite): the task names run_payroll, the bug is in
+    money/amounts.py, which run_payroll reaches through make_payslip; no word of the question
+    is in that file. Followed calls fill the windows' room, ranked by the task's rare words."""
+    task = (LIVE / "xp-payslip-rounding" / "task.toml").read_text(encoding="utf-8")
+    instruction = task.split('instruction = "', 1)[1].split('"\n', 1)[0]
+    retriever = Retriever(LIVE / "xp-payslip-rounding" / "repo")
+    question = "Where is `run_payroll` defined, and what does it call?"
+    plain = retriever.windows(question, limit=2)
+    assert {w.path for w in plain} == {"payroll/app.py"}  # the name's own windows come first
+    shown = retriever.windows(question, context=instruction)
+    assert [w.path for w in shown[:2]] == ["payroll/app.py"] * 2
+    assert "payroll/money/amounts.py" in {w.path for w in shown}
+    followed = [w for w in shown if w.note.startswith("called by")]
+    assert followed and all(w.symbol for w in followed)
+    assert [w.id for w in shown] == [f"W{i}" for i in range(1, len(shown) + 1)]
+    assert "called by make_payslip" in render(shown)

@@ -55,7 +55,7 @@ async def explore_one(role: Role, payload: ExploreTask, ctx: RunContext) -> dict
     known = payload.get("tests")
     started = time.monotonic()
     _count_lines_ahead(ctx)
-    windows = await asyncio.to_thread(_candidates, ctx, role, question)
+    windows = await asyncio.to_thread(_candidates, ctx, role, question, payload["task"])
     task = ctx.agents[role].render_task(question=question, task=payload["task"],
                                         known=for_explorer(known),
                                         candidates=_candidates_text(windows))
@@ -100,16 +100,16 @@ async def explore_one(role: Role, payload: ExploreTask, ctx: RunContext) -> dict
     return {"explorers": [result]}
 
 
-def _candidates(ctx: RunContext, role: Role, question: str) -> list[Window]:
-    """The question's candidate windows, sized to the explorer model's window; none when
-    ``run.explore_candidates`` is 0."""
+def _candidates(ctx: RunContext, role: Role, question: str, task: str) -> list[Window]:
+    """The question's candidate windows, sized to the explorer model's window (the code they
+    call ranked by the ``task``'s words); none when ``run.explore_candidates`` is 0."""
     limit = ctx.roles.run.explore_candidates
     if limit <= 0:
         return []
     window = ctx.roles.model_for(role).context_window
     low, high = CANDIDATE_CHARS
     budget = int(min(high, max(low, window * CANDIDATE_SHARE * CHARS_PER_TOKEN)))
-    return ctx.retriever().windows(question, budget_chars=budget, limit=limit)
+    return ctx.retriever().windows(question, budget_chars=budget, limit=limit, context=task)
 
 
 def _candidates_text(windows: list[Window]) -> str:

@@ -9,11 +9,13 @@ common ones, a definition named by the question above its uses, code above tests
 log, the first line that matches is shown with the rare warnings and errors logged before it: a
 symptom's cause is usually logged once, long before the symptom floods the file.
 
-The top windows go into the explorer's first prompt with their real paths and line numbers, so a
-small model can often answer in one turn by citing what it was shown; its tools stay for when
-the candidates miss. Everything is bounded: each search stops after a fixed number of matches
-and a timeout, lines are cut, files past a size are windowed without parsing, and a window
-shows a few lines around the hits of a long definition, not all of it.
+Room left is filled with the definitions their code calls, one or two calls away
+(``callees.py``), ranked by the task's rare words: a bug two modules from the names a task
+spells is reached through the calls. The windows go into the explorer's first prompt with real
+paths and line numbers, so a small model can often answer in one turn citing what it was shown;
+its tools stay for when they miss. Everything is bounded: searches stop after a fixed number of
+matches and a timeout, lines are cut, large files are windowed without parsing, and a long
+definition is shown as a few lines around its hits.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from orchestrator.errors import OrchestrateError
-from orchestrator.localize import repomap
+from orchestrator.localize import callees, repomap
 from orchestrator.localize.candidates import (
     CONSTANT_LINES,
     LOOSE_LINES,
@@ -82,7 +84,8 @@ class Window:
         return frozenset(n for n, _ in self.lines)
 
     def render(self) -> str:
-        about = f" ({self.symbol})" if self.symbol else (f" ({self.note})" if self.note else "")
+        said = ", ".join(p for p in (self.symbol, self.note) if p)
+        about = f" ({said})" if said else ""
         out = [f"[{self.id}] {self.path}:{self.start}-{self.end}{about}"]
         previous = None
         for n, text in self.lines:
@@ -107,9 +110,11 @@ class Retriever:
     _loaded: Corpus | Literal[False] | None = field(default=None, repr=False)
     _corpus_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def windows(self, question: str, *, budget_chars: int = 3000, limit: int = 4
-                ) -> list[Window]:
-        """The question's best windows, ids ``W1``.., within ``budget_chars`` of rendering."""
+    def windows(self, question: str, *, budget_chars: int = 3000, limit: int = 4,
+                context: str = "") -> list[Window]:
+        """The question's best windows, ids ``W1``.., within ``budget_chars`` of rendering;
+        room left is filled with the definitions they call (``followed``), ranked by the words
+        of ``context`` (the run's task) they hold."""
         asked = terms(question)
         named = [t.pattern for t in asked if t.kind == "path" and self._is_file(t.pattern)]
         wanted = [t for t in asked if t.kind != "path"]
@@ -140,9 +145,46 @@ class Retriever:
         for path, lines in by_file.items():
             made = self._file_windows(path, sorted(lines), weights)
             if path in named:
-                made = [_boosted(w, NAMED_FILE) for w in made]
+                made = [replace(w, score=w.score * NAMED_FILE) for w in made]
             candidates += made
-        return _choose(_with_constructor(candidates), budget_chars, limit)
+        chosen = _choose(_with_constructor(candidates), budget_chars, limit)
+        if len(chosen) >= limit:
+            return chosen
+        about = [t for t in terms(context or question) if t.kind != "path"]
+        return _fill(chosen, self.followed(chosen, weights, about), budget_chars, limit)
+
+    def followed(self, shown: Sequence[Window], weights: dict[Term, float],
+                 about: Sequence[Term], hops: int = 2) -> list[Window]:
+        """The definitions the code of ``shown`` calls, one and two calls away (``callees``):
+        the most of ``about``'s words first, then the nearer, then in calling order. A name
+        defined in more than two places is left out (which one is called is not known)."""
+        seen = {(w.path, w.start) for w in shown}
+        rare = self._rarity(about)
+        searched: set[str] = set()
+        found: list[tuple[float, int, int, Window]] = []
+        frontier = [w for w in shown if w.symbol and file_factor(w.path) == 1.0]
+        for hop in range(1, hops + 1):
+            reached: list[Window] = []
+            for parent in frontier:
+                caller = callees.own_name(parent.symbol)
+                for name in callees.called((t for _, t in parent.lines), caller):
+                    if len(searched) >= callees.MAX_SEARCHES or name in searched:
+                        continue
+                    searched.add(name)
+                    hits = [m for m in self._search(callees.definition_regex(name))
+                            if file_factor(m.path) == 1.0 and repomap.supported(m.path)]
+                    for m in hits if len(hits) <= 2 else []:
+                        for w in self._file_windows(m.path, [m.line], weights):
+                            if not w.symbol or (w.path, w.start) in seen:
+                                continue
+                            seen.add((w.path, w.start))
+                            text = "\n".join(line for _, line in w.lines)
+                            held = sum(rare[t] for t in about if t.found_in(text))
+                            w = replace(w, note=f"called by {caller}")
+                            found.append((-held, hop, len(found), w))
+                            reached.append(w)
+            frontier = reached
+        return [w for *_, w in sorted(found, key=lambda f: f[:3])]
 
     def specific(self, text: str, limit: int = 2) -> list[Term]:
         """The terms of a task that name something its code handles, rarest in the code
@@ -164,6 +206,12 @@ class Retriever:
     def preload(self) -> None:
         """List the tree and read it into memory now (when small), ahead of the first search."""
         self._corpus()
+
+    def _rarity(self, about: Sequence[Term]) -> dict[Term, float]:
+        """A term's worth as a clue: one over the number of source files that hold it."""
+        files = {t: {m.path for m in self._search(t.rg()) if file_factor(m.path) == 1.0}
+                 for t in about}
+        return {t: 1.0 / len(f) if f else 0.0 for t, f in files.items()}
 
     def _corpus_ready(self) -> bool:
         return self._corpus() is not None
@@ -327,10 +375,6 @@ class Retriever:
         return found
 
 
-def _boosted(w: Window, factor: float) -> Window:
-    return Window(w.path, w.start, w.end, w.lines, w.score * factor, w.symbol, w.held, w.note)
-
-
 def _with_constructor(candidates: list[Window]) -> list[Window]:
     """When the best window is a class, its constructor ranks beside it if it holds a term of
     the question: a class's docstring says what its parameters mean, the constructor what they
@@ -371,8 +415,24 @@ def _choose(candidates: Iterable[Window], budget_chars: int, limit: int) -> list
         chosen.append(w)
         used += size
         per_file[w.path] = per_file.get(w.path, 0) + (0 if tiny else 1)
-    return [Window(w.path, w.start, w.end, w.lines, w.score, w.symbol, w.held, w.note, f"W{i}")
-            for i, w in enumerate(chosen, 1)]
+    return [replace(w, id=f"W{i}") for i, w in enumerate(chosen, 1)]
+
+
+def _fill(chosen: list[Window], more: Iterable[Window], budget_chars: int, limit: int
+          ) -> list[Window]:
+    """``chosen``, then as many of ``more`` as fit (no overlap, within the budget), numbered."""
+    out = list(chosen)
+    used = sum(len(w.render()) + 1 for w in out)
+    for w in more:
+        if len(out) >= limit:
+            break
+        size = len(w.render()) + 1
+        if used + size > budget_chars or any(
+                c.path == w.path and c.numbers & w.numbers for c in out):
+            continue
+        out.append(w)
+        used += size
+    return [replace(w, id=f"W{i}") for i, w in enumerate(out, 1)]
 
 
 def _shape(text: str) -> str:
