@@ -15,10 +15,10 @@ from __future__ import annotations
 import keyword
 import re
 from collections.abc import Iterable
+from typing import Protocol, TypeVar
 
-# a name followed by "(": a call, or a definition's own line (left out by ``own``); the last
-# part of a dotted name (``week.entries.append(`` calls ``append``)
-_CALL = re.compile(r"([A-Za-z_$][\w$]*)\s*\(")
+# a name followed by "(", and whether a dot comes before it (a method: ``week.entries.append(``)
+_CALL = re.compile(r"(\.?)\b([A-Za-z_$][\w$]*)\s*\(")
 # calls of the language or its standard library that are never the task's code
 _COMMON = frozenset("""
     print len sum min max abs str int float bool list dict set tuple sorted reversed range
@@ -38,18 +38,19 @@ MAX_SEARCHES = 16  # definitions searched for one question (each a search of the
 
 
 def called(lines: Iterable[str], own: str = "") -> list[str]:
-    """The names ``lines`` call, in order, once each: not ``own`` (the window's own
-    definition), not the language's common calls, not a definition's line."""
-    out: list[str] = []
+    """The names ``lines`` call, once each: not ``own`` (the window's own definition), not
+    the language's common calls, not on a definition's line; plain calls (``statement_for(``)
+    before methods (``parser.add_argument(``), which are more often a library's."""
+    plain: list[str] = []
+    methods: list[str] = []
     for line in lines:
         code = "" if line.lstrip().startswith("*") else _COMMENT.split(line, maxsplit=1)[0]
         if re.match(r"\s*(?:async\s+)?(?:def|function|class)\b", code):
             continue
-        for name in _CALL.findall(code):
-            if (name != own and len(name) >= MIN_NAME and name not in _COMMON
-                    and name not in out):
-                out.append(name)
-    return out[:PER_WINDOW]
+        for dot, name in _CALL.findall(code):
+            if name != own and len(name) >= MIN_NAME and name not in _COMMON:
+                (methods if dot else plain).append(name)
+    return list(dict.fromkeys([*plain, *methods]))[:PER_WINDOW]
 
 
 def definition_regex(name: str) -> str:
@@ -63,3 +64,33 @@ def definition_regex(name: str) -> str:
 def own_name(symbol: str) -> str:
     """The name a window's symbol defines (``def Cart.add`` -> ``add``)."""
     return symbol.split(" ", 1)[-1].rsplit(".", 1)[-1] if symbol else ""
+
+
+class _Shown(Protocol):
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def numbers(self) -> frozenset[int]: ...
+
+    def render(self) -> str: ...
+
+
+_W = TypeVar("_W", bound=_Shown)
+
+
+def fill(chosen: list[_W], more: Iterable[_W], budget_chars: int, limit: int) -> list[_W]:
+    """``chosen``, then as many of ``more`` as fit: no overlap, within the budget (rendered
+    characters) and ``limit`` windows."""
+    out = list(chosen)
+    used = sum(len(w.render()) + 1 for w in out)
+    for w in more:
+        if len(out) >= limit:
+            break
+        size = len(w.render()) + 1
+        if used + size > budget_chars or any(
+                c.path == w.path and c.numbers & w.numbers for c in out):
+            continue
+        out.append(w)
+        used += size
+    return out

@@ -151,7 +151,8 @@ class Retriever:
         if len(chosen) >= limit:
             return chosen
         about = [t for t in terms(context or question) if t.kind != "path"]
-        return _fill(chosen, self.followed(chosen, weights, about), budget_chars, limit)
+        out = callees.fill(chosen, self.followed(chosen, weights, about), budget_chars, limit)
+        return [replace(w, id=f"W{i}") for i, w in enumerate(out, 1)]
 
     def followed(self, shown: Sequence[Window], weights: dict[Term, float],
                  about: Sequence[Term], hops: int = 2) -> list[Window]:
@@ -167,7 +168,7 @@ class Retriever:
             reached: list[Window] = []
             for parent in frontier:
                 caller = callees.own_name(parent.symbol)
-                for name in callees.called((t for _, t in parent.lines), caller):
+                for name in callees.called(self._body(parent), caller):
                     if len(searched) >= callees.MAX_SEARCHES or name in searched:
                         continue
                     searched.add(name)
@@ -206,6 +207,12 @@ class Retriever:
     def preload(self) -> None:
         """List the tree and read it into memory now (when small), ahead of the first search."""
         self._corpus()
+
+    def _body(self, w: Window) -> list[str]:
+        """All lines of ``w``'s definition (a long one's window shows only some)."""
+        lines = self._lines(w.path, [w.start])
+        return list(lines[w.start - 1:w.end]) if isinstance(lines, list) else [
+            t for _, t in w.lines]
 
     def _rarity(self, about: Sequence[Term]) -> dict[Term, float]:
         """A term's worth as a clue: one over the number of source files that hold it."""
@@ -416,23 +423,6 @@ def _choose(candidates: Iterable[Window], budget_chars: int, limit: int) -> list
         used += size
         per_file[w.path] = per_file.get(w.path, 0) + (0 if tiny else 1)
     return [replace(w, id=f"W{i}") for i, w in enumerate(chosen, 1)]
-
-
-def _fill(chosen: list[Window], more: Iterable[Window], budget_chars: int, limit: int
-          ) -> list[Window]:
-    """``chosen``, then as many of ``more`` as fit (no overlap, within the budget), numbered."""
-    out = list(chosen)
-    used = sum(len(w.render()) + 1 for w in out)
-    for w in more:
-        if len(out) >= limit:
-            break
-        size = len(w.render()) + 1
-        if used + size > budget_chars or any(
-                c.path == w.path and c.numbers & w.numbers for c in out):
-            continue
-        out.append(w)
-        used += size
-    return [replace(w, id=f"W{i}") for i, w in enumerate(out, 1)]
 
 
 def _shape(text: str) -> str:
