@@ -1,8 +1,8 @@
 """What the 2nd..kth best-of-k one-shot sample costs against the first (issue 27).
 
 Builds the one-shot prompt of a failing task once (the demo's ``median`` bug, or ``--repo`` and
-``--command``), exactly as a build attempt does (``oneshot.messages``: the failure, the pinned
-files whole, the tests), then sends it ``--k`` times to the build role's model, one after
+``--command``), exactly as a first build attempt does (``oneshot.messages``: the task, the
+pinned files whole, the tests), then sends it ``--k`` times to the build role's model, one after
 another, at the role's temperatures, the messages byte for byte the same each time. Prints per
 sample: wall time, time to first token (prompt reading; the rest is generation), prompt and
 cached tokens, and the 2nd..kth against the first. The target on llama.cpp: samples 2..k cost
@@ -48,7 +48,7 @@ def _prompt(repo: Path, command: str, task: str) -> list[dict[str, str]]:
     if shown is None:
         raise SystemExit("the failure pins no file small enough to show whole: no one-shot")
     return messages(system=text("oneshot", "system"), task=task, loc=loc, shown=shown,
-                    commands=[command])
+                    commands=[command], first=True)
 
 
 async def _samples(roles: Any, env: dict[str, str], role: str, prompt: list[dict[str, str]],
