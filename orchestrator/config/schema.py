@@ -167,6 +167,10 @@ class RunSettings(_Strict):
     explore_when_pinned: bool = Field(
         False, description="Run the explorers even when the preflight's failures already name "
         "the code to change (by default they are skipped then).")
+    build_ahead: bool = Field(
+        False, description="With a one-shot build role and failing tests that pin the code, "
+        "ask the first one-shot while the planner works: its prompt needs no plan. The first "
+        "build attempt uses that answer when its prompt is the same (else asks again).")
     plan_tools_when_pinned: bool = Field(
         True, description="Give the plan role its reading tools even when the preflight's "
         "failures already name the code to change; false: it plans from the failure it is "

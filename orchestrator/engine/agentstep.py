@@ -130,6 +130,8 @@ async def _plan_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
     loc = state.localization
     if loc is None and state.mode == "run":
         loc = await preflight(ctx, list(ctx.roles.verify.commands), policy_of(ctx))
+    if loc is not None and state.localization is None:  # run.build_ahead: the first one-shot
+        await building.ask_ahead(ctx, state.model_copy(update={"localization": loc}))
     located = localized(loc)
     if loc is not None and loc.pinned:  # questions only for what the failure does not show
         located += text("evidence", "localized_pinned") + "\n"

@@ -36,6 +36,13 @@ used, whether it still holds: ``Ahead``, one per run (``RunContext.ahead``).
   (``retrieval``) only if no writing tool of any session has started since it began; else a
   new one lists and reads the worktree as it is then.
 
+- The first one-shot build attempt's reply, while the planner works (``ask_first_build``,
+  ``run.build_ahead``): its prompt is the task, the pinned files and the tests, none of which
+  the plan changes. The check is the request itself: the build uses the reply
+  (``first_build``) only if it asks the very same messages at the same temperature; else the
+  call ahead is cancelled and it asks its own. A run that ends before its build cancels it
+  (``close``).
+
 A failure of work done ahead is never raised where it was started, only by whoever needs the
 result (which then does the work again, or raises its own error).
 """
@@ -45,11 +52,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 from orchestrator.evidence.sources import FileSource, LineCounts
 from orchestrator.localize.retrieve import Retriever
+from orchestrator.models.base import Completion
 from orchestrator.tools.base import WriteWatch
 from orchestrator.workspace.commits import PreparedCommit
 from orchestrator.workspace.worktree import Workspace
@@ -68,6 +76,9 @@ class Ahead:
         self.writes = 0  # writing tools started (and ended) in any session of the run
         self._start: tuple[asyncio.Task[str], int] | None = None  # (snapshot, writes then)
         self._retrieval: tuple[Retriever, int] | None = None  # (loading ahead, writes then)
+        # (the request's messages and temperature, its reply on the way)
+        self._build: tuple[list[dict[str, str]], float | None, asyncio.Task[Completion]] | None
+        self._build = None
 
     def started(self) -> None:  # the run's ``WriteWatch``: every toolbox tells it
         self.writes += 1
@@ -101,6 +112,39 @@ class Ahead:
             if writes == self.writes and not task.cancelled() and task.exception() is None:
                 return task.result()
         return await take()
+
+    def ask_first_build(self, messages: list[dict[str, str]], temperature: float | None,
+                        call: Coroutine[Any, Any, Completion]) -> None:
+        """Start the first one-shot's model call (``call``, for ``messages``) now."""
+        task = asyncio.get_running_loop().create_task(call)
+        task.add_done_callback(_retrieved)  # one never used: its error is dropped
+        self._build = (messages, temperature, task)
+
+    async def first_build(self, messages: list[dict[str, str]], temperature: float | None
+                          ) -> Completion | None:
+        """The reply asked ahead for exactly this request, once; None when there is none, it
+        was for another request (then cancelled) or it failed (the caller asks itself)."""
+        held, self._build = self._build, None
+        if held is None:
+            return None
+        asked, at, task = held
+        if asked != messages or at != temperature:
+            task.cancel()
+            return None
+        try:
+            await asyncio.wait({task})
+        except asyncio.CancelledError:  # the build was stopped (the time budget): so is this
+            task.cancel()
+            raise
+        if task.cancelled() or task.exception() is not None:
+            return None  # the caller asks itself, and meets the error (if any) there
+        return task.result()
+
+    def close(self) -> None:
+        """Cancel work ahead that nobody used (the first build's call of a run that ended)."""
+        held, self._build = self._build, None
+        if held is not None:
+            held[2].cancel()
 
     def start_retrieval(self, retriever: Retriever) -> None:
         """Load ``retriever``'s listing and in-memory corpus off the event loop (``background``,

@@ -93,6 +93,31 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
     return outcome, {**start, **built, "attempt_log": [*state.attempt_log, record]}
 
 
+async def ask_ahead(ctx: RunContext, state: RunState) -> None:
+    """With ``run.build_ahead``: ask the first one-shot now, while the planner works, when
+    nothing the plan or the explorers say can change its prompt (the failure pins the code, the
+    explorers will be skipped, the commands are configured, no human approves the plan first);
+    attempt 1 uses the reply if it asks the very same request (``Ahead.first_build``)."""
+    role = ctx.pipeline.build
+    settings = ctx.roles.run
+    loc = state.localization
+    if (role is None or not settings.build_ahead or state.mode != "run" or state.approve_plan
+            or ctx.workspace is None or loc is None or not loc.pinned
+            or not ctx.roles.verify.commands
+            or (ctx.pipeline.explore is not None and settings.explore_when_pinned)):
+        return
+    spec = ctx.roles.roles[role]
+    if not spec.one_shot or spec.parallel > 1 or spec.samples > 1:
+        return
+    prompt = await oneshot.prompt_for(ctx, state, 1)
+    if prompt is None:
+        return
+    temperature = temperature_of(spec.temperatures, 1)
+    client = ctx.pool.for_role(role, temperature=temperature)
+    ctx.ahead.ask_first_build(prompt.messages, temperature, client.complete(
+        prompt.messages, session=session_of(role, 1, 1)))
+
+
 async def undo(ctx: RunContext, state: RunState, role: Role, n: int) -> None:
     """Put the kept tree back before attempt ``n`` when verify did not keep the attempt
     before's (``nodes._kept``: it fixed no failing test without breaking another). A one-shot

@@ -366,7 +366,8 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     account = Account(ctx.telemetry, role, session, ctx.agents[role].kind)
     window = client.route.model.context_window
     account.started(client.route, window=window, purpose="one_shot")
-    completion = await account.call(client, prompt.messages, window=window)
+    ready = await ctx.ahead.first_build(prompt.messages, temperature) if not model_step else None
+    completion = await account.call(client, prompt.messages, window=window, ready=ready)
     account.turns = 1
     shown = prompt.shown
     # the tests are parsed too, so that rewriting one is refused by the jail, and said

@@ -277,6 +277,8 @@ class OpenRun:
         """Close the pool, the sandbox, the journal, the telemetry, the registry and the
         checkpointer; unlock."""
         try:
+            if getattr(self, "ctx", None) is not None:
+                self.ctx.ahead.close()  # a call asked ahead that nobody used
             await self.pool.aclose()
             await asyncio.to_thread(self.pool.routing.ledger.close)  # writes out what is queued
         finally:

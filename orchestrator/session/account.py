@@ -85,14 +85,16 @@ class Account:
 
     async def call(self, client: ModelClient, messages: list[dict[str, Any]], *,
                    window: int, estimate: int = 0,
-                   tools: Sequence[Mapping[str, Any]] | None = None) -> Completion:
+                   tools: Sequence[Mapping[str, Any]] | None = None,
+                   ready: Completion | None = None) -> Completion:
         """One model call: timed as the run's ``call`` phase, ticked while it streams, then
         recorded with its usage and the share of ``window`` its prompt and reply filled
-        (``estimate``: the prompt's tokens as far as we know, when the server does not say)."""
+        (``estimate``: the prompt's tokens as far as we know, when the server does not say).
+        ``ready``: the reply of this very request, asked ahead (``Ahead.first_build``)."""
         started = time.monotonic()
         with self.telemetry.busy("call"):
-            completion = await client.complete(messages, session=self.session, tools=tools,
-                                               progress=self._ticker(started))
+            completion = ready or await client.complete(
+                messages, session=self.session, tools=tools, progress=self._ticker(started))
         record = completion.record
         self.telemetry.call(record, (started, time.monotonic()), messages=messages,
                             reply=completion.content)
