@@ -83,7 +83,7 @@ async def test_a_reply_asked_ahead_for_another_request_is_dropped_and_its_call_c
         ahead = Ahead()
         started = asyncio.Event()
 
-        async def call() -> None:
+        async def call(started: asyncio.Event = started) -> None:
             started.set()
             await asyncio.sleep(30)
 
