@@ -371,6 +371,9 @@ class RunState(BaseModel):
     # left fewer failing tests and none new (``building.undo``); "" before the first attempt
     kept_tree: str = ""
     kept_failing: list[str] | None = None  # the failing tests of kept_tree (None: the start's)
+    # run.first_build = "before_plan": the planner was not asked before the first attempt; a
+    # failing first attempt goes to it, and its plan to the attempts after
+    plan_deferred: bool = False
 
 
 class Handoff(Frozen):

@@ -1,6 +1,7 @@
-"""``run.build_ahead``: the first one-shot's call goes out while the planner works, since its
-prompt (the task, the pinned files, the tests) needs no plan; the build uses that reply when it
-asks the very same request. Judged by the simulator's request log (when each request started
+"""``run.first_build``: the first one-shot's prompt (the task, the pinned files, the tests) needs
+no plan, so with ``with_plan`` its call goes out while the planner works (the build uses that
+reply when it asks the very same request), and with ``before_plan`` it is asked and checked
+before the planner, which plans only when it fails. Judged by the simulator's request log (when each request started
 and finished, how many the builder sent), the run branch's files and the run's own accounts."""
 
 from __future__ import annotations
@@ -9,11 +10,11 @@ import json
 from pathlib import Path
 
 from conftest import scenario_with, sim_scenario
-from routing_kit import RIGHT_LINE, TEST_FILE, demo_run, show
+from routing_kit import BUGGY_LINE, RIGHT_LINE, TEST_FILE, demo_run, show
 
 from orchestrator import api
 from orchestrator.faces.demo import DEMO_TASK
-from orchestrator.sim import ModelBehavior, Reply
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
 
 PLANNER_S = 0.6  # the planner's reply takes this long: the builder's call fits inside it
 
@@ -36,7 +37,7 @@ async def test_the_first_one_shot_is_asked_while_the_planner_works(fresh_sim, sa
     _slow_planner(fresh_sim, sample_repo)
     events: list = []
     result = await api.arun(DEMO_TASK, listeners=[events.append], **demo_run(
-        fresh_sim, sample_repo, "builder.one_shot=true", "run.build_ahead=true",
+        fresh_sim, sample_repo, "builder.one_shot=true", "run.first_build=with_plan",
         "run.explore_when_pinned=false"))
     assert result.status == "succeeded", result.reason
     assert RIGHT_LINE in show(sample_repo, f"{result.branch}:stats.py")
@@ -58,7 +59,7 @@ async def test_the_first_one_shot_is_asked_while_the_planner_works(fresh_sim, sa
 async def test_without_it_or_when_explorers_will_run_the_build_waits_for_the_plan(
         fresh_sim, sample_repo):
     for sets in (("builder.one_shot=true", "run.explore_when_pinned=false"),
-                 ("builder.one_shot=true", "run.build_ahead=true", "run.explore_when_pinned=true")):
+                 ("builder.one_shot=true", "run.first_build=with_plan", "run.explore_when_pinned=true")):
         fresh_sim.state.clear()
         _slow_planner(fresh_sim, sample_repo)
         result = await api.arun(DEMO_TASK, **demo_run(fresh_sim, sample_repo, *sets))
@@ -97,3 +98,69 @@ async def test_a_reply_asked_ahead_for_another_request_is_dropped_and_its_call_c
         await asyncio.sleep(0)
         assert task.cancelled()
         assert await ahead.first_build(asked, 0.0) is None  # used up: asked once
+
+
+def _first_fails_then_fixed(sim, repo: Path) -> None:
+    """The first one-shot breaks mean() and leaves the median bug; the next fixes median()."""
+    stats = (repo / "stats.py").read_text(encoding="utf-8")
+    broken = stats.replace("    return sum(values) / len(values)\n",
+                           "    return sum(values) // len(values)\n")
+
+    def respond(req: ChatRequestView) -> Reply:
+        user = req.messages[-1]["content"]
+        if "The attempt before:" not in user:
+            return Reply(content=f"stats.py\n```python\n{broken}```\n")
+        head, _, _ = stats.rpartition(BUGGY_LINE)
+        return Reply(content=f"stats.py\n```python\n{head + RIGHT_LINE}```\n")
+
+    sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
+
+
+BEFORE_PLAN = ("builder.one_shot=true", "builder.one_shot_attempts=2", "run.max_attempts=2",
+               "run.first_build=before_plan", "run.explore_when_pinned=false")
+
+
+async def test_before_plan_a_first_one_shot_that_passes_needs_no_planner(fresh_sim, sample_repo):
+    _slow_planner(fresh_sim, sample_repo)
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append],
+                            **demo_run(fresh_sim, sample_repo, *BEFORE_PLAN))
+    assert result.status == "succeeded", result.reason
+    assert RIGHT_LINE in show(sample_repo, f"{result.branch}:stats.py")
+    assert fresh_sim.state.requests_for("sim-planner") == []  # never asked
+    assert len(fresh_sim.state.requests_for("sim-builder")) == 1
+    deferred = [e for e in events if e.kind == "plan_deferred"]
+    assert len(deferred) == 1 and "stats.py" in deferred[0].suspects
+    assert result.plan is None and "planner" not in result.per_role
+    assert [a.strategy for a in result.attempt_log] == ["one_shot"]
+
+
+async def test_before_plan_a_failing_first_attempt_goes_to_the_planner_then_the_next(
+        fresh_sim, sample_repo):
+    _first_fails_then_fixed(fresh_sim, sample_repo)
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append],
+                            **demo_run(fresh_sim, sample_repo, *BEFORE_PLAN))
+    assert result.status == "succeeded", result.reason
+    planned = fresh_sim.state.requests_for("sim-planner")
+    built = fresh_sim.state.requests_for("sim-builder")
+    assert len(built) == 2 and planned  # the planner was asked, once the first attempt failed
+    assert built[0].finished <= min(r.started for r in planned)
+    assert max(r.finished for r in planned) <= built[1].started
+    assert result.plan is not None  # its plan is the run's
+    kinds = [e.kind for e in events]
+    assert kinds.index("plan_deferred") < kinds.index("attempt_finished")
+    assert [(a.changed, a.passed) for a in result.attempt_log] == [(True, False), (True, True)]
+    branch = show(sample_repo, f"{result.branch}:stats.py")
+    assert RIGHT_LINE in branch and "sum(values) // len(values)" not in branch
+
+
+async def test_before_plan_waits_for_the_plan_when_explorers_will_run(fresh_sim, sample_repo):
+    _slow_planner(fresh_sim, sample_repo)
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **demo_run(
+        fresh_sim, sample_repo, *BEFORE_PLAN[:-1], "run.explore_when_pinned=true"))
+    assert result.status == "succeeded", result.reason
+    planned = max(r.finished for r in fresh_sim.state.requests_for("sim-planner"))
+    assert min(r.started for r in fresh_sim.state.requests_for("sim-builder")) >= planned
+    assert not [e for e in events if e.kind == "plan_deferred"]

@@ -47,6 +47,10 @@ def test_routing():
     assert after_plan(RunState(task="t", plan=planned, approve_plan=True)) == "approve"
     assert [s.arg["question"] for s in after_plan(RunState(task="t", plan=planned))] == ["a"]
     assert after_verify(_failed(1, ["A"])) == "build"
+    # a first attempt asked before the planner (run.first_build): its failure goes to the plan
+    deferred = _failed(1, ["A"]).model_copy(update={"plan_deferred": True})
+    assert after_verify(deferred) == "plan"
+    assert after_verify(deferred.model_copy(update={"max_attempts": 1})) == "report"
     assert after_verify(_failed(2, ["A", "A"])) == "report"  # the same failure twice
     assert after_verify(_failed(3, ["A", "B", "C"])) == "report"  # out of attempts
     passed = RunState(task="t", verify=VerifyResult(passed=True), reviews=0, max_reviews=1)

@@ -167,10 +167,13 @@ class RunSettings(_Strict):
     explore_when_pinned: bool = Field(
         False, description="Run the explorers even when the preflight's failures already name "
         "the code to change (by default they are skipped then).")
-    build_ahead: bool = Field(
-        False, description="With a one-shot build role and failing tests that pin the code, "
-        "ask the first one-shot while the planner works: its prompt needs no plan. The first "
-        "build attempt uses that answer when its prompt is the same (else asks again).")
+    first_build: Literal["after_plan", "with_plan", "before_plan"] = Field(
+        "after_plan", description="When failing tests pin the code and the build role "
+        "one-shots, its first prompt needs no plan. 'after_plan': the planner goes first "
+        "(as without a pin); 'with_plan': the first one-shot is asked while the planner works "
+        "and used when its prompt is the same (pays off where the two models do not share "
+        "cores); 'before_plan': the first one-shot is asked and checked before the planner, "
+        "which plans only if the tests still fail.")
     plan_tools_when_pinned: bool = Field(
         True, description="Give the plan role its reading tools even when the preflight's "
         "failures already name the code to change; false: it plans from the failure it is "

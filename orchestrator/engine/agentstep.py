@@ -36,7 +36,13 @@ from orchestrator.evidence import questions
 from orchestrator.evidence.known import known_tests
 from orchestrator.localize import diagnosis
 from orchestrator.localize import localization as localize
-from orchestrator.record.events import DiagnosisChecked, ExploreSkipped, Verdict, Warned
+from orchestrator.record.events import (
+    DiagnosisChecked,
+    ExploreSkipped,
+    PlanDeferred,
+    Verdict,
+    Warned,
+)
 from orchestrator.session.account import SessionOutcome
 from orchestrator.state import (
     BuildReport,
@@ -62,6 +68,7 @@ class Asked:
     values: Values
     update: Values = field(default_factory=dict)
     task: str = ""
+    skip: bool = False  # no session: the node's update is ``update`` alone
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,8 @@ def agent_node(role: Role, kind: Kind, name: str | None = None) -> NodeFn:
     async def node(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
         ctx = runtime.context
         asked = await step.ask(ctx, state, role)
+        if asked.skip:
+            return dict(asked.update)
         task = ctx.agents[role].render_task(asked.template, **asked.values)
         n = step.session(state, role)
         outcome, built = await _way(ctx, kind, asked, n)(ctx, state, asked, task, n)
@@ -130,8 +139,16 @@ async def _plan_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
     loc = state.localization
     if loc is None and state.mode == "run":
         loc = await preflight(ctx, list(ctx.roles.verify.commands), policy_of(ctx))
-    if loc is not None and state.localization is None:  # run.build_ahead: the first one-shot
-        await building.ask_ahead(ctx, state.model_copy(update={"localization": loc}))
+    if loc is not None and state.localization is None:  # run.first_build: the first one-shot
+        located_state = state.model_copy(update={"localization": loc})
+        if (ctx.roles.run.first_build == "before_plan"
+                and building.needs_no_plan(ctx, located_state)):
+            ctx.telemetry.emit(PlanDeferred(role=role, suspects=list(loc.suspects), reason=(
+                "the failing tests already point at the code and the first one-shot needs no "
+                "plan: the planner plans only if that attempt fails (run.first_build)")))
+            return Asked(role, "task", {}, {"localization": loc, "plan_deferred": True},
+                         skip=True)
+        await building.ask_ahead(ctx, located_state)
     located = localized(loc)
     if loc is not None and loc.pinned:  # questions only for what the failure does not show
         located += text("evidence", "localized_pinned") + "\n"
@@ -145,7 +162,7 @@ async def _plan_apply(ctx: RunContext, state: RunState, asked: Asked, payload: B
     result = _clean_questions(ctx, cast(Plan, payload), state, asked)
     if state.mode == "explore" and not result.questions:  # a question is its own sub-question
         result = result.model_copy(update={"questions": [state.task]})
-    update: Values = {"plan": result}
+    update: Values = {"plan": result, "plan_deferred": False}
     if state.mode != "run":
         return update
     loc = asked.update.get("localization")

@@ -37,7 +37,7 @@ used, whether it still holds: ``Ahead``, one per run (``RunContext.ahead``).
   new one lists and reads the worktree as it is then.
 
 - The first one-shot build attempt's reply, while the planner works (``ask_first_build``,
-  ``run.build_ahead``): its prompt is the task, the pinned files and the tests, none of which
+  ``run.first_build = "with_plan"``): its prompt is the task, the pinned files and the tests, none of which
   the plan changes. The check is the request itself: the build uses the reply
   (``first_build``) only if it asks the very same messages at the same temperature; else the
   call ahead is cancelled and it asks its own. A run that ends before its build cancels it

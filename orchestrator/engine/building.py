@@ -93,25 +93,31 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
     return outcome, {**start, **built, "attempt_log": [*state.attempt_log, record]}
 
 
-async def ask_ahead(ctx: RunContext, state: RunState) -> None:
-    """With ``run.build_ahead``: ask the first one-shot now, while the planner works, when
-    nothing the plan or the explorers say can change its prompt (the failure pins the code, the
-    explorers will be skipped, the commands are configured, no human approves the plan first);
-    attempt 1 uses the reply if it asks the very same request (``Ahead.first_build``)."""
+def needs_no_plan(ctx: RunContext, state: RunState) -> bool:
+    """Whether nothing the plan or the explorers say can change the first one-shot's prompt:
+    the failure pins the code, the explorers will be skipped, the commands are configured, no
+    human approves the plan first, and the build role's first attempt is one plain one-shot."""
     role = ctx.pipeline.build
-    settings = ctx.roles.run
     loc = state.localization
-    if (role is None or not settings.build_ahead or state.mode != "run" or state.approve_plan
-            or ctx.workspace is None or loc is None or not loc.pinned
-            or not ctx.roles.verify.commands
-            or (ctx.pipeline.explore is not None and settings.explore_when_pinned)):
-        return
+    if (role is None or state.mode != "run" or state.approve_plan or ctx.workspace is None
+            or loc is None or not loc.pinned or not ctx.roles.verify.commands
+            or (ctx.pipeline.explore is not None and ctx.roles.run.explore_when_pinned)):
+        return False
     spec = ctx.roles.roles[role]
-    if not spec.one_shot or spec.parallel > 1 or spec.samples > 1:
+    return spec.one_shot and spec.parallel <= 1 and spec.samples <= 1
+
+
+async def ask_ahead(ctx: RunContext, state: RunState) -> None:
+    """With ``run.first_build = "with_plan"``: ask the first one-shot now, while the planner
+    works, when it needs no plan (``needs_no_plan``); attempt 1 uses the reply if it asks the
+    very same request (``Ahead.first_build``)."""
+    role = ctx.pipeline.build
+    if role is None or ctx.roles.run.first_build != "with_plan" or not needs_no_plan(ctx, state):
         return
     prompt = await oneshot.prompt_for(ctx, state, 1)
     if prompt is None:
         return
+    spec = ctx.roles.roles[role]
     temperature = temperature_of(spec.temperatures, 1)
     client = ctx.pool.for_role(role, temperature=temperature)
     ctx.ahead.ask_first_build(prompt.messages, temperature, client.complete(

@@ -1,5 +1,7 @@
 """LangGraph wiring only, from the run's pipeline:
 plan -> approve -> explore x N -> gather -> build <-> verify -> judges (review, checks) -> report.
+(With ``run.first_build = "before_plan"`` and a pinned failure the plan node only localises;
+a failing first attempt goes back to it for the plan.)
 
 ``build_graph(pipeline)`` returns the *uncompiled* graph so that embedders choose persistence;
 every agent step is ``nodes.agent_node`` for its role. Routing functions are small, pure and
@@ -91,7 +93,7 @@ def judge_routes(judges: Sequence[Judge]) -> tuple[Route, list[Route]]:
             return _next_judge(state, judges, -1)
         if state.attempts >= state.max_attempts or state.out_of_time or _repeating(state):
             return "report"
-        return BUILD_NODE
+        return PLAN_NODE if state.plan_deferred else BUILD_NODE
 
     def after_judge(i: int) -> Route:
         def route(state: RunState) -> str:
@@ -178,7 +180,7 @@ def build_graph(
     judges = pipeline.judges
     after_verify, after_judges = judge_routes(judges)
     g.add_conditional_edges("verify", inline(after_verify),
-                            [BUILD_NODE, "report", *(j.node for j in judges)])
+                            [BUILD_NODE, PLAN_NODE, "report", *(j.node for j in judges)])
     for i, (judge, route) in enumerate(zip(judges, after_judges, strict=True)):
         g.add_conditional_edges(judge.node, inline(route),
                                 [BUILD_NODE, "report", *(j.node for j in judges[i + 1:])])

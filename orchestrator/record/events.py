@@ -202,6 +202,16 @@ class ExploreSkipped(EventBase):
                                  "not asked.")
 
 
+class PlanDeferred(EventBase):
+    """The planner was not asked before the first build attempt: the failing tests pin the code
+    and the first one-shot's prompt needs no plan (``run.first_build = "before_plan"``). It
+    plans if that attempt fails."""
+
+    kind: Literal["plan_deferred"] = "plan_deferred"
+    reason: str
+    suspects: list[str] = Field(default_factory=list)
+
+
 class CandidateFinished(EventBase):
     """One candidate build of a race ended: its acceptance commands passed or failed, its
     session failed, or another candidate won first and it was cancelled."""
@@ -319,21 +329,21 @@ class Progress(EventBase):
 EVENT_TYPES: tuple[type[EventBase], ...] = (
     RunStarted, RunResumed, WorktreeRestored, RoleStarted, RoleFinished, CallFinished,
     CallFailed, CallReplayed, ToolCalled, ExplorerFinished, Forked, TestResult, Localized,
-    ExploreSkipped, CandidateFinished, RaceFinished, SampleFinished, AttemptFinished,
-    DiagnosisChecked, Verdict, Warned, RoleLost, RunFinished, Progress,
+    ExploreSkipped, PlanDeferred, CandidateFinished, RaceFinished, SampleFinished,
+    AttemptFinished, DiagnosisChecked, Verdict, Warned, RoleLost, RunFinished, Progress,
 )
 BY_KIND: dict[str, type[EventBase]] = {
     str(cls.model_fields["kind"].default): cls for cls in EVENT_TYPES}
 EventKind = Literal[
     "run_started", "run_resumed", "worktree_restored", "role_started", "role_finished",
     "call_finished", "call_failed", "call_replayed", "tool_called", "explorer_finished", "fork",
-    "test_result", "localized", "explore_skipped", "candidate_finished", "race_finished",
+    "test_result", "localized", "explore_skipped", "plan_deferred", "candidate_finished", "race_finished",
     "sample_finished", "attempt_finished", "diagnosis_checked", "review", "warning", "role_lost", "run_finished", "progress",
 ]
 Event = Annotated[
     RunStarted | RunResumed | WorktreeRestored | RoleStarted | RoleFinished | CallFinished
     | CallFailed | CallReplayed | ToolCalled | ExplorerFinished | Forked | TestResult | Localized
-    | ExploreSkipped | CandidateFinished | RaceFinished | SampleFinished | AttemptFinished
+    | ExploreSkipped | PlanDeferred | CandidateFinished | RaceFinished | SampleFinished | AttemptFinished
     | DiagnosisChecked | Verdict | Warned | RoleLost
     | RunFinished | Progress,
     Field(discriminator="kind"),
