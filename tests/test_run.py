@@ -195,10 +195,12 @@ async def test_preflight_can_be_turned_off(fresh_sim, sample_repo):
 
 
 async def test_a_plan_whose_questions_name_nothing_explores_the_task_itself(fresh_sim, sample_repo):
-    """A small planner asks "What is the function called?" and copies a tool note ("Call only:
-    submit."): neither names code nor anything the task mentions, so both are dropped, and the
-    explorers look for what the task itself says instead of being skipped."""
-    planner = _planner_with_questions(["What is the function called?", "Call only: submit."])
+    """A small planner asks "What is the function called?", copies a tool note ("Call only:
+    submit.") and the submit tool's description (the 0.5B on xp-parcel-weight): none names code
+    or anything the task mentions, so all are dropped, and the explorers look for what the task
+    itself says instead of being skipped."""
+    planner = _planner_with_questions(["What is the function called?", "Call only: submit.",
+                                       "Submit your final result (Plan). Ends the session."])
     one_reply = Reply(tool_calls=[ToolCallSpec(name="submit", arguments={"answer": "x", "claims": []})])
     fresh_sim.set_scenario(scenario_with(**{
         "sim-planner": planner, "sim-explorer": ModelBehavior(script=[one_reply])}))
@@ -211,6 +213,8 @@ async def test_a_plan_whose_questions_name_nothing_explores_the_task_itself(fres
     assert DEMO_TASK in json.dumps(asked.body)
     (dropped,) = [e for e in events if e.kind == "warning" and "question(s) dropped" in e.message]
     assert "names no code and nothing the task mentions" in dropped.message
+    assert "'Submit your final result (Plan). Ends the session.': copied from the planner's " \
+        "own prompt" in dropped.message
     assert "the task itself is asked instead" in dropped.message
 
 

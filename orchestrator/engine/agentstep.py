@@ -222,7 +222,10 @@ def _known_tests(ctx: RunContext, plan: Plan, task: str,
 
 def _clean_questions(ctx: RunContext, plan: Plan, state: RunState, asked: Asked) -> Plan:
     """Explorers only for real, distinct questions (small planners copy their prompt)."""
-    prompt = [ctx.agents[asked.role].system, asked.task]
+    # the submit tool's description is part of what it read (the 0.5B asked "Submit your final
+    # result (Plan). Ends the session." on xp-parcel-weight)
+    prompt = [ctx.agents[asked.role].system, asked.task,
+              text("session", "submit_description", schema=type(plan).__name__)]
     kept, dropped = questions.clean(plan.questions, prompt=prompt, allowed=[state.task],
                                     task=state.task)
     if not dropped:
