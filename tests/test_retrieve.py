@@ -266,3 +266,23 @@ def test_a_bug_two_calls_from_the_name_the_task_spells_is_reached_through_the_ca
     assert followed and all(w.symbol for w in followed)
     assert [w.id for w in shown] == [f"W{i}" for i in range(1, len(shown) + 1)]
     assert "called by make_payslip" in render(shown)
+
+
+def test_the_tasks_rare_words_rank_the_window_the_question_alone_ties():
+    """xp-catalog-sort (live suite): asked where the code handles `newest`, the option's list of
+    choices (cli.py, first by path) and the sort table that holds the bug tie on the question's
+    one word; the task says "published" and "year", which only the table's lines hold. The 0.5B
+    explorer cited whichever window came first (cli.py) in the live run."""
+    task = (LIVE / "xp-catalog-sort" / "task.toml").read_text(encoding="utf-8")
+    instruction = task.split('instruction = "', 1)[1].split('"\n', 1)[0]
+    retriever = Retriever(LIVE / "xp-catalog-sort" / "repo")
+    question = "Where does the code handle `newest`?"
+    alone = retriever.windows(question)
+    assert alone[0].path == "catalog/cli.py"
+    shown = retriever.windows(question, context=instruction)
+    assert (shown[0].path, shown[0].symbol) == ("catalog/query/ordering.py",
+                                                "constant SORT_FIELDS")
+    assert "catalog/cli.py" in {w.path for w in shown}  # still shown, after the table
+    # a question asked as the task itself (explore mode) is ranked as before
+    assert [w.start for w in retriever.windows(instruction, context=instruction)] == \
+        [w.start for w in retriever.windows(instruction)]

@@ -238,3 +238,19 @@ def cut_around(text: str, weights: dict[Term, float] | None = None) -> str:
     head = "…" if start else ""
     tail = "…" if start + LINE_CUT < len(text) else ""
     return f"{head}{text[start:start + LINE_CUT]}{tail} (line cut, {len(text)} chars)"
+
+
+CONTEXT_SHARE = 1.0  # a window holding all of the task's rare words counts this much more
+
+
+def context_shares(windows: Sequence[Sequence[tuple[int, str]]], rare: dict[Term, float]
+                   ) -> list[float]:
+    """How much of the task's rarity (``rare``: a word's worth as a clue) each window's lines
+    hold, 0..1. An explorer's question is a piece of the task: asked where the code handles
+    `newest`, the sort table that says ``added`` beside it (the task says "published" and
+    "year") ranks above the option's list of choices, which holds only the question's word."""
+    whole = sum(rare.values())
+    if not whole:
+        return [0.0] * len(windows)
+    texts = ["\n".join(line for _, line in lines) for lines in windows]
+    return [sum(v for t, v in rare.items() if t.found_in(text)) / whole for text in texts]

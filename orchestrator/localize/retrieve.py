@@ -32,9 +32,11 @@ from orchestrator.errors import OrchestrateError
 from orchestrator.localize import callees, repomap
 from orchestrator.localize.candidates import (
     CONSTANT_LINES,
+    CONTEXT_SHARE,
     LOOSE_LINES,
     PLAIN_AROUND,
     candidates_of,
+    context_shares,
     cut_around,
     definition_bonus,
     file_factor,
@@ -147,10 +149,14 @@ class Retriever:
             if path in named:
                 made = [replace(w, score=w.score * NAMED_FILE) for w in made]
             candidates += made
+        about = [t for t in terms(context or question) if t.kind != "path"]
+        if context and context != question:  # the task's rare words rank a window higher
+            shares = context_shares([w.lines for w in candidates], self._rarity(about))
+            candidates = [replace(w, score=w.score * (1 + CONTEXT_SHARE * share))
+                          for w, share in zip(candidates, shares, strict=True)]
         chosen = _choose(_with_constructor(candidates), budget_chars, limit)
         if len(chosen) >= limit:
             return chosen
-        about = [t for t in terms(context or question) if t.kind != "path"]
         out = callees.fill(chosen, self.followed(chosen, weights, about), budget_chars, limit)
         return [replace(w, id=f"W{i}") for i, w in enumerate(out, 1)]
 
