@@ -66,6 +66,9 @@ class RunResult(BaseModel):
     explorers: list[ExplorerResult] = Field(default_factory=list)
     explore_skipped: bool = Field(False, description="No explorer ran: the failing tests "
                                   "already pointed at the code (run.explore_when_pinned).")
+    plan_skipped: bool = Field(False, description="The planner was never asked: the first "
+                               "one-shot, asked before it (run.first_build = 'before_plan'), "
+                               "ended the build.")
     attempt_log: list[Attempt] = Field(
         default_factory=list, description="One per build attempt: its strategy (the ladder's "
         "rung), whether it changed anything besides the failing tests, verify's word, its wall "

@@ -132,6 +132,9 @@ async def test_before_plan_a_first_one_shot_that_passes_needs_no_planner(fresh_s
     deferred = [e for e in events if e.kind == "plan_deferred"]
     assert len(deferred) == 1 and "stats.py" in deferred[0].suspects
     assert result.plan is None and "planner" not in result.per_role
+    assert result.plan_skipped  # and the result says so (the CLI prints it)
+    report = json.loads((Path(result.run_dir) / "report.json").read_text(encoding="utf-8"))
+    assert report["plan_skipped"] is True
     assert [a.strategy for a in result.attempt_log] == ["one_shot"]
 
 
@@ -147,7 +150,7 @@ async def test_before_plan_a_failing_first_attempt_goes_to_the_planner_then_the_
     assert len(built) == 2 and planned  # the planner was asked, once the first attempt failed
     assert built[0].finished <= min(r.started for r in planned)
     assert max(r.finished for r in planned) <= built[1].started
-    assert result.plan is not None  # its plan is the run's
+    assert result.plan is not None and not result.plan_skipped  # its plan is the run's
     kinds = [e.kind for e in events]
     assert kinds.index("plan_deferred") < kinds.index("attempt_finished")
     assert [(a.changed, a.passed) for a in result.attempt_log] == [(True, False), (True, True)]

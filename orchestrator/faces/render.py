@@ -86,6 +86,14 @@ def gauge(fraction: float, width: int = 10) -> str:
     return "█" * filled + "░" * (width - filled) + f" {fraction:4.0%}"
 
 
+def _skipped(plan: bool, explore: bool) -> list[str]:
+    """The roles a run did not need, and why."""
+    return ([("plan      not asked: the first one-shot, asked before the planner "
+              "(run.first_build = before_plan), ended the build")] if plan else []) + (
+        [("explore   skipped: the failing tests already point at the code "
+          "(run.explore_when_pinned = true explores anyway)")] if explore else [])
+
+
 def print_run_summary(console: Console, result: RunResult, *, simulated: bool = False) -> None:
     from orchestrator.faces.claimviews import model_table
 
@@ -124,9 +132,8 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
     console.print(_per_role_table(result.per_role))
     if result.races:
         console.print(_race_table(result.races))
-    if result.explore_skipped:
-        console.print("explore   skipped: the failing tests already point at the code "
-                      "(run.explore_when_pinned = true explores anyway)")
+    for line in _skipped(result.plan_skipped, result.explore_skipped):
+        console.print(line, highlight=False, markup=False)
     if result.explorers:
         console.print(_explorer_table(result))
     if any(s.submitted for s in result.claims_by_model.values()):
@@ -300,8 +307,9 @@ def print_details(console: Console, details) -> None:
             console.print(_per_role_table(report["per_role"]))
         if report.get("races"):
             console.print(_race_table(report["races"]))
-        if report.get("explore_skipped"):
-            console.print("explore skipped: the failing tests already pointed at the code")
+        for line in _skipped(bool(report.get("plan_skipped")),
+                             bool(report.get("explore_skipped"))):
+            console.print(line, highlight=False, markup=False)
         if report.get("explorers"):
             console.print("claims (✔ verified · ≡ adds nothing · ✘ dropped):")
             for line in verdict_lines(report["explorers"]):
