@@ -41,10 +41,13 @@ def bench_main(
     keep: bool = False,
     env: Mapping[str, str] | None = None,
     console: Console | None = None,
+    cold: bool = True,
 ) -> int:
     """Run the bench and print it; 0 when every run ran (a failed run is a result), 1 when a run
     erred (it could not be run: no model answered, a configuration the harness refused). A
-    local server no one answers at stops the bench before its runs (``reach``)."""
+    local server no one answers at stops the bench before its runs (``reach``). With ``cold``
+    (the default; not with the simulator, whose scripts a request would use up) each run starts
+    with its local servers' prompt caches emptied when runs go one at a time."""
     console = console or Console()
     files = list(role_files) or (list(SIM_MAPS) if sim else [])
     if len(files) < 1:
@@ -62,7 +65,7 @@ def bench_main(
         progress = None if as_json else _progress(console)
         report = run_bench(loaded, maps, repeat=repeat, jobs=jobs, env=run_env,
                            out_dir=Path(out) if out else DEFAULT_OUT, progress=progress,
-                           keep_repos=keep)
+                           keep_repos=keep, cold=cold and not simulator and jobs == 1)
     _emit(report, console, as_json)
     return _errored([r.outcome for r in report.records], console, quiet=as_json)
 

@@ -1,12 +1,16 @@
 """Before a bench's runs: is every local server its role maps name up, and the variable its key
 is read from set? One connection attempt per loopback endpoint, so a bench with no server (or no
-key) says how to start one instead of erring once per run."""
+key) says how to start one instead of erring once per run. Before each run: a local server's
+prompt cache is emptied of the run before (``evict_prompt_caches``)."""
 
 from __future__ import annotations
 
 import socket
+import uuid
 from collections.abc import Mapping, Sequence
 from urllib.parse import urlsplit
+
+import openai
 
 from orchestrator.config.schema import RoleMap
 from orchestrator.errors import MissingCredentials, ModelUnavailable
@@ -62,3 +66,38 @@ def require_servers(maps: Sequence[tuple[str, RoleMap]], env: Mapping[str, str])
         key_env, what = next(iter(keys.items()))
         raise MissingCredentials(f"{what} reads its key from {key_env}, which is not set: "
                                  f"export {key_env}=local (a local server ignores its value)")
+
+
+def _local_models(role_map: RoleMap) -> dict[tuple[str, str], str]:
+    """``(base_url, model id) -> key variable`` for each loopback-served model a role uses."""
+    found: dict[tuple[str, str], str] = {}
+    for spec in role_map.roles.values():
+        model = role_map.models.get(spec.model)
+        provider = role_map.providers.get(model.provider) if model else None
+        if model and provider and provider.base_url and \
+                urlsplit(provider.base_url).hostname in LOOPBACK:
+            found.setdefault((provider.base_url, model.id), provider.api_key_env)
+    return found
+
+
+async def evict_prompt_caches(role_map: RoleMap, env: Mapping[str, str]) -> list[str]:
+    """Send each local server a role of ``role_map`` uses one unrelated one-token request, so
+    that its prompt cache (llama.cpp keeps the last prompt's KV cache per slot) holds nothing of
+    the run before. Two maps that ask the same first prompt otherwise differ by the cache alone:
+    in live r8 the second map's first call read 400-550 cached tokens in 0.1 s where the first
+    read them in 4-8 s (and at temperature 0 a cached prompt can even answer differently).
+    Public endpoints are never called. Returns what could not be evicted (the run goes on)."""
+    failed: list[str] = []
+    for (base_url, model), key_env in _local_models(role_map).items():
+        client = openai.AsyncOpenAI(base_url=base_url, api_key=env.get(key_env) or "local",
+                                    timeout=60.0, max_retries=0)
+        try:
+            await client.chat.completions.create(
+                model=model, max_tokens=1, temperature=0,
+                messages=[{"role": "system", "content": f"cache eviction {uuid.uuid4().hex}"},
+                          {"role": "user", "content": "ok"}])
+        except openai.OpenAIError as exc:
+            failed.append(f"{model} at {base_url}: {type(exc).__name__}")
+        finally:
+            await client.close()
+    return failed

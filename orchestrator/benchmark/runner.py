@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import tempfile
 import time
@@ -18,9 +19,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import structlog
 from rich.console import Console
 
 from orchestrator.api import arun
+from orchestrator.benchmark.reach import evict_prompt_caches
 from orchestrator.benchmark.records import RunRecord, failed_run
 from orchestrator.benchmark.report import BenchReport, build_report, print_report, write_outputs
 from orchestrator.benchmark.single import is_single, run_single
@@ -33,6 +36,9 @@ from orchestrator.record.telemetry import Event
 
 RoleMaps = Sequence[tuple[str, RoleMap]]
 Progress = Callable[[RunRecord], None]
+
+
+log = structlog.get_logger("orchestrate.bench")
 
 
 def plan_runs(suite: Suite, role_maps: RoleMaps, repeat: int) -> list[RunSpec]:
@@ -59,9 +65,15 @@ async def arun_bench(
     env: Mapping[str, str] | None = None,
     keep_repos: bool = False,
     progress: Progress | None = None,
+    cold: bool = False,
 ) -> BenchReport:
-    """Run the suite under each ``(name, RoleMap)``; write JSON, CSV (and PNG) to ``out_dir``."""
+    """Run the suite under each ``(name, RoleMap)``; write JSON, CSV (and PNG) to ``out_dir``.
+    With ``cold`` (one run at a time) each run starts with its local servers' prompt caches
+    emptied (``reach.evict_prompt_caches``): no map reads the prompt the map before it asked."""
     _check_names(role_maps, repeat, jobs)
+    if cold and jobs > 1:
+        raise UsageError("--cold needs --jobs 1: evicting a server's cache during another "
+                         "run would slow that run (use --warm with --jobs)")
     specs = plan_runs(suite, role_maps, repeat)
     workdir = _runs_dir(out_dir, keep_repos)
     gate = asyncio.Semaphore(jobs)
@@ -71,6 +83,9 @@ async def arun_bench(
         name = f"{i:04d}-{spec.task.name}-{_slug(spec.map_name)}-r{spec.repeat + 1}"
         runner = run_single if is_single(spec.map_name) else run_one
         async with gate:
+            if cold and (left := await evict_prompt_caches(
+                    spec.roles, os.environ if env is None else env)):
+                log.warning("prompt cache not evicted", run=name, servers=left)
             rec = await runner(spec, workdir / name, env=env, keep=keep_repos)
         if progress is not None:
             progress(rec)
@@ -144,13 +159,15 @@ def run_bench(
     keep_repos: bool = False,
     progress: Progress | None = None,
     console: Console | None = None,
+    cold: bool = False,
 ) -> BenchReport:
     """Synchronous :func:`arun_bench`; ``suite`` may be a path or ``"builtin"``. With a rich
     ``console`` the tables and the comparisons are printed as well."""
     if not isinstance(suite, Suite):
         suite = load_suite(suite)
     report = asyncio.run(arun_bench(suite, role_maps, repeat=repeat, jobs=jobs, out_dir=out_dir,
-                                    env=env, keep_repos=keep_repos, progress=progress))
+                                    env=env, keep_repos=keep_repos, progress=progress,
+                                    cold=cold))
     if console is not None:
         print_report(report, console)
     return report

@@ -370,6 +370,7 @@ def bench(
     task: Annotated[list[str], typer.Option("--task", help="Only these tasks.")] = [],  # noqa: B006
     sim_models: Annotated[bool, typer.Option("--sim", help="Serve the simulated bench models (default maps: bench-careful, bench-fast).")] = False,
     keep: Annotated[bool, typer.Option("--keep", help="Keep each run's repository and workspace under OUT/runs/.")] = False,
+    cold: Annotated[bool, typer.Option("--cold/--warm", help="Empty each local model server's prompt cache before each run (one run at a time), so no map reads the prompt the map before asked.")] = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Time to working code per role map: pass rate, wall time and cost, compared at equal accuracy.
@@ -380,7 +381,7 @@ def bench(
 
     code = guarded(lambda: bench_main(suite, roles, repeat=repeat, jobs=jobs, out=out_dir,
                                       as_json=as_json, sim=sim_models, tasks=task, keep=keep,
-                                      console=out),
+                                      console=out, cold=cold),
                    Machine(as_json))
     raise typer.Exit(code)
 
