@@ -86,7 +86,10 @@ async def evict_prompt_caches(role_map: RoleMap, env: Mapping[str, str]) -> list
     the run before. Two maps that ask the same first prompt otherwise differ by the cache alone:
     in live r8 the second map's first call read 400-550 cached tokens in 0.1 s where the first
     read them in 4-8 s (and at temperature 0 a cached prompt can even answer differently).
-    Public endpoints are never called. Returns what could not be evicted (the run goes on)."""
+    That empties a server's slot; llama.cpp's host-memory prompt cache (``--cache-ram``, on by
+    default in its server) would restore the prompt all the same, so the live kit's
+    ``scripts/live-model/serve.py`` turns it off. Public endpoints are never called. Returns
+    what could not be evicted (the run goes on)."""
     failed: list[str] = []
     for (base_url, model), key_env in _local_models(role_map).items():
         client = openai.AsyncOpenAI(base_url=base_url, api_key=env.get(key_env) or "local",
