@@ -181,8 +181,9 @@ def test_bench_whose_runs_err_exits_non_zero(sim, tmp_path):
     assert proc.returncode == 2 and "export ORCHESTRATE_SIM_KEY=" in proc.stderr
     assert json.loads(proc.stdout)["code"] == "missing_credentials"  # once, before any run
     assert not sim.state.requests
+    # --warm: the cache eviction's one request would take the planner's scripted reply
     proc = cli("bench", "builtin", "--roles", str(roles), "--task", "sh-count-lines", "--out",
-               str(tmp_path / "o"), "--json", cwd=tmp_path)
+               str(tmp_path / "o"), "--json", "--warm", cwd=tmp_path)
     assert proc.returncode == 1, proc.stderr[-2000:]
     report = json.loads(proc.stdout)
     assert [r["outcome"] for r in report["records"]] == ["error"]
