@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import socket
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from urllib.parse import urlsplit
 
 import openai
 
-from orchestrator.config.schema import RoleMap
+from orchestrator.config.schema import ModelSpec, Provider, RoleMap
 from orchestrator.errors import MissingCredentials, ModelUnavailable
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
@@ -26,18 +26,22 @@ def local_endpoints(role_map: RoleMap) -> dict[tuple[str, int], tuple[str, str]]
     role's model is served by (a public endpoint is not checked: that would be a network
     call)."""
     found: dict[tuple[str, int], tuple[str, str]] = {}
+    for alias, model, provider in _loopback_models(role_map):
+        url = urlsplit(provider.base_url or "")
+        port = url.port or (443 if url.scheme == "https" else 80)
+        found.setdefault((url.hostname or "", port),
+                         (f"provider {model.provider} (model {alias})", provider.api_key_env))
+    return found
+
+
+def _loopback_models(role_map: RoleMap) -> Iterator[tuple[str, ModelSpec, Provider]]:
+    """``(alias, model, provider)`` for each role's model served on this machine."""
     for spec in role_map.roles.values():
         model = role_map.models.get(spec.model)
         provider = role_map.providers.get(model.provider) if model else None
-        if provider is None or not provider.base_url:
-            continue
-        url = urlsplit(provider.base_url)
-        if url.hostname in LOOPBACK:
-            port = url.port or (443 if url.scheme == "https" else 80)
-            found.setdefault((url.hostname, port),
-                             (f"provider {model.provider} (model {spec.model})",  # type: ignore[union-attr]
-                              provider.api_key_env))
-    return found
+        if model and provider and provider.base_url and \
+                urlsplit(provider.base_url).hostname in LOOPBACK:
+            yield spec.model, model, provider
 
 
 def answers(host: str, port: int, timeout_s: float = 2.0) -> bool:
@@ -68,18 +72,6 @@ def require_servers(maps: Sequence[tuple[str, RoleMap]], env: Mapping[str, str])
                                  f"export {key_env}=local (a local server ignores its value)")
 
 
-def _local_models(role_map: RoleMap) -> dict[tuple[str, str], str]:
-    """``(base_url, model id) -> key variable`` for each loopback-served model a role uses."""
-    found: dict[tuple[str, str], str] = {}
-    for spec in role_map.roles.values():
-        model = role_map.models.get(spec.model)
-        provider = role_map.providers.get(model.provider) if model else None
-        if model and provider and provider.base_url and \
-                urlsplit(provider.base_url).hostname in LOOPBACK:
-            found.setdefault((provider.base_url, model.id), provider.api_key_env)
-    return found
-
-
 async def evict_prompt_caches(role_map: RoleMap, env: Mapping[str, str]) -> list[str]:
     """Send each local server a role of ``role_map`` uses one unrelated one-token request, so
     that its prompt cache (llama.cpp keeps the last prompt's KV cache per slot) holds nothing of
@@ -91,7 +83,8 @@ async def evict_prompt_caches(role_map: RoleMap, env: Mapping[str, str]) -> list
     ``scripts/live-model/serve.py`` turns it off. Public endpoints are never called. Returns
     what could not be evicted (the run goes on)."""
     failed: list[str] = []
-    for (base_url, model), key_env in _local_models(role_map).items():
+    served = {(p.base_url or "", m.id): p.api_key_env for _, m, p in _loopback_models(role_map)}
+    for (base_url, model), key_env in served.items():
         client = openai.AsyncOpenAI(base_url=base_url, api_key=env.get(key_env) or "local",
                                     timeout=60.0, max_retries=0)
         try:

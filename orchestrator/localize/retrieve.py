@@ -150,23 +150,26 @@ class Retriever:
                 made = [replace(w, score=w.score * NAMED_FILE) for w in made]
             candidates += made
         about = [t for t in terms(context or question) if t.kind != "path"]
+        rare: dict[Term, float] | None = None  # searched once, for either use below
         if context and context != question:  # the task's rare words rank a window higher
-            shares = context_shares([w.lines for w in candidates], self._rarity(about))
+            rare = self._rarity(about)
+            shares = context_shares([w.lines for w in candidates], rare)
             candidates = [replace(w, score=w.score * (1 + CONTEXT_SHARE * share))
                           for w, share in zip(candidates, shares, strict=True)]
         chosen = _choose(_with_constructor(candidates), budget_chars, limit)
         if len(chosen) >= limit:
             return chosen
-        out = callees.fill(chosen, self.followed(chosen, weights, about), budget_chars, limit)
+        more = self.followed(chosen, weights, self._rarity(about) if rare is None else rare)
+        out = callees.fill(chosen, more, budget_chars, limit)
         return [replace(w, id=f"W{i}") for i, w in enumerate(out, 1)]
 
     def followed(self, shown: Sequence[Window], weights: dict[Term, float],
-                 about: Sequence[Term], hops: int = 2) -> list[Window]:
+                 rare: dict[Term, float], hops: int = 2) -> list[Window]:
         """The definitions the code of ``shown`` calls, one and two calls away (``callees``):
-        the most of ``about``'s words first, then the nearer, then in calling order. A name
-        defined in more than two places is left out (which one is called is not known)."""
+        the most of the task's rarity (``rare``, ``_rarity``) first, then the nearer, then in
+        calling order. A name defined in more than two places is left out (which one is called
+        is not known)."""
         seen = {(w.path, w.start) for w in shown}
-        rare = self._rarity(about)
         searched: set[str] = set()
         found: list[tuple[float, int, int, Window]] = []
         frontier = [w for w in shown if w.symbol and file_factor(w.path) == 1.0]
@@ -185,8 +188,7 @@ class Retriever:
                             if not w.symbol or (w.path, w.start) in seen:
                                 continue
                             seen.add((w.path, w.start))
-                            text = "\n".join(line for _, line in w.lines)
-                            held = sum(rare[t] for t in about if t.found_in(text))
+                            (held,) = context_shares([w.lines], rare)
                             w = replace(w, note=f"called by {caller}")
                             found.append((-held, hop, len(found), w))
                             reached.append(w)

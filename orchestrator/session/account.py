@@ -93,7 +93,7 @@ class Account:
         ``ready``: the reply of this very request, asked ahead (``Ahead.first_build``)."""
         started = time.monotonic()
         with self.telemetry.busy("call"):
-            completion = ready or await client.complete(
+            completion = ready if ready is not None else await client.complete(
                 messages, session=self.session, tools=tools, progress=self._ticker(started))
         record = completion.record
         self.telemetry.call(record, (started, time.monotonic()), messages=messages,
