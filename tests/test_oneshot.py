@@ -167,6 +167,26 @@ def test_parse_files_takes_only_known_paths_named_next_to_the_fence():
                                                           "src/b.js": "B\n"}
 
 
+
+def test_a_comment_naming_the_file_as_the_first_line_of_its_block_labels_it():
+    shown = {"catalog/cli.py": "import argparse\n", "catalog/query/ordering.py": "A = ('added',)\n",
+             "bin/run.sh": "#!/bin/sh\necho hi\n", "head.py": "# head.py\nX = 1\n"}
+    # live (the 1.5B, xp-catalog-sort): no path outside the fences, each named by a comment
+    reply = ("```python\n# catalog/cli.py\nimport argparse\n```\n\n"
+             "```python\n# catalog/query/ordering.py\nA = ('year',)\n```\n"
+             "```sh\n// bin/run.sh\n#!/bin/sh\necho fixed\n```\n")
+    assert parse_files(reply, shown) == {"catalog/cli.py": "import argparse\n",
+                                         "catalog/query/ordering.py": "A = ('year',)\n",
+                                         "bin/run.sh": "#!/bin/sh\necho fixed\n"}
+    # a file whose own first line is that comment keeps it; a file the prompt never showed is
+    # no label; a block holding only the path (the same reply's degenerate first try) is no file
+    assert parse_files("```python\n# head.py\nX = 2\n```", shown) == {"head.py": "# head.py\nX = 2\n"}
+    assert parse_files("```python\n# other.py\nX = 2\n```", shown) == {}
+    assert parse_files("```\ncatalog/query/ordering.py\n```\n```", shown) == {}
+    # named before the fence and again inside it: the comment line is not written
+    assert parse_files("bin/run.sh\n```sh\n# bin/run.sh\n#!/bin/sh\n```", shown) == {
+        "bin/run.sh": "#!/bin/sh\n"}
+
 LISTING = ("from paging import page, page_count\n\n\ndef render(items, number, size=3):\n"
            "    shown = page(items, number, size)\n    return shown\n")
 PAGING = ("def page_count(total, size):\n    return (total + size - 1) // size\n\n\n"

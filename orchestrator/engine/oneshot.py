@@ -376,7 +376,7 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
         changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, prompt.line,
                                                   completion.content or "")
     else:
-        changed = parse_files(completion.content or "", [*shown.sources, *shown.tests])
+        changed = parse_files(completion.content or "", {**shown.sources, **shown.tests})
         changed, moved = relabelled(changed, {**shown.sources, **shown.tests})
         for note in moved:
             ctx.telemetry.emit(Warned(role=role, session=account.session,

@@ -1,7 +1,7 @@
 """A one-shot reply's files: fenced blocks under the names of files the prompt showed.
 
 ``parse_files`` reads ``path`` + fence pairs out of a model's reply (the name on the fence line or
-one of the two lines before it); ``relabelled`` moves a block put under the wrong name to the
+one of the two lines before it, or a comment naming it as the block's first line); ``relabelled`` moves a block put under the wrong name to the
 shown file it is; ``fenced`` writes a file the way the prompts show one.
 """
 
@@ -14,19 +14,35 @@ from collections.abc import Mapping, Sequence
 
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
 _PATHISH = re.compile(r"[\w./-]+\.\w+")
+# a block's first line that only names its file, as a comment: `# a.py`, `// a.js`, `-- a.sql`,
+# `/* a.css */`, `<!-- a.html -->`, or the bare path
+_LABEL = re.compile(r"\s*(?:#|//|--|/\*|<!--)?\s*(?:file:\s*)?`?([\w./-]+\.\w+)`?\s*(?:\*/|-->)?\s*",
+                    re.I)
 
 
 def parse_files(reply: str, known: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
     """``path -> new content`` for each fenced block whose path (on the fence line or one of
-    the two lines before it) is one of ``known``; other blocks are ignored."""
+    the two lines before it) is one of ``known``; other blocks are ignored. A block whose
+    first line is only a comment naming a known file (live, the 1.5B opened a python fence
+    with ``# catalog/query/ordering.py`` over the right fix, and nothing else named it) is
+    that file's, without that line — unless the file itself starts with it (``known`` a
+    mapping of the shown texts); a block holding only a path is no file."""
     out: dict[str, str] = {}
     for m in _FENCE.finditer(reply or ""):
         before = reply[: m.start()].splitlines()[-2:] + [reply[m.start():].split("\n", 1)[0]]
         tokens = [t.strip("`*:#'\"") for line in before for t in _PATHISH.findall(line)]
         path = next((t.removeprefix("./") for t in reversed(tokens)
                      if t.removeprefix("./") in known), None)
+        body = m.group(1)
+        first, _, rest = body.partition("\n")
+        label = _LABEL.fullmatch(first)
+        named = label.group(1).removeprefix("./") if label else None
+        if named in known and rest.strip() and (path is None or path == named):
+            original = known.get(named) if isinstance(known, Mapping) else None
+            own = original is not None and original.partition("\n")[0].strip() == first.strip()
+            path, body = named, body if own else rest
         if path is not None:
-            out[path] = m.group(1)
+            out[path] = body
     return out
 
 
