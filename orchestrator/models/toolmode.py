@@ -48,31 +48,41 @@ CITATION_FIELDS = frozenset({"path", "start_line", "end_line", "quote"})
 MAX_EVIDENCE = 160  # cited lines offered to the grammar, the most recent first
 MAX_ITEMS = 4  # per list in a json_schema submission: enough claims, short enough to finish
 MAX_CHARS = 600  # per string argument under json_schema: room for code, not for a loop
+# submit's prose (an explorer's answer, a claim's text) under json_schema: two sentences. Live,
+# the 0.5B explorer looped inside these strings until its 600 output tokens ran out (~40 s a
+# question on the kit), the citations it was asked for written last
+PROSE_CHARS = 280
+PROSE_FIELDS = frozenset({"answer", "text"})
 
 
 def flat_schema(schema: Mapping[str, Any], *, require_all: bool = False,
-                max_items: int | None = None, max_chars: int | None = None) -> dict[str, Any]:
+                max_items: int | None = None, max_chars: int | None = None,
+                prose_chars: int | None = None) -> dict[str, Any]:
     """``schema`` with local ``$ref``s inlined and titles dropped. With ``require_all`` every
     object property is required, so a grammar-constrained model writes each one; ``max_items``
     caps every array and ``max_chars`` every string, so a model that repeats itself still
-    closes its JSON within its output limit."""
+    closes its JSON within its output limit; ``prose_chars`` caps the strings named in
+    ``PROSE_FIELDS`` tighter."""
     defs = schema.get("$defs", {})
 
-    def walk(node: Any) -> Any:
+    def walk(node: Any, name: str = "") -> Any:
         if isinstance(node, list):
             return [walk(n) for n in node]
         if not isinstance(node, Mapping):
             return node
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
-            return walk(defs[ref.removeprefix("#/$defs/")])
-        out = {k: walk(v) for k, v in node.items() if k not in _DROP_KEYS}
+            return walk(defs[ref.removeprefix("#/$defs/")], name)
+        out = {k: (walk(v) if k != "properties" or not isinstance(v, Mapping)
+                   else {p: walk(sub, p) for p, sub in v.items()})
+               for k, v in node.items() if k not in _DROP_KEYS}
         if require_all and isinstance(out.get("properties"), Mapping):
             out["required"] = list(out["properties"])
         if max_items is not None and out.get("type") == "array":
             out["maxItems"] = min(max_items, out.get("maxItems", max_items))
-        if max_chars is not None and out.get("type") == "string":
-            out["maxLength"] = min(max_chars, out.get("maxLength", max_chars))
+        cap = prose_chars if prose_chars is not None and name in PROSE_FIELDS else max_chars
+        if cap is not None and out.get("type") == "string":
+            out["maxLength"] = min(cap, out.get("maxLength", cap))
         return out
 
     return walk(schema)
@@ -125,7 +135,7 @@ def tool_call_schema(tools: Sequence[Mapping[str, Any]], *, max_items: int | Non
         final = fn["name"] == FINAL_TOOL
         params = arguments_schema(fn, optional=optional or final)
         params = flat_schema(params, require_all=final, max_items=max_items if final else None,
-                             max_chars=MAX_CHARS)
+                             max_chars=MAX_CHARS, prose_chars=PROSE_CHARS if final else None)
         if final:
             params = ground(params, cited)
         branches.append({
