@@ -37,7 +37,7 @@ def parse_files(reply: str, known: Mapping[str, str] | Sequence[str]) -> dict[st
         first, _, rest = body.partition("\n")
         label = _LABEL.fullmatch(first)
         named = label.group(1).removeprefix("./") if label else None
-        if named in known and rest.strip() and (path is None or path == named):
+        if named is not None and named in known and rest.strip() and (path is None or path == named):
             original = known.get(named) if isinstance(known, Mapping) else None
             own = original is not None and original.partition("\n")[0].strip() == first.strip()
             path, body = named, body if own else rest

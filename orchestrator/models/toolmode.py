@@ -73,7 +73,7 @@ def flat_schema(schema: Mapping[str, Any], *, require_all: bool = False,
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             return walk(defs[ref.removeprefix("#/$defs/")], name)
-        out = {k: (walk(v) if k != "properties" or not isinstance(v, Mapping)
+        out: dict[str, Any] = {k: (walk(v) if k != "properties" or not isinstance(v, Mapping)
                    else {p: walk(sub, p) for p, sub in v.items()})
                for k, v in node.items() if k not in _DROP_KEYS}
         if require_all and isinstance(out.get("properties"), Mapping):
