@@ -249,12 +249,12 @@ MEDIAN_FIXED = '''def median(values):
 
 
 async def test_the_facts_rung_takes_the_one_function_alone(fresh_sim, sample_repo):
-    """The second one-shot may answer with only the function the failure points at: it is put
+    """A reply to the second one-shot may give only the function the failure points at: it is put
     into its file in place, the rest of the file untouched."""
     original = (sample_repo / "stats.py").read_text(encoding="utf-8")
 
     def respond(req: ChatRequestView) -> Reply:
-        if "answer with only its new text" in json.dumps(req.messages):
+        if "change what is wrong there" in json.dumps(req.messages):
             return Reply(content=f"stats.py\n```python\n{MEDIAN_FIXED}```\n")
         return Reply(content=f"stats.py\n```python\n{original}```\n")
 
