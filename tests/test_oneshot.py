@@ -13,7 +13,7 @@ import pytest
 from conftest import run_env, scenario_with
 
 from orchestrator import api
-from orchestrator.engine.replyfiles import parse_files, relabelled
+from orchestrator.engine.replyfiles import parse_files, relabelled, stalled
 from orchestrator.errors import SessionFailed
 from orchestrator.faces.demo import DEMO_TASK, demo_roles_sets, scenario_path
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
@@ -186,6 +186,36 @@ def test_a_comment_naming_the_file_as_the_first_line_of_its_block_labels_it():
     # named before the fence and again inside it: the comment line is not written
     assert parse_files("bin/run.sh\n```sh\n# bin/run.sh\n#!/bin/sh\n```", shown) == {
         "bin/run.sh": "#!/bin/sh\n"}
+
+
+async def test_a_reply_that_names_the_file_and_stops_is_asked_once_more_in_its_session(
+        fresh_sim, sample_repo):
+    fixed = _fixed(sample_repo)
+    # live (the 1.5B, first one-shot of xp-invoice-tax at temperature 0): 17 tokens and the end
+    script = [Reply(content="```\nstats.py\n```\n```"),
+              Reply(content=f"stats.py\n```python\n{fixed}```\n")]
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(script=script)}))
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **_setup(fresh_sim, sample_repo))
+    assert result.status == "succeeded", result.reason
+    assert result.attempts == 1  # the same attempt, not a rung climbed
+    assert _show(sample_repo, f"{result.branch}:stats.py") == fixed
+    first, second = _builder_requests(fresh_sim)
+    assert second.messages[:len(first.messages)] == first.messages  # the cached prefix, as sent
+    assert second.messages[-2] == {"role": "assistant", "content": "```\nstats.py\n```\n```"}
+    assert "stats.py on a line of its own" in second.messages[-1]["content"]
+    sessions = {e.session for e in events if e.kind == "call_finished" and e.role == "builder"}
+    assert len(sessions) == 1
+    assert any("named stats.py and stopped" in getattr(e, "message", "") for e in events)
+
+
+def test_only_a_path_and_fences_is_a_stalled_reply():
+    known = {"src/a.py": "A = 1\n", "tests/test_a.py": "T\n"}
+    assert stalled("```\nsrc/a.py\n```\n```", known) == "src/a.py"
+    assert stalled("```python\n./src/a.py\n```\n```python\n", known) == "src/a.py"
+    assert stalled("src/a.py\n```python\nA = 2\n```", known) is None  # it wrote the file
+    assert stalled("```\nsrc/b.py\n```\n```", known) is None  # never shown
+    assert stalled("", known) is None and stalled("I cannot fix this.", known) is None
 
 LISTING = ("from paging import page, page_count\n\n\ndef render(items, number, size=3):\n"
            "    shown = page(items, number, size)\n    return shown\n")

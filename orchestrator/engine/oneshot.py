@@ -35,7 +35,7 @@ from orchestrator.config.prompts import text
 from orchestrator.engine import oneline
 from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import session_of
-from orchestrator.engine.replyfiles import fenced, parse_files, relabelled
+from orchestrator.engine.replyfiles import fenced, parse_files, relabelled, stalled
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.localize import facts, failures, repomap
@@ -377,6 +377,17 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
                                                   completion.content or "")
     else:
         changed = parse_files(completion.content or "", {**shown.sources, **shown.tests})
+        named = None if changed else stalled(completion.content or "", shown.sources)
+        if named is not None:
+            # it named the file and stopped: ask it, in the same session, to write that file
+            # (the prompt is the cached prefix, so this costs the file's generation)
+            ctx.telemetry.emit(Warned(role=role, session=account.session, message=(
+                f"one-shot reply named {named} and stopped: asked once more for its text")))
+            again = [*prompt.messages, {"role": "assistant", "content": completion.content or ""},
+                     {"role": "user", "content": text("oneshot", "go_on", path=named)}]
+            completion = await account.call(client, again, window=window)
+            account.turns = 2
+            changed = parse_files(completion.content or "", {**shown.sources, **shown.tests})
         changed, moved = relabelled(changed, {**shown.sources, **shown.tests})
         for note in moved:
             ctx.telemetry.emit(Warned(role=role, session=account.session,

@@ -1,7 +1,8 @@
 """A one-shot reply's files: fenced blocks under the names of files the prompt showed.
 
 ``parse_files`` reads ``path`` + fence pairs out of a model's reply (the name on the fence line or
-one of the two lines before it, or a comment naming it as the block's first line); ``relabelled`` moves a block put under the wrong name to the
+one of the two lines before it, or a comment naming it as the block's first line); ``stalled``
+finds a reply that named a file and stopped; ``relabelled`` moves a block put under the wrong name to the
 shown file it is; ``fenced`` writes a file the way the prompts show one.
 """
 
@@ -44,6 +45,20 @@ def parse_files(reply: str, known: Mapping[str, str] | Sequence[str]) -> dict[st
         if path is not None:
             out[path] = body
     return out
+
+
+_FENCE_MARK = re.compile(r"```[\w+-]*")
+
+
+def stalled(reply: str, known: Mapping[str, str] | Sequence[str]) -> str | None:
+    """The file a reply named and then stopped at: nothing in it but fences and one of
+    ``known``'s paths (live, the 1.5B answered "```", the path, "```", "```" and ended, 12-17
+    tokens, on the first one-shot of explore-needed tasks at temperature 0)."""
+    words = _FENCE_MARK.sub(" ", reply or "").split()
+    if len(words) != 1:
+        return None
+    path = words[0].strip("`*:#'\"").removeprefix("./")
+    return path if path in known else None
 
 
 RELABEL_MIN = 0.6  # a block this like another shown file, and
