@@ -180,7 +180,8 @@ def test_a_comment_naming_the_file_as_the_first_line_of_its_block_labels_it():
                                          "bin/run.sh": "#!/bin/sh\necho fixed\n"}
     # a file whose own first line is that comment keeps it; a file the prompt never showed is
     # no label; a block holding only the path (the same reply's degenerate first try) is no file
-    assert parse_files("```python\n# head.py\nX = 2\n```", shown) == {"head.py": "# head.py\nX = 2\n"}
+    assert parse_files("```python\n# head.py\nX = 2\n```", shown) == {
+        "head.py": "# head.py\nX = 2\n"}
     assert parse_files("```python\n# other.py\nX = 2\n```", shown) == {}
     assert parse_files("```\ncatalog/query/ordering.py\n```\n```", shown) == {}
     # named before the fence and again inside it: the comment line is not written

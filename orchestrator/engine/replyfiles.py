@@ -1,9 +1,9 @@
 """A one-shot reply's files: fenced blocks under the names of files the prompt showed.
 
-``parse_files`` reads ``path`` + fence pairs out of a model's reply (the name on the fence line or
-one of the two lines before it, or a comment naming it as the block's first line); ``stalled``
-finds a reply that named a file and stopped; ``relabelled`` moves a block put under the wrong name to the
-shown file it is; ``fenced`` writes a file the way the prompts show one.
+``parse_files`` reads ``path`` + fence pairs out of a model's reply (the name on the fence line
+or one of the two lines before it, or a comment naming it as the block's first line);
+``stalled`` finds a reply that named a file and stopped; ``relabelled`` moves a block put under
+the wrong name to the shown file it is; ``fenced`` writes a file the way the prompts show one.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
 _PATHISH = re.compile(r"[\w./-]+\.\w+")
 # a block's first line that only names its file, as a comment: `# a.py`, `// a.js`, `-- a.sql`,
 # `/* a.css */`, `<!-- a.html -->`, or the bare path
-_LABEL = re.compile(r"\s*(?:#|//|--|/\*|<!--)?\s*(?:file:\s*)?`?([\w./-]+\.\w+)`?\s*(?:\*/|-->)?\s*",
-                    re.I)
+_LABEL = re.compile(
+    r"\s*(?:#|//|--|/\*|<!--)?\s*(?:file:\s*)?`?([\w./-]+\.\w+)`?\s*(?:\*/|-->)?\s*", re.I)
 
 
 def parse_files(reply: str, known: Mapping[str, str] | Sequence[str]) -> dict[str, str]:
@@ -38,7 +38,8 @@ def parse_files(reply: str, known: Mapping[str, str] | Sequence[str]) -> dict[st
         first, _, rest = body.partition("\n")
         label = _LABEL.fullmatch(first)
         named = label.group(1).removeprefix("./") if label else None
-        if named is not None and named in known and rest.strip() and (path is None or path == named):
+        if (named is not None and named in known and rest.strip()
+                and (path is None or path == named)):
             original = known.get(named) if isinstance(known, Mapping) else None
             own = original is not None and original.partition("\n")[0].strip() == first.strip()
             path, body = named, body if own else rest
