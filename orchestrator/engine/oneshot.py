@@ -376,7 +376,8 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
         changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, prompt.line,
                                                   completion.content or "")
     else:
-        changed = parse_files(completion.content or "", {**shown.sources, **shown.tests})
+        texts = {**shown.sources, **shown.tests}
+        changed = parse_files(completion.content or "", texts)
         named = None if changed else stalled(completion.content or "", shown.sources)
         if named is not None:
             # it named the file and stopped: ask it, in the same session, to write that file
@@ -387,8 +388,8 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
                      {"role": "user", "content": text("oneshot", "go_on", path=named)}]
             completion = await account.call(client, again, window=window)
             account.turns = 2
-            changed = parse_files(completion.content or "", {**shown.sources, **shown.tests})
-        changed, moved = relabelled(changed, {**shown.sources, **shown.tests})
+            changed = parse_files(completion.content or "", texts)
+        changed, moved = relabelled(changed, texts)
         for note in moved:
             ctx.telemetry.emit(Warned(role=role, session=account.session,
                                       message=f"one-shot reply relabelled: {note}"))

@@ -31,15 +31,13 @@ def parse_files(reply: str, known: Mapping[str, str] | Sequence[str]) -> dict[st
     out: dict[str, str] = {}
     for m in _FENCE.finditer(reply or ""):
         before = reply[: m.start()].splitlines()[-2:] + [reply[m.start():].split("\n", 1)[0]]
-        tokens = [t.strip("`*:#'\"") for line in before for t in _PATHISH.findall(line)]
-        path = next((t.removeprefix("./") for t in reversed(tokens)
-                     if t.removeprefix("./") in known), None)
+        tokens = [t for line in before for t in _PATHISH.findall(line)]
+        path = next(filter(None, (_known(t, known) for t in reversed(tokens))), None)
         body = m.group(1)
         first, _, rest = body.partition("\n")
         label = _LABEL.fullmatch(first)
-        named = label.group(1).removeprefix("./") if label else None
-        if (named is not None and named in known and rest.strip()
-                and (path is None or path == named)):
+        named = _known(label.group(1), known) if label else None
+        if named is not None and rest.strip() and path in (None, named):
             original = known.get(named) if isinstance(known, Mapping) else None
             own = original is not None and original.partition("\n")[0].strip() == first.strip()
             path, body = named, body if own else rest
@@ -56,9 +54,12 @@ def stalled(reply: str, known: Mapping[str, str] | Sequence[str]) -> str | None:
     ``known``'s paths (live, the 1.5B answered "```", the path, "```", "```" and ended, 12-17
     tokens, on the first one-shot of explore-needed tasks at temperature 0)."""
     words = _FENCE_MARK.sub(" ", reply or "").split()
-    if len(words) != 1:
-        return None
-    path = words[0].strip("`*:#'\"").removeprefix("./")
+    return _known(words[0], known) if len(words) == 1 else None
+
+
+def _known(token: str, known: Mapping[str, str] | Sequence[str]) -> str | None:
+    """``token`` as one of ``known``'s paths, once the marks around it and a ``./`` are off."""
+    path = token.strip("`*:#'\"").removeprefix("./")
     return path if path in known else None
 
 

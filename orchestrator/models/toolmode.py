@@ -73,9 +73,12 @@ def flat_schema(schema: Mapping[str, Any], *, require_all: bool = False,
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             return walk(defs[ref.removeprefix("#/$defs/")], name)
-        out: dict[str, Any] = {k: (walk(v) if k != "properties" or not isinstance(v, Mapping)
-                   else {p: walk(sub, p) for p, sub in v.items()})
-               for k, v in node.items() if k not in _DROP_KEYS}
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            if k == "properties" and isinstance(v, Mapping):
+                out[k] = {prop: walk(sub, prop) for prop, sub in v.items()}
+            elif k not in _DROP_KEYS:
+                out[k] = walk(v)
         if require_all and isinstance(out.get("properties"), Mapping):
             out["required"] = list(out["properties"])
         if max_items is not None and out.get("type") == "array":
