@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import random
 import secrets
 import subprocess
 from pathlib import Path
@@ -234,3 +235,17 @@ async def test_the_repositorys_own_failing_test_printing_secret_files_is_masked(
     assert "test_leak" in sent  # the failure was shown
     assert _leaks(sent) == []
     assert _written(result.run_dir) == {}
+
+
+def test_hex_of_a_token_is_masked_though_its_digits_repeat() -> None:
+    # hex of a hex token is all 3x and 6x digits: a window of it can have only 5 distinct
+    # characters, yet it spells 8 distinct bytes (this let ``xxd -p .npmrc`` show a stretch)
+    rng = random.Random(26)
+    for _ in range(400):
+        mark = "tok" + rng.randbytes(16).hex()
+        data = f"//registry.npmjs.org/:_authToken=npm_{mark}\n".encode()
+        known = KnownSecrets.of([data])
+        for shown in (data.hex(), data.hex().upper()):
+            masked = known.mask(shown).lower()
+            stretches = [data.hex()[j:j + 24] for j in range(0, len(data.hex()) - 24, 12)]
+            assert [s for s in stretches if s in masked] == [], mark

@@ -45,11 +45,15 @@ class KnownSecrets:
         values: set[str] = set()
         for data in contents:
             text = data.decode("utf-8", "replace")
-            streams = [*text.split(), data.hex(), data.hex().upper()]
-            streams += [base64.b64encode(data[i:]).decode() for i in range(3)]
+            streams = [*text.split(), *(base64.b64encode(data[i:]).decode() for i in range(3))]
             for s in streams:
                 windows.update(w for i in range(0, len(s) - WINDOW + 1, _STRIDE)
                                if len(set(w := s[i:i + WINDOW])) >= 6)
+            # hex of text has few distinct digits (every byte of a hex token is 3x or 6x), so a
+            # hex window is judged by the 8 bytes it spells; windows start at even offsets
+            for s in (data.hex(), data.hex().upper()):
+                windows.update(w for i in range(0, len(s) - WINDOW + 1, _STRIDE)
+                               if len(set(bytes.fromhex(w := s[i:i + WINDOW]))) >= 4)
             values.update(v for v in _VALUE_SPLIT.split(text) if _value(v))
         ordered = tuple(sorted(values, key=len, reverse=True))
         pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
