@@ -210,6 +210,23 @@ async def test_a_reply_that_names_the_file_and_stops_is_asked_once_more_in_its_s
     assert any("named stats.py and stopped" in getattr(e, "message", "") for e in events)
 
 
+async def test_a_sample_asked_once_more_costs_both_calls(fresh_sim, sample_repo):
+    fixed = _fixed(sample_repo)
+    script = [Reply(content="```\nstats.py\n```\n```"),
+              Reply(content=f"stats.py\n```python\n{fixed}```\n")]
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(script=script)}))
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **_setup(
+        fresh_sim, sample_repo, "builder.samples=2"))
+    assert result.status == "succeeded", result.reason
+    calls = [e for e in events if e.kind == "call_finished" and e.role == "builder"]
+    assert len(calls) == 2 and len({e.session for e in calls}) == 1
+    (sample,) = result.attempt_log[0].samples
+    assert sample.passed and sample.output_tokens == sum(e.output_tokens for e in calls)
+    assert sample.prompt_tokens == sum(e.prompt_tokens for e in calls)
+    assert sample.call_s >= max(e.duration_s for e in calls)
+
+
 def test_only_a_path_and_fences_is_a_stalled_reply():
     known = {"src/a.py": "A = 1\n", "tests/test_a.py": "T\n"}
     assert stalled("```\nsrc/a.py\n```\n```", known) == "src/a.py"

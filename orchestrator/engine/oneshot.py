@@ -368,6 +368,7 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     account.started(client.route, window=window, purpose="one_shot")
     ready = await ctx.ahead.first_build(prompt.messages, temperature) if not model_step else None
     completion = await account.call(client, prompt.messages, window=window, ready=ready)
+    record = completion.record
     account.turns = 1
     shown = prompt.shown
     # the tests are parsed too, so that rewriting one is refused by the jail, and said
@@ -386,9 +387,11 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
                 f"one-shot reply named {named} and stopped: asked once more for its text")))
             again = [*prompt.messages, {"role": "assistant", "content": completion.content or ""},
                      {"role": "user", "content": text("oneshot", "go_on", path=named)}]
+            first = completion.record
             completion = await account.call(client, again, window=window)
             account.turns = 2
             changed = parse_files(completion.content or "", texts)
+            record = _both(first, completion.record)
         changed, moved = relabelled(changed, texts)
         for note in moved:
             ctx.telemetry.emit(Warned(role=role, session=account.session,
@@ -404,7 +407,18 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     summary = (text("oneshot", "wrote", files=", ".join(written)) if written else
                text("oneshot", "wrote_nothing", why=why))
     report = BuildReport(summary=summary, files_changed=written)
-    return account.finished(report, prompt.messages), completion.record
+    return account.finished(report, prompt.messages), record
+
+
+def _both(first: CallRecord, then: CallRecord) -> CallRecord:
+    """A one-shot asked once more, as one call: what both cost, the first's time to a token."""
+    return then.model_copy(update={
+        "prompt_tokens": first.prompt_tokens + then.prompt_tokens,
+        "cached_tokens": first.cached_tokens + then.cached_tokens,
+        "output_tokens": first.output_tokens + then.output_tokens,
+        "reasoning_tokens": first.reasoning_tokens + then.reasoning_tokens,
+        "duration_s": first.duration_s + then.duration_s,
+        "cost_usd": first.cost_usd + then.cost_usd, "ttft_s": first.ttft_s})
 
 
 async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
