@@ -7,6 +7,8 @@ Variants, all built by the engine's own functions from the preflight's localisat
   failure  the same with what the commands print (the later one-shots' template)
   facts    the same with the failure restated as facts (the assertion's values) only
   single   the bench's one-model-asked-once prompt (every file of the repository)
+  reversed plain with the pinned files in the opposite order (the 1.5B tends to rewrite the
+           first file shown; the preflight lists the test's caller before what it calls)
 
 Prints one line per task and variant (changed files, passed, seconds, prompt characters) and
 the passes per variant side by side. Tasks whose failure pins no file are skipped (no one-shot).
@@ -36,14 +38,14 @@ from orchestrator.config.schema import RoleMap
 from orchestrator.engine.oneshot import Shown, messages, shown_files
 from orchestrator.engine.preflight import localize_worktree
 from orchestrator.engine.race import temperature_of
-from orchestrator.engine.replyfiles import parse_files
+from orchestrator.engine.replyfiles import parse_files, relabelled
 from orchestrator.localize import facts
 from orchestrator.localize.localization import Check, Localization
 from orchestrator.models.pool import ClientPool
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.edit import edit_tools
 
-VARIANTS = ("plain", "failure", "facts", "single")
+VARIANTS = ("plain", "failure", "facts", "single", "reversed")
 
 
 def _localized(repo: Path, task: Task) -> Localization:
@@ -57,29 +59,34 @@ def _localized(repo: Path, task: Task) -> Localization:
 
 
 def _prompt(variant: str, task: Task, repo: Path, loc: Localization, shown: Shown
-            ) -> tuple[list[dict[str, str]], list[str]]:
+            ) -> tuple[list[dict[str, str]], dict[str, str] | list[str]]:
     """The variant's messages and the files a reply may name."""
     if variant == "single":
         files = repo_files(repo)
         return render_prompt(task.instruction, task.acceptance, files), list(files)
+    if variant == "reversed":
+        shown = Shown(dict(reversed(shown.sources.items())), shown.tests)
     said = facts.facts(loc.reports)
     failure = {"failure": None, "facts": text("oneshot", "facts", facts="\n".join(
         f"- {f}" for f in said)) if said else text("pipeline", "none")}
     built = messages(system=text("oneshot", "system"), task=task.instruction, loc=loc,
-                     shown=shown, commands=task.acceptance, first=variant == "plain",
-                     failure=failure.get(variant))
-    return built, [*shown.sources, *shown.tests]
+                     shown=shown, commands=task.acceptance,
+                     first=variant in ("plain", "reversed"), failure=failure.get(variant))
+    return built, {**shown.sources, **shown.tests}
 
 
 async def _one(pool: ClientPool, roles: RoleMap, role: str, task: Task, variant: str,
-               prompt: list[dict[str, str]], names: list[str], tmp: Path) -> dict[str, Any]:
+               prompt: list[dict[str, str]], names: dict[str, str] | list[str], tmp: Path
+               ) -> dict[str, Any]:
     client = pool.for_role(role, temperature=temperature_of(roles.roles[role].temperatures, 1))
     started = time.monotonic()
     done = await client.complete(prompt, session=f"{role}-{task.name}-{variant}")
     repo = materialize(task, tmp / f"{task.name}-{variant}")
     before = {n: (repo / n).read_text(encoding="utf-8") for n in names if (repo / n).is_file()}
-    changed = {p: b for p, b in parse_files(done.content or "", names).items()
-               if b != before.get(p)}
+    read = parse_files(done.content or "", names)
+    if isinstance(names, dict):  # as the engine reads a one-shot: a block under the wrong name
+        read, _ = relabelled(read, names)
+    changed = {p: b for p, b in read.items() if b != before.get(p)}
     tools = Toolbox.of(edit_tools(repo, edit_format="whole"))
     for path, body in changed.items():
         await tools.call("write_file", {"path": path, "content": body})
