@@ -17,6 +17,7 @@ import base64
 import functools
 import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,14 +47,12 @@ class KnownSecrets:
         for data in contents:
             text = data.decode("utf-8", "replace")
             streams = [*text.split(), *(base64.b64encode(data[i:]).decode() for i in range(3))]
-            for s in streams:
-                windows.update(w for i in range(0, len(s) - WINDOW + 1, _STRIDE)
-                               if len(set(w := s[i:i + WINDOW])) >= 6)
+            hexes = (data.hex(), data.hex().upper())
+            windows.update(w for s in streams for w in _windows(s) if len(set(w)) >= 6)
             # hex of text has few distinct digits (every byte of a hex token is 3x or 6x), so a
-            # hex window is judged by the 8 bytes it spells; windows start at even offsets
-            for s in (data.hex(), data.hex().upper()):
-                windows.update(w for i in range(0, len(s) - WINDOW + 1, _STRIDE)
-                               if len(set(bytes.fromhex(w := s[i:i + WINDOW]))) >= 4)
+            # hex window is also kept for the 8 bytes it spells (windows start at even offsets)
+            windows.update(w for s in hexes for w in _windows(s)
+                           if len(set(w)) >= 6 or len(set(bytes.fromhex(w))) >= 4)
             values.update(v for v in _VALUE_SPLIT.split(text) if _value(v))
         ordered = tuple(sorted(values, key=len, reverse=True))
         pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
@@ -81,6 +80,11 @@ class KnownSecrets:
         for a, b in reversed(spans):
             text = text[:a] + MASK + text[b:]
         return text
+
+
+def _windows(s: str) -> Iterator[str]:
+    """The WINDOW-long stretches of ``s`` at every _STRIDE-th offset."""
+    return (s[i:i + WINDOW] for i in range(0, len(s) - WINDOW + 1, _STRIDE))
 
 
 def _value(v: str) -> bool:
