@@ -59,11 +59,11 @@ def _localized(repo: Path, task: Task) -> Localization:
 
 
 def _prompt(variant: str, task: Task, repo: Path, loc: Localization, shown: Shown
-            ) -> tuple[list[dict[str, str]], dict[str, str] | list[str]]:
-    """The variant's messages and the files a reply may name."""
+            ) -> tuple[list[dict[str, str]], dict[str, str]]:
+    """The variant's messages and the files a reply may name, with their shown texts."""
     if variant == "single":
         files = repo_files(repo)
-        return render_prompt(task.instruction, task.acceptance, files), list(files)
+        return render_prompt(task.instruction, task.acceptance, files), files
     if variant == "reversed":
         shown = Shown(dict(reversed(shown.sources.items())), shown.tests)
     said = facts.facts(loc.reports)
@@ -76,7 +76,7 @@ def _prompt(variant: str, task: Task, repo: Path, loc: Localization, shown: Show
 
 
 async def _one(pool: ClientPool, roles: RoleMap, role: str, task: Task, variant: str,
-               prompt: list[dict[str, str]], names: dict[str, str] | list[str], tmp: Path
+               prompt: list[dict[str, str]], names: dict[str, str], tmp: Path
                ) -> dict[str, Any]:
     client = pool.for_role(role, temperature=temperature_of(roles.roles[role].temperatures, 1))
     started = time.monotonic()
@@ -84,7 +84,7 @@ async def _one(pool: ClientPool, roles: RoleMap, role: str, task: Task, variant:
     repo = materialize(task, tmp / f"{task.name}-{variant}")
     before = {n: (repo / n).read_text(encoding="utf-8") for n in names if (repo / n).is_file()}
     read = parse_files(done.content or "", names)
-    if isinstance(names, dict):  # as the engine reads a one-shot: a block under the wrong name
+    if variant != "single":  # as the engine reads a one-shot: a block under the wrong name
         read, _ = relabelled(read, names)
     changed = {p: b for p, b in read.items() if b != before.get(p)}
     tools = Toolbox.of(edit_tools(repo, edit_format="whole"))

@@ -387,11 +387,10 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
                 f"one-shot reply named {named} and stopped: asked once more for its text")))
             again = [*prompt.messages, {"role": "assistant", "content": completion.content or ""},
                      {"role": "user", "content": text("oneshot", "go_on", path=named)}]
-            first = completion.record
             completion = await account.call(client, again, window=window)
             account.turns = 2
             changed = parse_files(completion.content or "", texts)
-            record = _both(first, completion.record)
+            record = _both(record, completion.record)
         changed, moved = relabelled(changed, texts)
         for note in moved:
             ctx.telemetry.emit(Warned(role=role, session=account.session,
