@@ -112,6 +112,63 @@ async def test_the_line_is_asked_of_the_code_the_explorers_found(fresh_sim, tmp_
     assert "The explorers found this code (invoicer/tax/jurisdictions.py lines 7-21" in asked
 
 
+async def test_the_line_is_asked_of_the_function_the_task_names_not_of_its_caller(fresh_sim,
+                                                                              tmp_path):
+    """The live py-id-validation (r15): the failing test calls ``register`` in accounts.py,
+    which calls the wrong ``is_valid_id`` in validate.py; the traceback's first source frame is
+    the caller, and every later one-shot of both maps was pointed at accounts.py and gave it
+    back. The task names ``is_valid_id``: the one-line request shows that function, and a
+    builder that corrects what it is shown passes (shown the caller, it could not)."""
+    from orchestrator.benchmark.suite import copy_repo, load_suite
+    from test_oneshot import _call, _setup
+
+    task = load_suite("live").select(["py-id-validation"]).tasks[0]
+    repo = copy_repo(task.repo, tmp_path / "repo")
+    caller = (repo / "accounts.py").read_text(encoding="utf-8")
+
+    def respond(req: ChatRequestView) -> Reply:
+        shown = req.messages[-1]["content"]
+        if _asked_line(req):  # corrects the return line of whatever function it is shown
+            n = re.findall(r"^ *(\d+)\|\s+return ", shown, re.M)
+            fix = "return ID_PATTERN.fullmatch(text) is not None"
+            return Reply(content=f"{n[-1]}: {fix}" if "def is_valid_id" in shown
+                         else f"{n[-1]}: return accounts")
+        return Reply(content=f"accounts.py\n```python\n{caller}```\n")
+
+    plan = {"goal": "fix it", "steps": ["fix it"], "acceptance": list(task.acceptance)}
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": ModelBehavior(script=[_call("submit", **plan)]),
+        "sim-builder": ModelBehavior(respond=respond)}))
+    result = await api.arun(task.instruction, **_setup(
+        fresh_sim, repo, "builder.one_line=true", f'verify.commands=["{task.acceptance[0]}"]'))
+    assert result.status == "succeeded", result.reason
+    assert [(a.strategy, a.changed) for a in result.attempt_log] == [
+        ("one_shot", False), ("one_line", True)]
+    assert "fullmatch" in show(repo, f"{result.branch}:validate.py")
+    asked = [ChatRequestView.from_body(r.body)
+             for r in fresh_sim.state.requests_for("sim-builder")][-1].messages[-1]["content"]
+    assert "The failure points at this code (validate.py lines 6-8)" in asked
+
+
+def test_the_focus_is_the_definition_the_task_names_else_its_file_else_the_first():
+    from orchestrator.engine.oneshot import focus_span
+    from orchestrator.localize.localization import Localization
+
+    def span(path: str, first: str) -> Span:
+        return Span(path=path, start=1, end=2, focus=1, text=(first, "  pass"), why="")
+
+    spans = (span("app/toolbar.js", "function clickAll(count) {"),
+             span("app/handlers.js", "function makeHandlers(count) {"),
+             span("app/report.sh", "set -e"))
+    loc = Localization(suspects=("app/toolbar.js", "app/handlers.js", "app/report.sh"),
+                       spans=spans)
+    assert focus_span(loc, "makeHandlers(3) reports 3").path == "app/handlers.js"
+    assert focus_span(loc, "report.sh exits 0 when its input is missing").path == "app/report.sh"
+    assert focus_span(loc, "the report.shell exits 0").path == "app/toolbar.js"  # not its file
+    assert focus_span(loc, "buttons report the wrong index").path == "app/toolbar.js"
+    assert focus_span(loc).path == "app/toolbar.js"
+
+
 def test_a_number_one_off_goes_to_the_line_the_text_corrects_and_a_copy_changes_nothing():
     # the live 1.5B numbered the QC line 18 as 19, and copied lines of the table back
     new, why = line_edit(CODE, SPAN, '4: "QC": 15,  # GST + QST')

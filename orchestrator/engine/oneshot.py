@@ -201,7 +201,7 @@ async def prompt_for(ctx: RunContext, state: RunState, n: int, *, restate: bool 
         commands=acceptance_commands(ctx, state),
         failure=state.feedback if again else None, first=first,
         feedback=text("oneshot", "again", previous=previous) if again else "", told=told)
-    focus = found or (focus_span(loc) if restate else None)
+    focus = found or (focus_span(loc, state.task) if restate else None)
     if focus is not None and not (focus.text and defined(focus.text[0])):
         focus = None  # lines around the failure, not a function: whole files only
     return Prompt(prompt, shown, diagnosed=state.diagnosis is not None and not first,
@@ -213,7 +213,7 @@ def told_facts(loc: Localization, state: RunState, found: Span | None = None) ->
     output when there is one) and the one function around the failing line (or the place the
     explorers ``found``)."""
     parts = [said] if (said := _facts(loc, state)) else []
-    span = found or focus_span(loc)
+    span = found or focus_span(loc, state.task)
     if span is not None:
         parts.append(_focus_text(span, "found" if found else "focus"))
     return "\n\n".join(parts)
@@ -239,7 +239,8 @@ async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | 
         return None
     span = None if loc.pinned else await asyncio.to_thread(found_span, ctx.worktree, state, shown)
     where = "line_found"
-    if span is None and (pinned := focus_span(loc)) is not None and pinned.path in shown.sources:
+    pinned = focus_span(loc, state.task)
+    if span is None and pinned is not None and pinned.path in shown.sources:
         now = shown.sources[pinned.path].splitlines()[pinned.start - 1:pinned.end]
         span, where = pinned.model_copy(update={"text": tuple(now)}), "line_failure"
     if span is None or not span.text:
@@ -300,9 +301,27 @@ def found_span(root: Path, state: RunState, shown: Shown) -> Span | None:
                 text=tuple(lines[start - 1:end]), why="the explorers' verified claims cite it")
 
 
-def focus_span(loc: Localization) -> Span | None:
-    """The first span of non-test code the failure points at (a function, when it is short)."""
-    return next((s for s in loc.spans if s.path in loc.suspects), None)
+def focus_span(loc: Localization, task: str = "") -> Span | None:
+    """The span of non-test code the failure points at (a function, when it is short): the
+    first one whose definition the ``task`` names (``is_valid_id('ab12; DROP') returns True``),
+    else the first whose file it names, else the first. The traceback's first frame is often
+    the caller (the test calls ``register``, which calls the wrong ``is_valid_id``): in the
+    r15 live suite every later one-shot of three tasks was pointed at the caller and rewrote
+    it, while the task named the function to change."""
+    spans = [s for s in loc.spans if s.path in loc.suspects]
+    if not spans:
+        return None
+    words = set(re.findall(r"[A-Za-z_$][\w$]*", task))
+    return max(spans, key=lambda s: _named_by(s, task, words))  # max keeps the first of ties
+
+
+def _named_by(span: Span, task: str, words: set[str]) -> int:
+    """2 when ``task`` names the definition ``span`` starts with, 1 when it names its file."""
+    name = defined(span.text[0]) if span.text else None
+    if name is not None and name in words:
+        return 2
+    base = re.escape(span.path.rsplit("/", 1)[-1])
+    return 1 if re.search(rf"(?<![\w./-]){base}(?![\w-])", task) else 0
 
 
 _DEFINES = re.compile(r"^\s*(?:async\s+def|def|function|class)\s+(\w+)")
