@@ -119,8 +119,9 @@ async def test_the_line_is_asked_of_the_function_the_task_names_not_of_its_calle
     the caller, and every later one-shot of both maps was pointed at accounts.py and gave it
     back. The task names ``is_valid_id``: the one-line request shows that function, and a
     builder that corrects what it is shown passes (shown the caller, it could not)."""
-    from orchestrator.benchmark.suite import copy_repo, load_suite
     from test_oneshot import _call, _setup
+
+    from orchestrator.benchmark.suite import copy_repo, load_suite
 
     task = load_suite("live").select(["py-id-validation"]).tasks[0]
     repo = copy_repo(task.repo, tmp_path / "repo")
@@ -148,6 +149,48 @@ async def test_the_line_is_asked_of_the_function_the_task_names_not_of_its_calle
     asked = [ChatRequestView.from_body(r.body)
              for r in fresh_sim.state.requests_for("sim-builder")][-1].messages[-1]["content"]
     assert "The failure points at this code (validate.py lines 6-8)" in asked
+
+
+async def test_line_samples_ask_the_line_again_at_the_highest_temperature_until_one_passes(
+        fresh_sim, sample_repo):
+    """``line_samples = 3``: the demo's one-shot gives stats.py back; the one-line request's
+    first sample copies the wrong line, its second corrects it. Both send the very same
+    messages (the server's cache serves the second), the first at the attempt's temperature
+    and the second at the role's highest; the third is never asked, and the pass is the
+    one-line rung's."""
+    from orchestrator.sim.scenario import CacheSpec
+    original = (sample_repo / "stats.py").read_text(encoding="utf-8")
+    lines: list[str] = []
+
+    def respond(req: ChatRequestView) -> Reply:
+        if not _asked_line(req):
+            return Reply(content=f"stats.py\n```python\n{original}```\n")
+        shown = req.messages[-1]["content"]
+        n = re.findall(r"(\d+)\|     return ordered\[mid\]$", shown, re.M)[-1]
+        lines.append(n)
+        fix = BUGGY_LINE.strip() if len(lines) == 1 else RIGHT_LINE.strip()
+        return Reply(content=f"{n}: {fix}")
+
+    scenario = scenario_with(**{"sim-builder": ModelBehavior(respond=respond)})
+    fresh_sim.set_scenario(scenario.model_copy(update={"cache": CacheSpec(min_tokens=0,
+                                                                          block=1)}))
+    result = await api.arun(DEMO_TASK, **demo_run(
+        fresh_sim, sample_repo, "builder.one_shot=true", "builder.one_line=true",
+        "builder.line_samples=3", "builder.temperatures=[0.0, 0.3, 0.9, 0.6]"))
+    assert result.status == "succeeded", result.reason
+    assert [(a.strategy, a.changed) for a in result.attempt_log] == [
+        ("one_shot", False), ("one_line", True)]
+    head, _, tail = original.rpartition(BUGGY_LINE)
+    assert show(sample_repo, f"{result.branch}:stats.py") == head + RIGHT_LINE + tail
+    asked = [r for r in fresh_sim.state.requests_for("sim-builder")
+             if _asked_line(ChatRequestView.from_body(r.body))]
+    assert len(asked) == 2  # stopped at the first pass
+    assert json.dumps(asked[0].body["messages"]) == json.dumps(asked[1].body["messages"])
+    assert [r.body.get("temperature") for r in asked] == [0.3, 0.9]
+    samples = result.attempt_log[1].samples
+    assert [(s.index, s.changed, s.passed) for s in samples] == [(1, False, False),
+                                                                 (2, True, True)]
+    assert samples[1].cached_tokens > 0
 
 
 def test_the_focus_is_the_definition_the_task_names_else_its_file_else_the_first():

@@ -127,6 +127,12 @@ class RoleSpec(_Strict):
         "asks up to k times with the same prompt (only the sampling differs, temperatures[i]), "
         "each answer checked by the acceptance commands in a worktree of its own; the first "
         "that passes is kept.")
+    line_samples: int = Field(
+        1, ge=1, le=16, description="Build roles with one_line: the one-line request is asked "
+        "up to k times with the same prompt, the first at the attempt's temperature and the "
+        "rest at the role's highest, each answer checked in a worktree of its own; the first "
+        "that passes is kept. A line is a few tokens and its prompt is short and cached: a "
+        "further sample costs seconds where a whole-file one-shot costs tens.")
     fallback: tuple[str, ...] = ()
     max_turns: int = Field(30, ge=1, le=500)
     context_fork_at: float = Field(0.8, gt=0.1, le=0.98)

@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from orchestrator.config.prompts import text
+from orchestrator.config.schema import RoleSpec
 from orchestrator.engine import oneshot
 from orchestrator.engine.ladder import ONE_SHOTS, Rung, rung_for
 from orchestrator.engine.prompting import acceptance_commands
@@ -190,17 +191,33 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
     if prompt is None:
         return None
     protected = protected_tests(ctx, state)
-    if spec.samples > 1 and ctx.workspace is not None and ctx.sandbox is not None:
-        outcome, made = await best_of(ctx, role, n, prompt, k=spec.samples,
+    k, temperatures = _sampling(spec, n, line=prompt.line is not None)
+    if k > 1 and ctx.workspace is not None and ctx.sandbox is not None:
+        outcome, made = await best_of(ctx, role, n, prompt, k=k,
                                       commands=acceptance_commands(ctx, state),
                                       policy=policy_of(ctx), protected=protected,
-                                      model_step=rung.model_step)
+                                      model_step=rung.model_step, temperatures=temperatures)
         samples.extend(made)
         return strategy, outcome, prompt.diagnosed
     outcome, _ = await oneshot.ask(ctx, role, session_of(role, n, 1), prompt,
                                    temperature=temperature_of(spec.temperatures, n),
                                    protected=protected, model_step=rung.model_step)
     return strategy, outcome, prompt.diagnosed
+
+
+def _sampling(spec: RoleSpec, n: int, *, line: bool) -> tuple[int, tuple[float, ...]]:
+    """How many samples attempt ``n``'s one-shot asks, and sample i's temperature (i-th of
+    the tuple, cycling): a one-line request takes ``line_samples``, the attempt's own
+    temperature first, then the role's highest (a line is a few tokens: at one temperature
+    the samples would mostly repeat); a whole-file one takes ``samples`` at ``temperatures``."""
+    temps = spec.temperatures
+    if line and spec.line_samples > 1:
+        first = temperature_of(temps, n)
+        rest = max(temps) if temps else None
+        if first is None or rest is None:
+            return spec.line_samples, ()
+        return spec.line_samples, (first, *[rest] * (spec.line_samples - 1))
+    return spec.samples, temps
 
 
 async def _tool_loop(ctx: RunContext, state: RunState, role: Role, task: str, n: int, *,

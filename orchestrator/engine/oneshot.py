@@ -223,7 +223,12 @@ def _facts(loc: Localization, state: RunState) -> str:
     """The values the failing assertions compared, from verify's output when there is one."""
     reports = [failures.parse(c.output, command=c.command, exit_code=c.exit_code)
                for c in (state.verify.checks if state.verify else []) if c.exit_code]
-    said = facts.facts(reports or loc.reports)
+    return facts_said(reports or list(loc.reports))
+
+
+def facts_said(reports: Sequence[failures.FailureReport]) -> str:
+    """The values ``reports``' failing assertions compared, as the prompts say them."""
+    said = facts.facts(reports)
     return text("oneshot", "facts", facts="\n".join(f"- {f}" for f in said)) if said else ""
 
 
@@ -302,26 +307,17 @@ def found_span(root: Path, state: RunState, shown: Shown) -> Span | None:
 
 
 def focus_span(loc: Localization, task: str = "") -> Span | None:
-    """The span of non-test code the failure points at (a function, when it is short): the
-    first one whose definition the ``task`` names (``is_valid_id('ab12; DROP') returns True``),
-    else the first whose file it names, else the first. The traceback's first frame is often
-    the caller (the test calls ``register``, which calls the wrong ``is_valid_id``): in the
-    r15 live suite every later one-shot of three tasks was pointed at the caller and rewrote
-    it, while the task named the function to change."""
-    spans = [s for s in loc.spans if s.path in loc.suspects]
-    if not spans:
-        return None
+    """The span of non-test code the failure points at (a function, when it is short) whose
+    definition the ``task`` names, else whose file it names, else the first: the first frame is
+    often the caller (r15: three tasks' later one-shots were all pointed at the caller)."""
     words = set(re.findall(r"[A-Za-z_$][\w$]*", task))
-    return max(spans, key=lambda s: _named_by(s, task, words))  # max keeps the first of ties
 
-
-def _named_by(span: Span, task: str, words: set[str]) -> int:
-    """2 when ``task`` names the definition ``span`` starts with, 1 when it names its file."""
-    name = defined(span.text[0]) if span.text else None
-    if name is not None and name in words:
-        return 2
-    base = re.escape(span.path.rsplit("/", 1)[-1])
-    return 1 if re.search(rf"(?<![\w./-]){base}(?![\w-])", task) else 0
+    def named(span: Span) -> int:
+        if span.text and (name := defined(span.text[0])) is not None and name in words:
+            return 2
+        base = re.escape(span.path.rsplit("/", 1)[-1])
+        return 1 if re.search(rf"(?<![\w./-]){base}(?![\w-])", task) else 0
+    return max((s for s in loc.spans if s.path in loc.suspects), key=named, default=None)
 
 
 _DEFINES = re.compile(r"^\s*(?:async\s+def|def|function|class)\s+(\w+)")

@@ -31,9 +31,11 @@ from orchestrator.tools.shell import CommandPolicy
 
 async def best_of(ctx: RunContext, role: Role, n: int, prompt: oneshot.Prompt, *, k: int,
                   commands: list[str], policy: CommandPolicy, protected: frozenset[str],
-                  model_step: int = 0) -> tuple[SessionOutcome, list[Sample]]:
-    """Up to ``k`` samples of ``prompt`` for build attempt ``n``; the first that passes (else
-    the one with the fewest failing commands) is adopted into ``ctx.worktree``."""
+                  model_step: int = 0, temperatures: tuple[float, ...] | None = None
+                  ) -> tuple[SessionOutcome, list[Sample]]:
+    """Up to ``k`` samples of ``prompt`` for build attempt ``n``, sample i at the i-th of
+    ``temperatures`` (default: the role's); the first that passes (else the one with the
+    fewest failing commands) is adopted into ``ctx.worktree``."""
     assert ctx.workspace is not None, "samples need the run's workspace"
     spec = ctx.roles.roles[role]
     main = ctx.workspace
@@ -43,7 +45,8 @@ async def best_of(ctx: RunContext, role: Role, n: int, prompt: oneshot.Prompt, *
     try:
         await _ask_each(ctx, role, n, prompt, k=k, tree=tree, runs=runs, samples=samples,
                         commands=commands, policy=policy, protected=protected,
-                        model_step=model_step, temperatures=spec.temperatures)
+                        model_step=model_step,
+                        temperatures=spec.temperatures if temperatures is None else temperatures)
     except BaseException:  # stopped (the time budget, a fatal error): no worktree is left
         for run in runs:
             with contextlib.suppress(OSError, OrchestrateError):

@@ -1,0 +1,151 @@
+"""How often the one-line request fixes a task when asked k times (issue 27: cheap samples,
+verified), and what the 2nd..kth sample costs against the first.
+
+For each task of a suite whose failure pins code: the one-line request the engine asks after a
+failed first one-shot (``oneshot.line_prompt_for``: the task, the failure as facts and output,
+the definition the task names else the failure's first, numbered), built once from the
+preflight's failure (the engine shows verify's, which after an unchanged first reply is the
+same), sent ``--k`` times one after another, byte for byte, the first at ``--first`` and the rest
+at ``--rest`` degrees. Each answer is applied to a fresh copy of the repository the engine's way
+(``oneline.line_edit``) and checked by the task's acceptance commands (sandboxed). Prints a line
+per sample and, per task, the samples that passed; the 2nd..kth samples' wall time against the
+first's. ``--variant bare`` sends the request as it was before a reason was asked first (the
+line alone), to compare.
+
+    python bench/line_samples.py --roles live-routed --k 4
+    python bench/line_samples.py --roles live-routed --k 6 --task py-id-validation --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from first_prompt import _localized
+
+from orchestrator.benchmark.simulator import load_role_map
+from orchestrator.benchmark.spec import check_acceptance
+from orchestrator.benchmark.suite import Task, load_suite, materialize
+from orchestrator.config.prompts import text
+from orchestrator.config.schema import RoleMap
+from orchestrator.engine import oneline
+from orchestrator.engine.oneshot import facts_said, focus_span, shown_files
+from orchestrator.localize.localization import Localization, Span
+from orchestrator.models.pool import ClientPool
+
+BARE = ("Which one of these lines is wrong? Answer with one line in this form: the line's "
+        "number, a colon, then the whole line as it should read:\n<number>: <the corrected "
+        "line>\nChange what makes the tests fail: a line given back as it is fixes nothing.")
+BARE_SYSTEM = ("You are a programmer fixing a bug. You cannot run anything. You answer with "
+               "only the line that is wrong, corrected: its number, a colon, and its new text.")
+
+
+def _request(task: Task, loc: Localization, span: Span, variant: str
+             ) -> list[dict[str, str]]:
+    output = "\n".join(c.output for c in loc.checks if c.exit_code)
+    failing = "\n\n".join(p for p in (facts_said(loc.reports), output[-3000:]) if p.strip())
+    body = text("oneshot", "line_task", task=task.instruction, failure=failing,
+                where=text("oneshot", "line_failure", path=span.path, start=span.start,
+                           end=span.end),
+                body=oneline.numbered(span))
+    system = text("oneshot", "line_system")
+    if variant == "bare":  # the request before a reason was asked first (to 2026-12-03)
+        body, system = body[:body.rindex("Which one of these lines")] + BARE, BARE_SYSTEM
+    return [{"role": "system", "content": system}, {"role": "user", "content": body}]
+
+
+async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
+                temps: tuple[float, float], tmp: Path, variant: str) -> list[dict[str, Any]]:
+    repo = materialize(task, tmp / f"{task.name}-preflight")
+    loc = await asyncio.to_thread(_localized, repo, task)
+    span = focus_span(loc, task.instruction) if shown_files(repo, loc) is not None else None
+    if span is None or not span.text:
+        print(f"{task.name:22} skipped: the failure pins no code", flush=True)
+        return []
+    prompt = _request(task, loc, span, variant)
+    rows = []
+    for i in range(1, k + 1):
+        temperature = temps[0] if i == 1 else temps[1]
+        client = pool.for_role(role, temperature=temperature)
+        started = time.monotonic()
+        done = await client.complete(prompt, session=f"{role}-{task.name}-line-{i}")
+        copy = materialize(task, tmp / f"{task.name}-{i}")
+        current = (copy / span.path).read_text(encoding="utf-8")
+        new, why = oneline.line_edit(current, span, done.content or "")
+        passed = False
+        if new is not None:
+            (copy / span.path).write_text(new, encoding="utf-8")
+            passed = await check_acceptance(
+                task, copy, dict(os.environ), roles.run.command_timeout_s,
+                sandbox=roles.sandbox, objects=copy / ".git" / "objects")
+        rec = done.record
+        rows.append({"task": task.name, "sample": i, "temperature": temperature,
+                     "span": f"{span.path}:{span.start}-{span.end}", "changed": new is not None,
+                     "passed": passed, "why": why, "reply": (done.content or "")[:600],
+                     "call_s": round(rec.duration_s, 2),
+                     "ttft_s": None if rec.ttft_s is None else round(rec.ttft_s, 2),
+                     "prompt_tokens": rec.prompt_tokens, "cached_tokens": rec.cached_tokens,
+                     "wall_s": round(time.monotonic() - started, 2)})
+        r = rows[-1]
+        print(f"{task.name:22} {r['span']:22} #{i} t={temperature} changed={r['changed']!s:5} "
+              f"passed={passed!s:5} {r['call_s']:5.1f}s cached={r['cached_tokens']}/"
+              f"{r['prompt_tokens']} {r['reply'][-70:]!r}", flush=True)
+    return rows
+
+
+async def _run(roles: RoleMap, role: str, tasks: list[Task], k: int,
+               temps: tuple[float, float], variant: str) -> list[dict[str, Any]]:
+    pool = ClientPool(roles, dict(os.environ))
+    rows: list[dict[str, Any]] = []
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            for task in tasks:
+                rows += await _task(pool, roles, role, task, k, temps, Path(tmp), variant)
+    finally:
+        await pool.aclose()
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--roles", required=True, help="a role map (packaged name or file)")
+    ap.add_argument("--role", default="builder")
+    ap.add_argument("--suite", default="live")
+    ap.add_argument("--task", action="append", help="only these tasks (repeatable)")
+    ap.add_argument("--k", type=int, default=4)
+    ap.add_argument("--first", type=float, default=0.6, help="the first sample's temperature")
+    ap.add_argument("--rest", type=float, default=0.6, help="samples 2..k's temperature")
+    ap.add_argument("--variant", choices=("engine", "bare"), default="engine",
+                    help="engine: the engine's request (a sentence on what is wrong, then the "
+                    "line); bare: the line alone, as it was asked before")
+    ap.add_argument("--json", type=Path)
+    args = ap.parse_args()
+    _, roles = load_role_map(args.roles)
+    tasks = [t for t in load_suite(args.suite).tasks if not args.task or t.name in args.task]
+    rows = asyncio.run(_run(roles, args.role, tasks, args.k, (args.first, args.rest),
+                           args.variant))
+    names = list(dict.fromkeys(r["task"] for r in rows))
+    first = [r for r in rows if r["sample"] == 1 and r["passed"]]
+    any_ = [n for n in names if any(r["passed"] for r in rows if r["task"] == n)]
+    print(f"\nfirst sample passed: {len(first)}/{len(names)}   any of {args.k}: "
+          f"{len(any_)}/{len(names)} ({', '.join(any_) or 'none'})")
+    later = [r["wall_s"] for r in rows if r["sample"] > 1]
+    firsts = [r["wall_s"] for r in rows if r["sample"] == 1]
+    if later and firsts:
+        print(f"median wall: first {statistics.median(firsts):.1f} s, 2nd..kth "
+              f"{statistics.median(later):.1f} s "
+              f"({statistics.median(later) / statistics.median(firsts):.2f} of the first)")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
