@@ -3,7 +3,8 @@ verified), and what the 2nd..kth sample costs against the first.
 
 For each task of a suite whose failure pins code: the one-line request the engine asks after a
 failed first one-shot (``oneshot.line_prompt_for``: the task, the failure as facts and output,
-the definition the task names else the failure's first, numbered), built once from the
+the definition the task names else the failure's first, from a module constant it uses
+just above, numbered: ``places.line_span``), built once from the
 preflight's failure (the engine shows verify's, which after an unchanged first reply is the
 same), sent ``--k`` times one after another, byte for byte, the first at ``--first`` and the rest
 at ``--rest`` degrees. Each answer is applied to a fresh copy of the repository the engine's way
@@ -36,7 +37,8 @@ from orchestrator.benchmark.suite import Task, load_suite, materialize
 from orchestrator.config.prompts import text
 from orchestrator.config.schema import RoleMap
 from orchestrator.engine import oneline
-from orchestrator.engine.oneshot import facts_said, focus_span, shown_files
+from orchestrator.engine.oneshot import facts_said, shown_files
+from orchestrator.engine.places import focus_span, line_span
 from orchestrator.localize.localization import Localization, Span
 from orchestrator.models.pool import ClientPool
 
@@ -69,6 +71,7 @@ async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
     if span is None or not span.text:
         print(f"{task.name:22} skipped: the failure pins no code", flush=True)
         return []
+    span = line_span(loc, span, (repo / span.path).read_text(encoding="utf-8"))
     prompt = _request(task, loc, span, variant)
     rows = []
     for i in range(1, k + 1):

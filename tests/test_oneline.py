@@ -148,7 +148,10 @@ async def test_the_line_is_asked_of_the_function_the_task_names_not_of_its_calle
     assert "fullmatch" in show(repo, f"{result.branch}:validate.py")
     asked = [ChatRequestView.from_body(r.body)
              for r in fresh_sim.state.requests_for("sim-builder")][-1].messages[-1]["content"]
-    assert "The failure points at this code (validate.py lines 6-8)" in asked
+    # from the pattern the function uses (shown the function alone, the live 1.5B said its
+    # ID_PATTERN was "not defined anywhere")
+    assert "The failure points at this code (validate.py lines 3-8)" in asked
+    assert '3| ID_PATTERN = re.compile(r"[a-z]+[0-9]+")' in asked
 
 
 async def test_line_samples_ask_the_line_again_at_the_highest_temperature_until_one_passes(
@@ -193,8 +196,33 @@ async def test_line_samples_ask_the_line_again_at_the_highest_temperature_until_
     assert samples[1].cached_tokens > 0
 
 
+def test_the_line_request_shows_a_function_from_the_constant_just_above_it_only():
+    from orchestrator.engine.places import NEAR_CONSTANT, line_span
+    from orchestrator.localize.localization import Localization
+
+    far = NEAR_CONSTANT + 1
+    body = ("LIMIT = 3\n" + "\n" * far + "PATTERN = 1\n\n\ndef check(x):\n"
+            "    return x < LIMIT and x != PATTERN\n")
+    lines = body.splitlines()
+    at = {name: n for n, line in enumerate(lines, 1) for name in ("LIMIT", "PATTERN", "def")
+          if line.startswith(name)}
+    fn = Span(path="m.py", start=at["def"], end=at["def"] + 1, focus=at["def"],
+              text=tuple(lines[at["def"] - 1:at["def"] + 1]), why="")
+
+    def const(path: str, name: str) -> Span:
+        return Span(path=path, start=at[name], end=at[name], focus=at[name],
+                    text=(lines[at[name] - 1],), why="")
+    loc = Localization(suspects=("m.py", "n.py"), spans=(
+        fn, const("m.py", "LIMIT"), const("m.py", "PATTERN"), const("n.py", "PATTERN")))
+    shown = line_span(loc, fn, body)
+    assert shown.start == at["PATTERN"] and shown.end == fn.end  # LIMIT is too far above
+    assert shown.text == tuple(lines[at["PATTERN"] - 1:fn.end])
+    alone = Localization(suspects=("m.py",), spans=(fn, const("n.py", "PATTERN")))
+    assert line_span(alone, fn, body) == fn  # a constant of another file is not this one's
+
+
 def test_the_focus_is_the_definition_the_task_names_else_its_file_else_the_first():
-    from orchestrator.engine.oneshot import focus_span
+    from orchestrator.engine.places import focus_span
     from orchestrator.localize.localization import Localization
 
     def span(path: str, first: str) -> Span:

@@ -25,21 +25,20 @@ counts: it starts, calls and finishes through a session's own ``Account``
 from __future__ import annotations
 
 import asyncio
-import re
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from orchestrator.config.prompts import text
 from orchestrator.engine import oneline
+from orchestrator.engine.places import defined, focus_span, found_span, line_span
 from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import session_of
 from orchestrator.engine.replyfiles import fenced, parse_files, relabelled, stalled
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
-from orchestrator.localize import facts, failures, repomap
-from orchestrator.localize.candidates import CONSTANT, constant_at, file_factor, unit_of
+from orchestrator.localize import facts, failures
+from orchestrator.localize.candidates import file_factor
 from orchestrator.localize.localization import Localization, Span
 from orchestrator.record.events import Warned
 from orchestrator.session.account import Account, SessionOutcome
@@ -51,7 +50,6 @@ from orchestrator.tools.jail import Jail, open_regular
 MAX_FILE_CHARS = 16_000  # a pinned file larger than this is not shown whole: no one-shot
 MAX_TOTAL_CHARS = 24_000  # all shown files together (an 8k-token window holds the rest)
 MAX_FILES = 4
-FOUND_LINES = 40  # the explorers' place shown as the focus: at most this many lines
 
 
 @dataclass(frozen=True)
@@ -188,7 +186,7 @@ async def prompt_for(ctx: RunContext, state: RunState, n: int, *, restate: bool 
     # the place the explorers' verified claims point at, when the failure does not pin one:
     # shown on every one-shot, and a reply may give that definition alone
     found = None if loc.pinned else await asyncio.to_thread(
-        found_span, ctx.worktree, state, shown)
+        found_span, state, shown.sources)
     if found is not None:
         told = told_facts(loc, state, found) if restate else _focus_text(found, "found")
     first = not again and not restate
@@ -234,20 +232,19 @@ def facts_said(reports: Sequence[failures.FailureReport]) -> str:
 
 async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | None:
     """The one-line request of attempt ``n`` (``oneline.py``): the code the explorers found, or
-    else the function the failure points at, as the file is now, numbered; ``None`` when there
-    is no such code or nothing failed."""
+    else the function the failure points at (``places.line_span``), as the file is now,
+    numbered; ``None`` when there is no such code or nothing failed."""
     loc = state.localization
     if loc is None or state.verify is None or state.verify.passed or not state.feedback:
         return None
     shown = await asyncio.to_thread(shown_files, ctx.worktree, loc, found_files(state))
     if shown is None:
         return None
-    span = None if loc.pinned else await asyncio.to_thread(found_span, ctx.worktree, state, shown)
+    span = None if loc.pinned else await asyncio.to_thread(found_span, state, shown.sources)
     where = "line_found"
     pinned = focus_span(loc, state.task)
     if span is None and pinned is not None and pinned.path in shown.sources:
-        now = shown.sources[pinned.path].splitlines()[pinned.start - 1:pinned.end]
-        span, where = pinned.model_copy(update={"text": tuple(now)}), "line_failure"
+        span, where = line_span(loc, pinned, shown.sources[pinned.path]), "line_failure"
     if span is None or not span.text:
         return None
     failing = "\n\n".join(p for p in (_facts(loc, state), state.feedback[-3000:]) if p.strip())
@@ -273,60 +270,6 @@ def _focus_text(span: Span, key: str) -> str:
     alone = bool(span.text) and defined(span.text[0]) is not None
     return text("oneshot", key if alone else "focus_lines", path=span.path, start=span.start,
                 end=span.end, body=oneline.numbered(span))
-
-
-def found_span(root: Path, state: RunState, shown: Shown) -> Span | None:
-    """The definition around the line the explorers' verified claims cite in a source file the
-    prompt shows: files the failure does not already show first (the explorers found what the
-    traceback does not), then the most cited; the outermost short definition or constant table
-    around the line (``candidates.unit_of``), at most ``FOUND_LINES`` long."""
-    loc = state.localization
-    cited: dict[str, list[int]] = {}
-    for explorer in state.explorers:
-        for claim in explorer.claims:
-            for c in claim.citations:
-                path = c.path.removeprefix("./")
-                if path in shown.sources:
-                    cited.setdefault(path, []).append(min(c.start_line, c.end_line))
-    if not cited:
-        return None
-    suspects = set(loc.suspects) if loc else set()
-    path = min(cited, key=lambda p: (p in suspects, -len(cited[p])))
-    body = shown.sources[path]
-    lines = body.splitlines()
-    line = Counter(cited[path]).most_common(1)[0][0]
-    if not 0 < line <= len(lines):
-        return None
-    syms = repomap.symbols(path, body) if repomap.supported(path) else []
-    table = constant_at(lines, line) if not repomap.enclosing(syms, line) else None
-    start, end, _ = table or unit_of(line, syms, len(lines))
-    if end - start + 1 > FOUND_LINES:
-        start, end = max(start, line - FOUND_LINES // 2), min(end, line + FOUND_LINES // 2)
-    return Span(path=path, start=start, end=end, focus=line,
-                text=tuple(lines[start - 1:end]), why="the explorers' verified claims cite it")
-
-
-def focus_span(loc: Localization, task: str = "") -> Span | None:
-    """The span of non-test code the failure points at (a function, when it is short) whose
-    definition the ``task`` names, else whose file it names, else the first: the first frame is
-    often the caller (r15: three tasks' later one-shots were all pointed at the caller)."""
-    words = set(re.findall(r"[A-Za-z_$][\w$]*", task))
-
-    def named(span: Span) -> int:
-        if span.text and (name := defined(span.text[0])) is not None and name in words:
-            return 2
-        base = re.escape(span.path.rsplit("/", 1)[-1])
-        return 1 if re.search(rf"(?<![\w./-]){base}(?![\w-])", task) else 0
-    return max((s for s in loc.spans if s.path in loc.suspects), key=named, default=None)
-
-
-_DEFINES = re.compile(r"^\s*(?:async\s+def|def|function|class)\s+(\w+)")
-
-
-def defined(line: str) -> str | None:
-    """The name a line defines: a function, a class, or a module constant (``RATES = {``)."""
-    m = _DEFINES.match(line) or CONSTANT.match(line)
-    return m.group(1) if m else None
 
 
 def splice(current: str, span: Span, block: str) -> str | None:
