@@ -73,8 +73,10 @@ class Fleet:
         (home / "home").mkdir(parents=True, exist_ok=True)
         env = run_env(HOME=str(home / "home"), XDG_CONFIG_HOME=str(home / "home" / ".config")) \
             if machine else run_env()
+        # stalled after 8 s without a heartbeat (every 0.5 s): at 3 s, on a slow box with the
+        # suite's four workers on two cores, a live worker's job was taken over as stalled
         given = {"database_url": self.url, "cache_dir": str(home / "cache"), "name": name,
-                 "heartbeat_s": 0.5, "stalled_after_s": 3.0, "poll_s": poll_s, "push": push,
+                 "heartbeat_s": 0.5, "stalled_after_s": 8.0, "poll_s": poll_s, "push": push,
                  "allow_set": list(allow_set)}
         log = home / "worker.log"
         proc = subprocess.Popen([sys.executable, "-c", WORKER, json.dumps(given)], cwd=home,
