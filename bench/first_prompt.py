@@ -124,12 +124,23 @@ async def _run(roles: RoleMap, role: str, tasks: list[Task], variants: list[str]
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def task_args(ap: argparse.ArgumentParser) -> None:
+    """The options of a probe over a suite's tasks with a role map's model (``chosen``)."""
     ap.add_argument("--roles", required=True, help="a role map (packaged name or file)")
     ap.add_argument("--role", default="builder")
     ap.add_argument("--suite", default="live")
     ap.add_argument("--task", action="append", help="only these tasks (repeatable)")
+
+
+def chosen(args: argparse.Namespace) -> tuple[RoleMap, list[Task]]:
+    """The role map and the tasks ``task_args``' options name."""
+    _, roles = load_role_map(args.roles)
+    return roles, [t for t in load_suite(args.suite).tasks if not args.task or t.name in args.task]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    task_args(ap)
     ap.add_argument("--variants", default=",".join(VARIANTS))
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
@@ -138,8 +149,7 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"unknown variant(s) {', '.join(unknown)}: choose from "
                          f"{', '.join(VARIANTS)}")
-    _, roles = load_role_map(args.roles)
-    tasks = [t for t in load_suite(args.suite).tasks if not args.task or t.name in args.task]
+    roles, tasks = chosen(args)
     rows = asyncio.run(_run(roles, args.role, tasks, variants))
     tried = len({r["task"] for r in rows})
     print("\n" + "  ".join(f"{v}: {sum(r['passed'] for r in rows if r['variant'] == v)}/{tried}"

@@ -29,15 +29,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from first_prompt import _localized
+from first_prompt import _localized, chosen, task_args
 
-from orchestrator.benchmark.simulator import load_role_map
 from orchestrator.benchmark.spec import check_acceptance
-from orchestrator.benchmark.suite import Task, load_suite, materialize
-from orchestrator.config.prompts import text
+from orchestrator.benchmark.suite import Task, materialize
 from orchestrator.config.schema import RoleMap
 from orchestrator.engine import oneline
-from orchestrator.engine.oneshot import facts_said, shown_files
+from orchestrator.engine.oneshot import facts_said, line_messages, shown_files
 from orchestrator.engine.places import focus_span, line_span
 from orchestrator.localize.localization import Localization, Span
 from orchestrator.models.pool import ClientPool
@@ -52,15 +50,12 @@ BARE_SYSTEM = ("You are a programmer fixing a bug. You cannot run anything. You 
 def _request(task: Task, loc: Localization, span: Span, variant: str
              ) -> list[dict[str, str]]:
     output = "\n".join(c.output for c in loc.checks if c.exit_code)
-    failing = "\n\n".join(p for p in (facts_said(loc.reports), output[-3000:]) if p.strip())
-    body = text("oneshot", "line_task", task=task.instruction, failure=failing,
-                where=text("oneshot", "line_failure", path=span.path, start=span.start,
-                           end=span.end),
-                body=oneline.numbered(span))
-    system = text("oneshot", "line_system")
+    messages = line_messages(task.instruction, facts_said(loc.reports), output, span)
     if variant == "bare":  # the request before a reason was asked first (to 2026-12-03)
-        body, system = body[:body.rindex("Which one of these lines")] + BARE, BARE_SYSTEM
-    return [{"role": "system", "content": system}, {"role": "user", "content": body}]
+        body = messages[1]["content"]
+        messages = [{"role": "system", "content": BARE_SYSTEM},
+                    {"role": "user", "content": body[:body.rindex("Which one of")] + BARE}]
+    return messages
 
 
 async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
@@ -118,10 +113,7 @@ async def _run(roles: RoleMap, role: str, tasks: list[Task], k: int,
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--roles", required=True, help="a role map (packaged name or file)")
-    ap.add_argument("--role", default="builder")
-    ap.add_argument("--suite", default="live")
-    ap.add_argument("--task", action="append", help="only these tasks (repeatable)")
+    task_args(ap)
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--first", type=float, default=0.6, help="the first sample's temperature")
     ap.add_argument("--rest", type=float, default=0.6, help="samples 2..k's temperature")
@@ -130,8 +122,7 @@ def main() -> None:
                     "line); bare: the line alone, as it was asked before")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
-    _, roles = load_role_map(args.roles)
-    tasks = [t for t in load_suite(args.suite).tasks if not args.task or t.name in args.task]
+    roles, tasks = chosen(args)
     rows = asyncio.run(_run(roles, args.role, tasks, args.k, (args.first, args.rest),
                            args.variant))
     names = list(dict.fromkeys(r["task"] for r in rows))

@@ -247,12 +247,20 @@ async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | 
         span, where = line_span(loc, pinned, shown.sources[pinned.path]), "line_failure"
     if span is None or not span.text:
         return None
-    failing = "\n\n".join(p for p in (_facts(loc, state), state.feedback[-3000:]) if p.strip())
-    body = text("oneshot", "line_task", task=state.task, failure=failing,
+    return Prompt(line_messages(state.task, _facts(loc, state), state.feedback, span, where),
+                  shown, line=span)
+
+
+def line_messages(task: str, said: str, output: str, span: Span, where: str = "line_failure"
+                  ) -> list[dict[str, str]]:
+    """The one-line request's messages: the task, the failure (its facts ``said`` and the end
+    of its ``output``), ``span`` numbered under ``where`` ("line_found" or "line_failure")."""
+    failing = "\n\n".join(p for p in (said, output[-3000:]) if p.strip())
+    body = text("oneshot", "line_task", task=task, failure=failing,
                 where=text("oneshot", where, path=span.path, start=span.start, end=span.end),
                 body=oneline.numbered(span))
-    return Prompt([{"role": "system", "content": text("oneshot", "line_system")},
-                   {"role": "user", "content": body}], shown, line=span)
+    return [{"role": "system", "content": text("oneshot", "line_system")},
+            {"role": "user", "content": body}]
 
 
 def _line_changed(root: Path, span: Span, reply: str) -> tuple[dict[str, str], str]:
