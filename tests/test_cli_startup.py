@@ -114,3 +114,40 @@ def test_a_run_that_opens_loads_the_engine(sample_repo):
     last = proc.stdout.strip().splitlines()[-1]
     loaded = last.removeprefix("ENGINE:").split(",")
     assert {"langgraph", "openai", "orchestrator.engine.openrun"} <= set(loaded), proc.stderr
+
+
+# A run imports LangGraph and the OpenAI SDK off the caller's event loop: 1-3 s of imports (more
+# on a loaded box) on the loop stalled every other task on it - a fleet worker's heartbeat among
+# them, and the worker's job was taken over as stalled before its run had started.
+LOOP_PROBE = """
+import sys, threading
+first = {}
+def hook(event, args):
+    if event == "import" and args[0] in ("langgraph", "openai") and args[0] not in first:
+        first[args[0]] = threading.current_thread().name
+sys.addaudithook(hook)
+from orchestrator.faces.cli import main
+sys.argv = ["orchestrate", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as exit:
+    print("EXIT:", exit.code)
+print("FIRST:", first)
+"""
+
+
+def test_a_run_imports_the_engine_off_the_callers_loop(sim, sample_repo):
+    from conftest import scenario_with
+
+    from orchestrator.faces.demo import DEMO_TASK, scenario_path
+
+    sim.set_scenario(scenario_with())
+    proc = subprocess.run(
+        [sys.executable, "-c", LOOP_PROBE, "run", DEMO_TASK, "--repo", str(sample_repo),
+         "--roles", str(scenario_path("demo-roles.toml")),
+         "--set", f'providers.sim.base_url="{sim.base_url}"'],
+        env=run_env(), capture_output=True, text=True, timeout=120)
+    assert "EXIT: 0" in proc.stdout, proc.stdout + proc.stderr
+    first = proc.stdout.split("FIRST:", 1)[1].strip()
+    assert "'langgraph'" in first and "'openai'" in first, first
+    assert "MainThread" not in first, f"imported on the loop's thread: {first}"

@@ -17,6 +17,7 @@ the sandbox and the checkpointer, and assembles the ``RunContext`` nodes receive
 from __future__ import annotations
 
 import asyncio
+import importlib
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
@@ -41,9 +42,12 @@ async def open_run(mode: Mode, options: RunOptions, subject: str = "", *,
     """
     options.check(mode)
     plan, ledger = await asyncio.to_thread(prepare, mode, options, subject, run_id, served)
+    # what is left needs LangGraph and the OpenAI SDK: imported once the run is sure to open,
+    # and in a thread: 1-3 s of imports (more on a loaded box) would stall every task on the
+    # caller's loop - a fleet worker's heartbeat among them, and its job was taken as stalled
+    await asyncio.to_thread(importlib.import_module, "orchestrator.engine.drive")
     saving = AsyncExitStack()  # the checkpointer, open from before the worktree is made
     try:
-        # what is left needs LangGraph and the OpenAI SDK: imported once the run is sure to open
         from orchestrator.engine.openrun import OpenRun, make_files
 
         saver = await make_files(plan, options, saving)
