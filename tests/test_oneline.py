@@ -48,6 +48,49 @@ def test_a_line_given_back_outside_or_missing_changes_nothing_and_says_why(reply
     assert new is None and said in why
 
 
+# Two live replies of the r16 suite (the 1.5B, reason-first): the right fix in backticks or alone
+# in a fence, with no number; every numbered line of those runs was a copy.
+SERVICE = ("async function rename(store, id, name) {\n  const record = await store.get(id);\n"
+           "  if (!record) throw new Error(`no record ${id}`);\n"
+           "  store.save(id, { ...record, name });\n  return store.get(id);\n}\n")
+CONFIG = ('DEFAULTS = {"timeout": 30, "retries": 3, "verbose": False}\n\n\n'
+          "def load_settings(user):\n    merged = dict(user)\n    merged.update(DEFAULTS)\n"
+          "    return merged\n")
+
+
+def _span(path: str, code: str) -> Span:
+    lines = tuple(code.splitlines())
+    return Span(path=path, start=1, end=len(lines), focus=1, text=lines, why="pinned")
+
+
+@pytest.mark.parametrize(("code", "reply", "old", "fixed"), [
+    (SERVICE, "The line `store.save(id, { ...record, name });` is wrong because it does not wait "
+     "for the save operation to complete before returning the record. The correct line should be "
+     "`await store.save(id, { ...record, name });` to ensure that the save operation is completed "
+     "before returning the record.",
+     "  store.save(id", "  await store.save(id"),
+    (CONFIG, "The issue is that the code incorrectly updates the `merged` dictionary with "
+     "`DEFAULTS`. The corrected line should read:\n```python\nmerged.update({k: v for k, v in "
+     "DEFAULTS.items() if k not in merged})\n```\nThis ensures that only new key-value pairs are "
+     "added.", "merged.update(DEFAULTS)",
+     "merged.update({k: v for k, v in DEFAULTS.items() if k not in merged})"),
+])
+def test_a_corrected_line_given_without_its_number_goes_to_the_line_it_corrects(
+        code, reply, old, fixed):
+    new, why = line_edit(code, _span("f", code), reply)
+    assert why == "" and new == code.replace(old, fixed, 1)
+
+
+@pytest.mark.parametrize("reply", [
+    "The line `return store.get(id);` is wrong: it reads back too early.",  # the wrong line quoted
+    "The bug: `store.get(id)` runs before the save has finished.",          # a piece of a line
+    "The `record` is stale and `name` is lost; use `Promise.all` here.",    # like no line
+])
+def test_code_in_a_reason_that_corrects_no_line_changes_nothing(reply):
+    new, why = line_edit(SERVICE, _span("service.js", SERVICE), reply)
+    assert new is None and "was given a new text" in why
+
+
 def test_the_rung_follows_the_first_one_shot_only_when_the_role_asks_for_it():
     from orchestrator.config.schema import RoleSpec
     plain = RoleSpec(model="m", one_shot=True, one_shot_attempts=2)

@@ -12,7 +12,8 @@ text and the edit.
 
 A reply that reprints the whole numbered code with one line changed is read the same way (only
 lines that differ count); a line's indentation is the file's, whatever the reply's; a number
-off goes to the line the text clearly corrects; a number outside the code
+off goes to the line the text clearly corrects, and so does a corrected line given with no
+number at all (in backticks in the reason, or alone in a fence); a number outside the code
 shown, or text equal to one of its lines (a copy), changes nothing and is said.
 """
 
@@ -28,6 +29,8 @@ MAX_LINES = 3  # lines one reply may change: more is a rewrite, not a line
 _LINE = re.compile(r"^[ \t>*-]*(?:line[ \t]+)?(\d{1,6})[ \t]*[:|.)][ \t]?(.*)$", re.I | re.M)
 _HEAD = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|[A-Za-z_][\w.]*\s*[=:(])")
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
+_QUOTED = re.compile(r"```[^\n`]*\n(.*?)```|`([^`\n]+)`", re.S)  # a fence, or inline code
+RESEMBLES = 0.6  # how alike an unnumbered corrected line and the line it corrects must be
 
 
 def numbered(span: Span) -> str:
@@ -50,6 +53,8 @@ def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
             continue  # outside the code, or a line of it given back as it is
         given += 1
         edits.setdefault(_anchored(n, _flat(new), shown), new)
+    if not edits and (said := _unnumbered(reply or "", shown)) is not None:
+        given, edits = 1, dict([said])
     if not edits:
         return None, (f"no line of {span.path} {span.start}-{span.end} was given a new text "
                       "(answer 'N: corrected line')")
@@ -61,6 +66,38 @@ def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
         ending = old[len(old.rstrip("\r\n")):] or "\n"
         lines[n - 1] = f"{indent}{new.strip()}{ending}" if new.strip() else ending
     return "".join(lines), ""
+
+
+def _unnumbered(reply: str, shown: dict[int, str]) -> tuple[int, str] | None:
+    """The corrected line a reply gives without its number — in backticks ("the correct line
+    should be `await store.save(id, ...)`") or alone in a fence — and the line of the code it
+    corrects: the last such text that is no line of the code as it is, nor a piece of the line
+    it resembles (a quote of the wrong code), and resembles one line clearly (``_resembled``).
+    Live, the reason-first request was answered so with the right fix on two tasks whose every
+    numbered line was a copy (js-missing-await, py-config-merge in r16)."""
+    for m in reversed(list(_QUOTED.finditer(reply))):
+        new = (m.group(1) or m.group(2) or "").strip()
+        if not new or "\n" in new or _LINE.match(new):
+            continue
+        flat = _flat(new)
+        k = _resembled(flat, shown)
+        if k is not None and flat not in shown.values() and flat not in shown[k]:
+            return k, new
+    return None
+
+
+def _resembled(new: str, shown: dict[int, str]) -> int | None:
+    """The one line of the code that starts as ``new`` does, else the line it resembles most
+    when that is at least ``RESEMBLES`` alike and no other line is as close."""
+    head = _head(new)
+    same = [k for k, text in shown.items() if head and _head(text) == head]
+    if len(same) == 1:
+        return same[0]
+    alike = sorted(((difflib.SequenceMatcher(None, text, new).ratio(), k)
+                    for k, text in shown.items() if text), reverse=True)
+    if not alike or alike[0][0] < RESEMBLES or (len(alike) > 1 and alike[1][0] == alike[0][0]):
+        return None
+    return alike[0][1]
 
 
 def _flat(line: str) -> str:
