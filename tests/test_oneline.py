@@ -29,6 +29,7 @@ SPAN = Span(path="rates.py", start=1, end=4, focus=3, text=tuple(CODE.splitlines
     '3: "QC": 15,  # GST + QST',                       # the form asked for
     'Line 3: `"QC": 15,  # GST + QST`',                # a word before, backticks around
     '```\n   3|     "QC": 15,  # GST + QST\n```',       # the prompt's own numbering, fenced
+    'The corrected line should be `3|     "QC": 15,  # GST + QST`, since',  # inline, numbered
     # the whole block reprinted with the one line changed
     '1| RATES = {\n2|     "AB": 5,\n3|     "QC": 15,  # GST + QST\n4| }',
 ])

@@ -43,7 +43,9 @@ def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
     ``span``) replaced, and "" — or None and why nothing changed."""
     lines = current.splitlines(keepends=True)
     fenced = _FENCE.findall(reply or "")
-    text = "\n".join(fenced) if fenced else (reply or "")
+    # a numbered line may also sit in backticks inside the reason ("should be `10| ...`")
+    inline = [m.group(2) for m in _QUOTED.finditer(reply or "") if m.group(2)]
+    text = "\n".join([*fenced, *inline] if fenced else [reply or "", *inline])
     edits: dict[int, str] = {}
     given = 0
     shown = {k: _flat(lines[k - 1]) for k in range(span.start, min(span.end, len(lines)) + 1)}
