@@ -290,3 +290,17 @@ def test_a_guessed_path_gets_real_suggestions(tmp_path):
     (tmp_path / "shop" / "pricing.py").write_text("def apply_discount(p, d):\n    return p\n")
     with pytest.raises(ToolError, match=r"did you mean shop/pricing\.py\?"):
         read(tmp_path, "src/pricing.py")
+
+
+def test_a_search_reads_the_same_every_time(tmp_path):
+    """ripgrep's threads finish files in any order; the result is by file, so a rerun's prompt
+    is byte-identical (the call journal and prompt caches key on it)."""
+    from orchestrator.tools.search import search
+
+    for i in range(300):
+        (tmp_path / f"d{i % 7}").mkdir(exist_ok=True)
+        (tmp_path / f"d{i % 7}" / f"m{i:03}.py").write_text(f"x = 1\ndef median_{i}(): pass\n")
+    runs = [search(tmp_path, "median", max_matches=1000) for _ in range(5)]
+    paths = [[m.path for m in r.matches] for r in runs]
+    assert len(paths[0]) == 300 and paths[0] == sorted(paths[0])
+    assert all(p == paths[0] for p in paths) and len({r.format_for_model() for r in runs}) == 1

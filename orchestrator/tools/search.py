@@ -80,7 +80,8 @@ class Match:
 
 @dataclass(frozen=True)
 class SearchResult:
-    """Matches in ripgrep order; ``truncated`` when more exist than were collected."""
+    """Matches by file, each file's in line order; ``truncated`` when more exist than were
+    collected."""
 
     matches: list[Match]
     truncated: bool = False
@@ -157,7 +158,10 @@ def search(
     if timed_out:
         errors.insert(0, f"search timed out after {timeout:g}s; results are partial")
     return SearchResult(
-        matches=collector.matches,
+        # by file: ripgrep's threads finish files in any order, and the same search must read
+        # the same on a rerun (a resumed run's call journal and a server's prompt cache key on
+        # the exact text; one CI run paid a replayed session's call again for it)
+        matches=sorted(collector.matches, key=lambda m: m.path),
         truncated=collector.truncated or timed_out,
         files_searched=max(collector.searched, len(collector.files)),
         errors=errors,
