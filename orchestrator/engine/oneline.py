@@ -91,10 +91,8 @@ def _unnumbered(reply: str, shown: dict[int, str]) -> tuple[int, str] | None:
 def _resembled(new: str, shown: dict[int, str]) -> int | None:
     """The one line of the code that starts as ``new`` does, else the line it resembles most
     when that is at least ``RESEMBLES`` alike and no other line is as close."""
-    head = _head(new)
-    same = [k for k, text in shown.items() if head and _head(text) == head]
-    if len(same) == 1:
-        return same[0]
+    if (keyed := _keyed(new, shown)) is not None:
+        return keyed
     alike = sorted(((difflib.SequenceMatcher(None, text, new).ratio(), k)
                     for k, text in shown.items() if text), reverse=True)
     if not alike or alike[0][0] < RESEMBLES or (len(alike) > 1 and alike[1][0] == alike[0][0]):
@@ -111,16 +109,20 @@ def _anchored(n: int, new: str, shown: dict[int, str]) -> int:
     (a table's key, the name assigned), or else the line it clearly resembles more. A small
     model's number is often off: live, the 1.5B wrote "10" for the rate table's QC line 18,
     whose text it gave back changed — taken at its word it replaced Manitoba's rate."""
-    head = _head(new)
-    if head and head != _head(shown[n]):
-        same = [k for k, text in shown.items() if _head(text) == head]
-        if len(same) == 1:
-            return same[0]
+    if _head(new) != _head(shown[n]) and (keyed := _keyed(new, shown)) is not None:
+        return keyed
 
     def like(k: int) -> float:
         return difflib.SequenceMatcher(None, shown[k], new).ratio()
     best = max(shown, key=lambda k: (like(k), -abs(k - n)))
     return best if like(best) > like(n) + MARGIN else n
+
+
+def _keyed(new: str, shown: dict[int, str]) -> int | None:
+    """The one line of the code that starts as ``new`` does (a table's key, the name assigned)."""
+    head = _head(new)
+    same = [k for k, text in shown.items() if head and _head(text) == head]
+    return same[0] if len(same) == 1 else None
 
 
 def _head(line: str) -> str:

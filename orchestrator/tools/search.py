@@ -160,7 +160,8 @@ def search(
     return SearchResult(
         # by file: ripgrep's threads finish files in any order, and the same search must read
         # the same on a rerun (a resumed run's call journal and a server's prompt cache key on
-        # the exact text; one CI run paid a replayed session's call again for it)
+        # the exact text; one CI run paid a replayed session's call again for it). A truncated
+        # result may still hold other files on a rerun: which ones rg reached first decides
         matches=sorted(collector.matches, key=lambda m: m.path),
         truncated=collector.truncated or timed_out,
         files_searched=max(collector.searched, len(collector.files)),
