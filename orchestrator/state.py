@@ -313,6 +313,7 @@ class Sample(Frozen):
     output_tokens: int = 0
     changed: bool = False
     passed: bool = False
+    place: str = Field("", description="A one-line request's code (path:start-end).")
 
 
 class Attempt(Frozen):
@@ -344,6 +345,9 @@ class RunState(BaseModel):
     tests: KnownTests | None = None
     explorers: Annotated[list[ExplorerResult], operator.add] = Field(default_factory=list)
     digest: str = ""
+    # where the task's words lead in the code ("path:start-end", leads.py), when the failure
+    # pins none: the one-line request tries them after the explorers' place
+    leads: list[str] = Field(default_factory=list)
     build: BuildReport | None = None
     attempts: int = 0
     verify: VerifyResult | None = None

@@ -184,16 +184,19 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
     with the facts (``one_shot_fact``)."""
     spec = ctx.roles.roles[role]
     strategy = rung.strategy
-    prompt = await oneshot.line_prompt_for(ctx, state, n) if strategy == "one_line" else None
-    if prompt is None:
+    prompts = await oneshot.line_prompts_for(ctx, state, n) if strategy == "one_line" else []
+    if not prompts:
         strategy = "one_shot_fact" if strategy == "one_line" else strategy
-        prompt = await oneshot.prompt_for(ctx, state, n, restate=strategy != "one_shot")
-    if prompt is None:
+        whole = await oneshot.prompt_for(ctx, state, n, restate=strategy != "one_shot")
+        prompts = [whole] if whole is not None else []
+    if not prompts:
         return None
+    prompt = prompts[0]
     protected = protected_tests(ctx, state)
     k, temperatures = _sampling(spec, n, line=prompt.line is not None)
+    k += len(prompts) - 1  # each other place the task leads to is tried once, after the first
     if k > 1 and ctx.workspace is not None and ctx.sandbox is not None:
-        outcome, made = await best_of(ctx, role, n, prompt, k=k,
+        outcome, made = await best_of(ctx, role, n, prompts, k=k,
                                       commands=acceptance_commands(ctx, state),
                                       policy=policy_of(ctx), protected=protected,
                                       model_step=rung.model_step, temperatures=temperatures)

@@ -25,6 +25,7 @@ from orchestrator.engine.toolbox import output_mask, policy_of, protected_tests
 from orchestrator.errors import OrchestrateError
 from orchestrator.evidence.digest import build_digest
 from orchestrator.localize import failures
+from orchestrator.localize.leads import leads
 from orchestrator.record.events import AttemptFinished, TestResult, Verdict, Warned
 from orchestrator.state import (
     Attempt,
@@ -71,7 +72,11 @@ async def gather(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         total_tokens=settings.digest_tokens_total,
         known=state.tests,
     )
-    return {"digest": digest}
+    loc = state.localization
+    if loc is None or loc.pinned or loc.passed:
+        return {"digest": digest}
+    found = await asyncio.to_thread(leads, runtime.context.retriever(), state.task)
+    return {"digest": digest, "leads": [f"{w.path}:{w.start}-{w.end}" for w in found]}
 
 
 # --- verify and report ---------------------------------------------------------------------------

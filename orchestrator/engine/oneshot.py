@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 
 from orchestrator.config.prompts import text
 from orchestrator.engine import oneline
-from orchestrator.engine.places import defined, focus_span, found_span, line_span
+from orchestrator.engine.places import FOUND_LINES, defined, focus_span, found_span, line_span
 from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import session_of
 from orchestrator.engine.replyfiles import fenced, parse_files, relabelled, stalled
@@ -249,6 +249,48 @@ async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | 
         return None
     return Prompt(line_messages(state.task, _facts(loc, state), state.feedback, span, where),
                   shown, line=span)
+
+
+async def line_prompts_for(ctx: RunContext, state: RunState, n: int) -> list[Prompt]:
+    """The one-line requests of attempt ``n``: ``line_prompt_for``'s, then, when the failure
+    pins no code, one for each place the task's words lead to (``state.leads``,
+    ``localize/leads.py``) that it does not show. Each is built once and differs from the
+    others only at its end (the code shown), so a server's cache serves the rest."""
+    first = await line_prompt_for(ctx, state, n)
+    loc = state.localization
+    if (loc is None or loc.pinned or not state.leads or state.verify is None
+            or state.verify.passed or not state.feedback):
+        return [first] if first is not None else []
+    spans = await asyncio.to_thread(lead_spans, ctx.worktree, state.leads)
+    prompts = [first] if first is not None else []
+    said = _facts(loc, state)
+    for span, body in spans:
+        if any(p.line is not None and p.line.path == span.path and p.line.start <= span.end
+               and span.start <= p.line.end for p in prompts):
+            continue  # the explorers' place shows it already
+        prompts.append(Prompt(line_messages(state.task, said, state.feedback, span, "line_lead"),
+                              Shown({span.path: body}, {}), line=span))
+    return prompts
+
+
+def lead_spans(root: Path, refs: Sequence[str]) -> list[tuple[Span, str]]:
+    """The code of each ``path:start-end`` lead as it is now, with its file's text; a lead whose
+    file cannot be read, or whose lines are gone, is left out."""
+    jail = Jail(root)
+    out: list[tuple[Span, str]] = []
+    for ref in refs:
+        path, _, lines = ref.rpartition(":")
+        start, _, end = lines.partition("-")
+        body = _read(jail, path) if path and start.isdigit() and end.isdigit() else None
+        if body is None:
+            continue
+        text = body.splitlines()
+        first, last = int(start), min(int(end), len(text), int(start) + FOUND_LINES - 1)
+        if 0 < first <= last:
+            out.append((Span(path=path, start=first, end=last, focus=first,
+                             text=tuple(text[first - 1:last]),
+                             why="the task's words lead here"), body))
+    return out
 
 
 def line_messages(task: str, said: str, output: str, span: Span, where: str = "line_failure"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 
 from orchestrator.engine import oneshot
 from orchestrator.engine.race import FATAL, CandidateRun, adopt, attempt, best, prepare
@@ -29,13 +30,15 @@ from orchestrator.state import CallRecord, Role, Sample
 from orchestrator.tools.shell import CommandPolicy
 
 
-async def best_of(ctx: RunContext, role: Role, n: int, prompt: oneshot.Prompt, *, k: int,
+async def best_of(ctx: RunContext, role: Role, n: int, prompts: Sequence[oneshot.Prompt], *,
+                  k: int,
                   commands: list[str], policy: CommandPolicy, protected: frozenset[str],
                   model_step: int = 0, temperatures: tuple[float, ...] | None = None
                   ) -> tuple[SessionOutcome, list[Sample]]:
-    """Up to ``k`` samples of ``prompt`` for build attempt ``n``, sample i at the i-th of
-    ``temperatures`` (default: the role's); the first that passes (else the one with the
-    fewest failing commands) is adopted into ``ctx.worktree``."""
+    """Up to ``k`` samples for build attempt ``n``, sample i at the i-th of ``temperatures``
+    (default: the role's): the i-th of ``prompts`` while there is one (one-line requests for
+    other places, each tried once), then the first again; the first that passes (else the one
+    with the fewest failing commands) is adopted into ``ctx.worktree``."""
     assert ctx.workspace is not None, "samples need the run's workspace"
     spec = ctx.roles.roles[role]
     main = ctx.workspace
@@ -43,7 +46,7 @@ async def best_of(ctx: RunContext, role: Role, n: int, prompt: oneshot.Prompt, *
     runs: list[CandidateRun] = []
     samples: list[Sample] = []
     try:
-        await _ask_each(ctx, role, n, prompt, k=k, tree=tree, runs=runs, samples=samples,
+        await _ask_each(ctx, role, n, prompts, k=k, tree=tree, runs=runs, samples=samples,
                         commands=commands, policy=policy, protected=protected,
                         model_step=model_step,
                         temperatures=spec.temperatures if temperatures is None else temperatures)
@@ -61,19 +64,21 @@ async def best_of(ctx: RunContext, role: Role, n: int, prompt: oneshot.Prompt, *
     return kept.outcome, samples
 
 
-async def _ask_each(ctx: RunContext, role: Role, n: int, prompt: oneshot.Prompt, *, k: int,
+async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[oneshot.Prompt], *,
+                    k: int,
                     tree: str, runs: list[CandidateRun], samples: list[Sample],
                     commands: list[str], policy: CommandPolicy, protected: frozenset[str],
                     model_step: int, temperatures: tuple[float, ...]) -> None:
     """Sample after sample, each checked in its own worktree, until one passes."""
     for index in range(1, k + 1):
+        prompt = prompts[index - 1] if index <= len(prompts) else prompts[0]
         run = await prepare(ctx, role, n, index, tree, temperatures)
         runs.append(run)
         calls: list[CallRecord] = []
 
         async def session(own: RunContext, i: int, temperature: float | None,
-                          calls: list[CallRecord] = calls, run: CandidateRun = run
-                          ) -> SessionOutcome:
+                          calls: list[CallRecord] = calls, run: CandidateRun = run,
+                          prompt: oneshot.Prompt = prompt) -> SessionOutcome:
             outcome, record = await oneshot.ask(own, role, run.session, prompt,
                                                 temperature=temperature, protected=protected,
                                                 model_step=model_step)
@@ -86,20 +91,29 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompt: oneshot.Prompt,
             raise
         except Exception as exc:  # one sample's failure is not the attempt's
             run.error = " ".join(str(exc).split())[:500] or type(exc).__name__
-        sample = _sample(run, calls, changed=bool(run.tree) and run.tree != tree)
+        sample = _sample(run, calls, changed=bool(run.tree) and run.tree != tree,
+                         place=_place(prompt))
         samples.append(sample)
         _announce(ctx, role, run, sample, n)
         if run.passed:
             break
 
 
-def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool) -> Sample:
+def _place(prompt: oneshot.Prompt) -> str:
+    """Where a one-line request pointed ("path:start-end"); "" for whole files."""
+    line = prompt.line
+    return "" if line is None else f"{line.path}:{line.start}-{line.end}"
+
+
+def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool, place: str = ""
+            ) -> Sample:
     call = calls[-1] if calls else CallRecord(role="", session="", requested_model="")
     return Sample(index=run.index, temperature=run.temperature, call_s=round(call.duration_s, 3),
                   ttft_s=None if call.ttft_s is None else round(call.ttft_s, 3),
                   checks_s=round(sum(c.duration_s for c in run.checks or []), 3),
                   prompt_tokens=call.prompt_tokens, cached_tokens=call.cached_tokens,
-                  output_tokens=call.output_tokens, changed=changed, passed=run.passed)
+                  output_tokens=call.output_tokens, changed=changed, passed=run.passed,
+                  place=place)
 
 
 def _announce(ctx: RunContext, role: Role, run: CandidateRun, sample: Sample, n: int) -> None:
@@ -109,4 +123,4 @@ def _announce(ctx: RunContext, role: Role, run: CandidateRun, sample: Sample, n:
         checks_s=sample.checks_s,
         prompt_tokens=sample.prompt_tokens, cached_tokens=sample.cached_tokens,
         output_tokens=sample.output_tokens, changed=sample.changed, passed=sample.passed,
-        error=run.error, wall_s=round(time.monotonic() - run.started, 3)))
+        place=sample.place, error=run.error, wall_s=round(time.monotonic() - run.started, 3)))

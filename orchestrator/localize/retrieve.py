@@ -152,14 +152,14 @@ class Retriever:
         about = [t for t in terms(context or question) if t.kind != "path"]
         rare: dict[Term, float] | None = None  # searched once, for either use below
         if context and context != question:  # the task's rare words rank a window higher
-            rare = self._rarity(about)
+            rare = self.rarity(about)
             shares = context_shares([w.lines for w in candidates], rare)
             candidates = [replace(w, score=w.score * (1 + CONTEXT_SHARE * share))
                           for w, share in zip(candidates, shares, strict=True)]
         chosen = _choose(_with_constructor(candidates), budget_chars, limit)
         if len(chosen) >= limit:
             return chosen
-        more = self.followed(chosen, weights, self._rarity(about) if rare is None else rare)
+        more = self.followed(chosen, weights, self.rarity(about) if rare is None else rare)
         out = callees.fill(chosen, more, budget_chars, limit)
         return [replace(w, id=f"W{i}") for i, w in enumerate(out, 1)]
 
@@ -222,7 +222,7 @@ class Retriever:
         return list(lines[w.start - 1:w.end]) if isinstance(lines, list) else [
             t for _, t in w.lines]
 
-    def _rarity(self, about: Sequence[Term]) -> dict[Term, float]:
+    def rarity(self, about: Sequence[Term]) -> dict[Term, float]:
         """A term's worth as a clue: one over the number of source files that hold it."""
         files = {t: {m.path for m in self._search(t.rg()) if file_factor(m.path) == 1.0}
                  for t in about}

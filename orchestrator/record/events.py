@@ -255,6 +255,7 @@ class SampleFinished(EventBase):
     output_tokens: int = 0
     changed: bool = False
     passed: bool = False
+    place: str = Field("", description="A one-line request's code (path:start-end).")
     error: str | None = None
 
 
