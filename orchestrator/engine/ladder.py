@@ -2,7 +2,8 @@
 
 A failed attempt climbs one rung: (a) ``one_shot``, one call for the whole files the failure
 pins; with ``one_line``, then ``one_line``: one call for just the wrong line of the code the
-explorers found or the failure points at (``oneline.py``); (b) ``one_shot_fact``, the same call with the failure restated as facts (the values the
+explorers found or the failure points at (``oneline.py``), then, when the failure pins
+nothing, of each place the task's words lead to (``localize/leads.py``), once each; (b) ``one_shot_fact``, the same call with the failure restated as facts (the values the
 assertion compared) and the one function around the failing line named, for the attempts
 ``one_shot_attempts`` allows after the first; (c) ``tool_loop``, the role's tools; (d)
 ``next_model``, the next model of the role's fallback chain (a one-shot with the facts when the
