@@ -74,9 +74,9 @@ async def test_when_the_explorers_cite_a_caller_the_line_is_asked_of_each_lead_o
     """xp-payslip-rounding as the live 0.5B explored it (r17): its one verified claim cites
     ``run_payroll``, the caller. The builder copies whole files back and, asked for a line,
     corrects ``to_cents`` when it is shown it and otherwise gives a shown line back as it is.
-    The one-line attempt asks of the explorers' place first, then of the task's leads, each
-    prompt the same as the first but for the code at its end; the lead that holds the bug
-    passes, the sample says where it pointed, and nothing is asked after the pass."""
+    The one-line attempt asks of the explorers' place first, then of the task's first lead
+    (``to_cents``, its prompt the same as the first but for the code at its end), which passes;
+    each sample says where it pointed, and nothing is asked after the pass."""
     task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
     fix = task.sim.new.strip()
 
@@ -102,9 +102,8 @@ async def test_when_the_explorers_cite_a_caller_the_line_is_asked_of_each_lead_o
     line = result.attempt_log[-1]
     places = [s.place for s in line.samples]
     assert places[0].startswith("payroll/app.py:")  # the explorers' place first
-    assert places[-1] == "payroll/money/amounts.py:17-19" and line.samples[-1].passed
-    assert not any(s.passed for s in line.samples[:-1])
-    assert len(set(places)) == len(places)  # each place once, before any is asked again
+    assert places[1:] == ["payroll/money/amounts.py:17-19"] and line.samples[-1].passed
+    assert not line.samples[0].passed
     fixed = (tmp_path / "repo").joinpath(task.sim.path)  # the user's checkout: untouched
     assert task.sim.old in fixed.read_text(encoding="utf-8")
     from routing_kit import show
@@ -120,3 +119,15 @@ async def test_when_the_explorers_cite_a_caller_the_line_is_asked_of_each_lead_o
     assert len(heads) == 1
     assert "The task's words and the calls they lead to reach this code " \
            "(payroll/money/amounts.py lines 17-19)" in lines[-1][-1]["content"]
+
+
+def test_the_explorers_place_is_sampled_between_the_leads_each_lead_once():
+    """P, L1, P, L2, P, L3, L4: the explorers' place its ``line_samples`` times, the first
+    first (it held the bug on three of eight tasks live), each lead once in its rank order."""
+    from orchestrator.engine.building import interleaved
+    assert interleaved(["P", "L1", "L2", "L3", "L4"], 3) == [  # type: ignore[list-item]
+        "P", "L1", "P", "L2", "P", "L3", "L4"]
+    assert interleaved(["P"], 3) == ["P"] * 3  # type: ignore[list-item]
+    assert interleaved(["P", "L1"], 1) == ["P", "L1"]  # type: ignore[list-item]
+    assert interleaved(["P", "L1", "L2"], 4) == [  # type: ignore[list-item]
+        "P", "L1", "P", "L2", "P", "P"]

@@ -194,9 +194,9 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
     prompt = prompts[0]
     protected = protected_tests(ctx, state)
     k, temperatures = _sampling(spec, n, line=prompt.line is not None)
-    k += len(prompts) - 1  # each other place the task leads to is tried once, after the first
-    if k > 1 and ctx.workspace is not None and ctx.sandbox is not None:
-        outcome, made = await best_of(ctx, role, n, prompts, k=k,
+    asked = interleaved(prompts, k)
+    if len(asked) > 1 and ctx.workspace is not None and ctx.sandbox is not None:
+        outcome, made = await best_of(ctx, role, n, asked, k=len(asked),
                                       commands=acceptance_commands(ctx, state),
                                       policy=policy_of(ctx), protected=protected,
                                       model_step=rung.model_step, temperatures=temperatures)
@@ -206,6 +206,19 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
                                    temperature=temperature_of(spec.temperatures, n),
                                    protected=protected, model_step=rung.model_step)
     return strategy, outcome, prompt.diagnosed
+
+
+def interleaved(prompts: list[oneshot.Prompt], k: int) -> list[oneshot.Prompt]:
+    """Sample i's prompt: the first ``k`` times the first, each other once, the first's
+    between the others' (P, L1, P, L2, P, L3, L4 ...): live, the explorers' place held the bug
+    on three of eight explore-needed tasks (one passed on its third sample) and a caller on
+    three, where a lead held it."""
+    first, rest = prompts[:1] * k, list(prompts[1:])
+    out: list[oneshot.Prompt] = []
+    while first or rest:
+        out += [first.pop()] if first else []
+        out += [rest.pop(0)] if rest else []
+    return out
 
 
 def _sampling(spec: RoleSpec, n: int, *, line: bool) -> tuple[int, tuple[float, ...]]:

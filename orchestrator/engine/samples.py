@@ -35,10 +35,10 @@ async def best_of(ctx: RunContext, role: Role, n: int, prompts: Sequence[oneshot
                   commands: list[str], policy: CommandPolicy, protected: frozenset[str],
                   model_step: int = 0, temperatures: tuple[float, ...] | None = None
                   ) -> tuple[SessionOutcome, list[Sample]]:
-    """Up to ``k`` samples for build attempt ``n``, sample i at the i-th of ``temperatures``
-    (default: the role's): the i-th of ``prompts`` while there is one (one-line requests for
-    other places, each tried once), then the first again; the first that passes (else the one
-    with the fewest failing commands) is adopted into ``ctx.worktree``."""
+    """Up to ``k`` samples for build attempt ``n``, sample i of the i-th of ``prompts`` (the
+    last when there are fewer) at the i-th of ``temperatures`` (default: the role's); the first
+    that passes (else the one with the fewest failing commands) is adopted into
+    ``ctx.worktree``."""
     assert ctx.workspace is not None, "samples need the run's workspace"
     spec = ctx.roles.roles[role]
     main = ctx.workspace
@@ -71,7 +71,7 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
                     model_step: int, temperatures: tuple[float, ...]) -> None:
     """Sample after sample, each checked in its own worktree, until one passes."""
     for index in range(1, k + 1):
-        prompt = prompts[index - 1] if index <= len(prompts) else prompts[0]
+        prompt = prompts[min(index, len(prompts)) - 1]
         run = await prepare(ctx, role, n, index, tree, temperatures)
         runs.append(run)
         calls: list[CallRecord] = []
