@@ -97,8 +97,10 @@ async def test_when_the_explorers_cite_a_caller_the_line_is_asked_of_each_lead_o
         sets=["builder.one_line=true", "builder.line_samples=2",
               "run.explore_when_pinned=false"])
     assert result.status == "succeeded", result.reason
-    assert [(a.strategy, a.changed, a.passed) for a in result.attempt_log][-1] == (
-        "one_line", True, True)
+    # the failure pins nothing and the explore step left leads: the line comes first, asked
+    # with the preflight's failure (no whole-file one-shot spent before it)
+    assert [(a.strategy, a.changed, a.passed) for a in result.attempt_log] == [
+        ("one_line", True, True)]
     line = result.attempt_log[-1]
     places = [s.place for s in line.samples]
     assert places[0].startswith("payroll/app.py:")  # the explorers' place first
@@ -117,6 +119,7 @@ async def test_when_the_explorers_cite_a_caller_the_line_is_asked_of_each_lead_o
     heads = {m[-1]["content"].split("The task's words")[0].split("The explorers found")[0]
              for m in lines}
     assert len(heads) == 1
+    assert "test_half_cent_is_rounded_up" in lines[0][-1]["content"]  # the preflight's failure
     assert "The task's words and the calls they lead to reach this code " \
            "(payroll/money/amounts.py lines 17-19)" in lines[-1][-1]["content"]
 
@@ -131,3 +134,16 @@ def test_the_explorers_place_is_sampled_between_the_leads_each_lead_once():
     assert interleaved(["P", "L1"], 1) == ["P", "L1"]  # type: ignore[list-item]
     assert interleaved(["P", "L1", "L2"], 4) == [  # type: ignore[list-item]
         "P", "L1", "P", "L2", "P", "P"]
+
+
+def test_the_line_comes_before_the_whole_files_only_when_the_failure_pins_nothing():
+    from orchestrator.config.schema import RoleSpec
+    from orchestrator.engine.ladder import rung_for, rungs
+    spec = RoleSpec(model="m", one_shot=True, one_line=True, one_shot_attempts=2)
+    assert [r.strategy for r in rungs(spec, 1)] == [
+        "one_shot", "one_line", "one_shot_fact", "tool_loop"]
+    assert [r.strategy for r in rungs(spec, 2, line_first=True)] == [
+        "one_line", "one_shot", "one_shot_fact", "tool_loop", "next_model"]
+    plain = RoleSpec(model="m", one_shot=True)  # no one-line request: nothing to put first
+    assert rungs(plain, 1, line_first=True) == rungs(plain, 1)
+    assert rung_for(spec, 1, 9, line_first=True)[0].strategy == "tool_loop"

@@ -134,8 +134,9 @@ async def test_a_builder_that_copies_the_file_back_is_asked_for_the_one_line(fre
 
 async def test_the_line_is_asked_of_the_code_the_explorers_found(fresh_sim, tmp_path):
     """An explore task the failure does not pin: the explorer cites the QC line of the rate
-    table two modules away; the builder copies the table's file back on its one-shot, then,
-    shown the table numbered as what the explorers found, corrects the QC line alone."""
+    table two modules away. The failure pins nothing and the explore step left places to point
+    at, so the one-line request comes first (no whole-file one-shot before it): shown the table
+    numbered as what the explorers found, the builder corrects the QC line alone."""
     def respond(req: ChatRequestView) -> Reply:
         if _asked_line(req):
             return Reply(content='18: "QC": Decimal("0.14975"),     # Quebec: GST 5% + QST 9.975%')
@@ -147,12 +148,13 @@ async def test_the_line_is_asked_of_the_code_the_explorers_found(fresh_sim, tmp_
         fresh_sim, tmp_path, "xp-invoice-tax", QC_QUESTION, QC_FOUND,
         builder=ModelBehavior(respond=respond), sets=["builder.one_line=true"])
     assert result.status == "succeeded", result.reason
-    assert [(a.strategy, a.changed) for a in result.attempt_log] == [
-        ("one_shot", False), ("one_line", True)]
+    assert [(a.strategy, a.changed) for a in result.attempt_log] == [("one_line", True)]
     fixed = show(tmp_path / "repo", f"{result.branch}:{task.sim.path}")
     assert task.sim.new in fixed and task.sim.old not in fixed
-    asked = [ChatRequestView.from_body(r.body) for r in fresh_sim.state.requests_for(
-        "sim-builder")][-1].messages[-1]["content"]
+    builder = [ChatRequestView.from_body(r.body) for r in fresh_sim.state.requests_for(
+        "sim-builder")]
+    assert len(builder) == 1 and _asked_line(builder[0])
+    asked = builder[0].messages[-1]["content"]
     assert "The explorers found this code (invoicer/tax/jurisdictions.py lines 7-21" in asked
 
 

@@ -62,7 +62,9 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
     worktree's tree, the attempt's record, the race's)."""
     spec = ctx.roles.roles[role]
     steps = usable_steps(ctx, role)
-    rung, last = rung_for(spec, len(steps), n)
+    loc = state.localization
+    line_first = loc is not None and not loc.pinned and bool(state.leads)
+    rung, last = rung_for(spec, len(steps), n, line_first=line_first)
     rung = Rung(rung.strategy, steps[rung.model_step])
     started = time.monotonic()
     await undo(ctx, state, role, n)

@@ -75,7 +75,12 @@ async def gather(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     loc = state.localization
     if loc is None or loc.pinned or loc.passed:
         return {"digest": digest}
-    found = await asyncio.to_thread(leads, runtime.context.retriever(), state.task)
+    try:
+        found = await asyncio.to_thread(leads, runtime.context.retriever(), state.task)
+    except (OrchestrateError, OSError, ValueError) as exc:  # a lead is a hint: go on without
+        runtime.context.telemetry.emit(Warned(role="explorer", category="no_leads",
+                                              message=f"no leads from the task's words: {exc}"))
+        return {"digest": digest}
     return {"digest": digest, "leads": [f"{w.path}:{w.start}-{w.end}" for w in found]}
 
 

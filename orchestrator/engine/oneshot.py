@@ -235,7 +235,8 @@ async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | 
     else the function the failure points at (``places.line_span``), as the file is now,
     numbered; ``None`` when there is no such code or nothing failed."""
     loc = state.localization
-    if loc is None or state.verify is None or state.verify.passed or not state.feedback:
+    output = failure_output(ctx, state)
+    if loc is None or not output:
         return None
     shown = await asyncio.to_thread(shown_files, ctx.worktree, loc, found_files(state))
     if shown is None:
@@ -247,8 +248,20 @@ async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | 
         span, where = line_span(loc, pinned, shown.sources[pinned.path]), "line_failure"
     if span is None or not span.text:
         return None
-    return Prompt(line_messages(state.task, _facts(loc, state), state.feedback, span, where),
+    return Prompt(line_messages(state.task, _facts(loc, state), output, span, where),
                   shown, line=span)
+
+
+def failure_output(ctx: RunContext, state: RunState) -> str:
+    """What the failing acceptance commands printed: verify's feedback after an attempt, the
+    preflight's before the first; "" when nothing failed."""
+    if state.verify is not None:
+        return "" if state.verify.passed else state.feedback
+    loc = state.localization
+    failed = [c for c in loc.checks if c.exit_code] if loc is not None else []
+    return text("pipeline", "verify_failed", failures="\n\n".join(
+        failures.trim(c.output, command=c.command, exit_code=c.exit_code,
+                      root=str(ctx.worktree)) for c in failed)) if failed else ""
 
 
 async def line_prompts_for(ctx: RunContext, state: RunState, n: int) -> list[Prompt]:
@@ -258,8 +271,8 @@ async def line_prompts_for(ctx: RunContext, state: RunState, n: int) -> list[Pro
     others only at its end (the code shown), so a server's cache serves the rest."""
     first = await line_prompt_for(ctx, state, n)
     loc = state.localization
-    if (loc is None or loc.pinned or not state.leads or state.verify is None
-            or state.verify.passed or not state.feedback):
+    output = failure_output(ctx, state)
+    if loc is None or loc.pinned or not state.leads or not output:
         return [first] if first is not None else []
     spans = await asyncio.to_thread(lead_spans, ctx.worktree, state.leads)
     prompts = [first] if first is not None else []
@@ -268,7 +281,7 @@ async def line_prompts_for(ctx: RunContext, state: RunState, n: int) -> list[Pro
         if any(p.line is not None and p.line.path == span.path and p.line.start <= span.end
                and span.start <= p.line.end for p in prompts):
             continue  # the explorers' place shows it already
-        prompts.append(Prompt(line_messages(state.task, said, state.feedback, span, "line_lead"),
+        prompts.append(Prompt(line_messages(state.task, said, output, span, "line_lead"),
                               Shown({span.path: body}, {}), line=span))
     return prompts
 

@@ -27,12 +27,14 @@ from orchestrator.localize.terms import terms
 LEADS = 6  # places a task's leads name, at most
 PER_QUESTION = 6  # windows asked of each sentence
 FOLLOWED_FROM = 4  # the best fused windows whose calls are followed
+SENTENCES = 12  # of a long task, the first this many sentences are asked
 _SENTENCE = re.compile(r"(?<=[.!?;:])\s+")
 
 
 def leads(retriever: Retriever, task: str, limit: int = LEADS) -> list[Window]:
     """Source windows the ``task``'s words lead to, best first, no two overlapping."""
-    asked = [task, *(s for s in _SENTENCE.split(task) if s.strip() and s.strip() != task.strip())]
+    said = [s for s in _SENTENCE.split(task) if s.strip() and s.strip() != task.strip()]
+    asked = [task, *said[:SENTENCES]]
     score: dict[tuple[str, int, int], float] = {}
     seen: dict[tuple[str, int, int], Window] = {}
     for question in asked:
