@@ -147,3 +147,26 @@ def test_the_line_comes_before_the_whole_files_only_when_the_failure_pins_nothin
     plain = RoleSpec(model="m", one_shot=True)  # no one-line request: nothing to put first
     assert rungs(plain, 1, line_first=True) == rungs(plain, 1)
     assert rung_for(spec, 1, 9, line_first=True)[0].strategy == "tool_loop"
+
+
+def test_the_explorers_place_is_code_never_a_doc_or_a_test_they_cite():
+    """Live on xp-js-label-address (r18) the explorers' most cited place was README.md lines
+    3-9, and three one-line samples asked which line of the README was wrong. A doc or a test
+    they cite stays a finding; the place the line is asked of is the code they cite."""
+    from orchestrator.engine.places import found_span
+    from orchestrator.state import Citation, Claim, ExplorerResult, RunState
+
+    def cites(path: str, line: int) -> Claim:
+        return Claim(text="t", citations=[Citation(path=path, start_line=line, end_line=line,
+                                                   quote="")])
+    sources = {"README.md": "# Labels\n\nLabels ship to the billing address.\n",
+               "test/labels.test.js": "test('x', () => {\n  label();\n});\n",
+               "src/resolve.js": "const FOR = {\n  label: 'billing',\n};\n"}
+    many = [cites("README.md", 3), cites("README.md", 3), cites("test/labels.test.js", 2)]
+    state = RunState(task="t", explorers=[ExplorerResult(
+        question="q", index=0, claims=[*many, cites("src/resolve.js", 2)])])
+    span = found_span(state, sources)
+    assert span is not None and (span.path, span.focus) == ("src/resolve.js", 2)
+    only_docs = RunState(task="t", explorers=[ExplorerResult(question="q", index=0,
+                                                             claims=many)])
+    assert found_span(only_docs, sources) is None

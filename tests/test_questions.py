@@ -71,3 +71,20 @@ def test_a_question_mostly_lifted_from_the_instructions_is_a_copy():
     kept, reasons = clean(asked, prompt=prompt, task=task)
     assert kept == asked[1:]
     assert len(reasons) == 1 and "copied from the planner's own prompt" in reasons[0]
+
+
+def test_one_question_asked_once_per_kind_of_thing_starts_one_explorer():
+    """The live 0.5B planner on xp-js-label-address (r18) asked the same words once per kind the
+    prompt lists; four explorers were shown the same windows. What retrieval searches for, the
+    kind aside, is the question: the first is kept. Other words, or a name, are another
+    question."""
+    asked = ["What is the function that prints labels?",
+             "What is the class that prints labels?",
+             "What is the setting that prints labels?",
+             "What is the flag that prints labels?",
+             "Which function prints invoices?",
+             "Where is `printLabel` defined?"]
+    kept, reasons = clean(asked, task="Shipping labels are printed with the billing address.")
+    assert kept == [asked[0], asked[4], asked[5]]
+    assert len(reasons) == 3
+    assert all("searches for what an earlier question does" in r for r in reasons)

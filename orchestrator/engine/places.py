@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Mapping
 
 from orchestrator.localize import repomap
-from orchestrator.localize.candidates import CONSTANT, constant_at, unit_of
+from orchestrator.localize.candidates import CONSTANT, constant_at, file_factor, unit_of
 from orchestrator.localize.localization import Localization, Span
 from orchestrator.state import RunState
 
@@ -33,7 +33,7 @@ def found_span(state: RunState, sources: Mapping[str, str]) -> Span | None:
         for claim in explorer.claims:
             for c in claim.citations:
                 path = c.path.removeprefix("./")
-                if path in sources:
+                if path in sources and file_factor(path) == 1.0:  # code, not a doc or test
                     cited.setdefault(path, []).append(min(c.start_line, c.end_line))
     if not cited:
         return None

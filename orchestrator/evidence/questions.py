@@ -6,7 +6,8 @@ function do?"); each such question would start an explorer that answers nothing 
 functions: ``clean`` drops empty questions, sentences lifted from the planner's prompt (whole,
 or mostly: half its words in runs of five the instructions hold),
 questions with nothing to search for (no name, flag, quoted text, path or informative word:
-what retrieval looks for), and duplicates (ignoring case, spacing, punctuation and spelling),
+what retrieval looks for), duplicates (ignoring case, spacing, punctuation and spelling), and
+questions that search for what an earlier one does but for the kind of thing asked about,
 and says why for each one dropped. ``from_terms`` asks about the task's own specific names when
 a planner asked nothing worth an explorer.
 """
@@ -47,6 +48,7 @@ def clean(questions: Sequence[str], *, prompt: Sequence[str] = (), allowed: Sequ
     ok = {normalize(a) for a in allowed}
     kept: list[str] = []
     seen: list[str] = []
+    looked: list[frozenset[str]] = []
     reasons: list[str] = []
     for raw in questions:
         q = " ".join(raw.split())
@@ -62,10 +64,25 @@ def clean(questions: Sequence[str], *, prompt: Sequence[str] = (), allowed: Sequ
             reasons.append(f"{q!r}: names no code and nothing the task mentions")
         elif any(_same(key, s) for s in seen):
             reasons.append(f"{q!r}: the same as an earlier question")
+        elif (searched := _searched(q)) and searched in looked:
+            reasons.append(f"{q!r}: searches for what an earlier question does")
         else:
             kept.append(q)
             seen.append(key)
+            looked.append(searched)
     return kept, reasons
+
+
+# the kinds of thing the planner's prompt lists ("a function, class, setting, flag, message or
+# file"): asked once per kind about the same words, the live 0.5B's four questions brought four
+# explorers the same windows (xp-js-label-address, r18: 80 s for one finding)
+KINDS = frozenset({"function", "class", "set", "setting", "flag", "option", "message", "file",
+                   "method", "variable", "constant", "value", "code"})
+
+
+def _searched(question: str) -> frozenset[str]:
+    """What retrieval would search a question for, the kind of thing it asks about aside."""
+    return frozenset(t.pattern.lower() for t in terms(question)) - KINDS
 
 
 GRAM = 5  # words in a row that a question and the planner's instructions share: lifted
