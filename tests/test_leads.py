@@ -170,3 +170,23 @@ def test_the_explorers_place_is_code_never_a_doc_or_a_test_they_cite():
     only_docs = RunState(task="t", explorers=[ExplorerResult(question="q", index=0,
                                                              claims=many)])
     assert found_span(only_docs, sources) is None
+
+
+def test_the_explorers_place_is_their_first_cited_line_of_code_not_a_docstring():
+    """Live on xp-loyalty-tier (r18) the 0.5B's one finding cited ``loyalty/__init__.py`` line
+    1, the package's docstring: three one-line samples were asked which line of it was wrong.
+    A cited range's first line of code is the place; a citation of no code is none."""
+    from orchestrator.engine.places import found_span
+    from orchestrator.state import Citation, Claim, ExplorerResult, RunState
+
+    def state(*cited: tuple[str, int, int]) -> RunState:
+        claims = [Claim(text="t", citations=[Citation(path=p, start_line=a, end_line=b,
+                                                      quote="")]) for p, a, b in cited]
+        return RunState(task="t", explorers=[ExplorerResult(question="q", index=0,
+                                                            claims=claims)])
+    sources = {"pkg/__init__.py": '"""Bakery loyalty program: points, tiers."""\n',
+               "pkg/tiers.py": '"""Tiers."""\nimport os\n\nTIERS = [("Gold", 1000)]\n'}
+    assert found_span(state(("pkg/__init__.py", 1, 1)), sources) is None
+    span = found_span(state(("pkg/__init__.py", 1, 1), ("pkg/__init__.py", 1, 1),
+                            ("pkg/tiers.py", 1, 4)), sources)
+    assert span is not None and (span.path, span.focus) == ("pkg/tiers.py", 4)

@@ -23,9 +23,10 @@ NEAR_CONSTANT = 12  # a constant this far above the function is shown with it (o
 
 
 def found_span(state: RunState, sources: Mapping[str, str]) -> Span | None:
-    """The definition around the line the explorers' verified claims cite in a source file the
-    prompt shows (``sources``, by path): files the failure does not already show first (the explorers found what the
-    traceback does not), then the most cited; the outermost short definition or constant table
+    """The definition around the first line of code the explorers' verified claims cite in a
+    source file (not a doc or a test) the prompt shows (``sources``, by path): files the
+    failure does not already show first (the explorers found what the traceback does not),
+    then the most cited; the outermost short definition or constant table
     around the line (``candidates.unit_of``), at most ``FOUND_LINES`` long."""
     loc = state.localization
     cited: dict[str, list[int]] = {}
@@ -33,8 +34,14 @@ def found_span(state: RunState, sources: Mapping[str, str]) -> Span | None:
         for claim in explorer.claims:
             for c in claim.citations:
                 path = c.path.removeprefix("./")
-                if path in sources and file_factor(path) == 1.0:  # code, not a doc or test
-                    cited.setdefault(path, []).append(min(c.start_line, c.end_line))
+                if path not in sources or file_factor(path) != 1.0:  # a doc or a test
+                    continue
+                text = sources[path].splitlines()
+                first = next((n for n in range(max(1, min(c.start_line, c.end_line)),
+                                               min(max(c.start_line, c.end_line), len(text)) + 1)
+                              if _is_code(text[n - 1])), None)
+                if first is not None:
+                    cited.setdefault(path, []).append(first)
     if not cited:
         return None
     suspects = set(loc.suspects) if loc else set()
@@ -51,6 +58,15 @@ def found_span(state: RunState, sources: Mapping[str, str]) -> Span | None:
         start, end = max(start, line - FOUND_LINES // 2), min(end, line + FOUND_LINES // 2)
     return Span(path=path, start=start, end=end, focus=line,
                 text=tuple(lines[start - 1:end]), why="the explorers' verified claims cite it")
+
+
+_NOT_CODE = re.compile(r"^\s*(?:$|#|//|/\*|\*|\"\"\"|'''|import\s|from\s+\S+\s+import\s)")
+
+
+def _is_code(line: str) -> bool:
+    """A line a fix may change: not blank, a comment, a docstring's opening or an import (live,
+    the 0.5B's one finding on xp-loyalty-tier cited a package's one-line docstring)."""
+    return _NOT_CODE.match(line) is None
 
 
 def focus_span(loc: Localization, task: str = "") -> Span | None:
