@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 import re
 
-from conftest import scenario_with
 from test_oneline import _asked_line
 from test_oneshot import _explore_task_one_shot
 
 from orchestrator.benchmark import load_suite
-from orchestrator.engine.oneshot import lead_spans
+from orchestrator.engine.leadlines import lead_spans
 from orchestrator.localize.leads import LEADS, leads
 from orchestrator.localize.retrieve import Retriever
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply

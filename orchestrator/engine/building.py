@@ -23,7 +23,7 @@ from typing import Any
 
 from orchestrator.config.prompts import text
 from orchestrator.config.schema import RoleSpec
-from orchestrator.engine import oneshot
+from orchestrator.engine import leadlines, oneshot
 from orchestrator.engine.ladder import ONE_SHOTS, Rung, rung_for
 from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import race, session_of, temperature_of
@@ -186,7 +186,7 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
     with the facts (``one_shot_fact``)."""
     spec = ctx.roles.roles[role]
     strategy = rung.strategy
-    prompts = await oneshot.line_prompts_for(ctx, state, n) if strategy == "one_line" else []
+    prompts = await leadlines.line_prompts_for(ctx, state, n) if strategy == "one_line" else []
     if not prompts:
         strategy = "one_shot_fact" if strategy == "one_line" else strategy
         whole = await oneshot.prompt_for(ctx, state, n, restate=strategy != "one_shot")

@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 
 from orchestrator.config.prompts import text
 from orchestrator.engine import oneline
-from orchestrator.engine.places import FOUND_LINES, defined, focus_span, found_span, line_span
+from orchestrator.engine.places import defined, focus_span, found_span, line_span
 from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import session_of
 from orchestrator.engine.replyfiles import fenced, parse_files, relabelled, stalled
@@ -73,7 +73,7 @@ def shown_files(root: Path, loc: Localization | None, found: Sequence[str] = ())
     failing = set(loc.tests)
     for path in list(dict.fromkeys([*(f for f in found if f not in failing), *loc.suspects]))[
             :MAX_FILES]:
-        body = _read(jail, path)
+        body = read_source(jail, path)
         if body is None or len(body) > MAX_FILE_CHARS or used + len(body) > MAX_TOTAL_CHARS:
             continue
         sources[path] = body
@@ -82,14 +82,14 @@ def shown_files(root: Path, loc: Localization | None, found: Sequence[str] = ())
         return None
     tests: dict[str, str] = {}
     for path in loc.tests[:MAX_FILES]:
-        body = _read(jail, path)
+        body = read_source(jail, path)
         if body is not None and used + len(body) <= MAX_TOTAL_CHARS:
             tests[path] = body
             used += len(body)
     return Shown(sources, tests)
 
 
-def _read(jail: Jail, path: str) -> str | None:
+def read_source(jail: Jail, path: str) -> str | None:
     try:
         target = jail.resolve(path)
         if ".git" in PurePosixPath(jail.relative(target)).parts:
@@ -210,14 +210,14 @@ def told_facts(loc: Localization, state: RunState, found: Span | None = None) ->
     """The failure restated as facts (the values the failing assertions compared, from verify's
     output when there is one) and the one function around the failing line (or the place the
     explorers ``found``)."""
-    parts = [said] if (said := _facts(loc, state)) else []
+    parts = [said] if (said := failure_facts(loc, state)) else []
     span = found or focus_span(loc, state.task)
     if span is not None:
         parts.append(_focus_text(span, "found" if found else "focus"))
     return "\n\n".join(parts)
 
 
-def _facts(loc: Localization, state: RunState) -> str:
+def failure_facts(loc: Localization, state: RunState) -> str:
     """The values the failing assertions compared, from verify's output when there is one."""
     reports = [failures.parse(c.output, command=c.command, exit_code=c.exit_code)
                for c in (state.verify.checks if state.verify else []) if c.exit_code]
@@ -248,7 +248,7 @@ async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | 
         span, where = line_span(loc, pinned, shown.sources[pinned.path]), "line_failure"
     if span is None or not span.text:
         return None
-    return Prompt(line_messages(state.task, _facts(loc, state), output, span, where),
+    return Prompt(line_messages(state.task, failure_facts(loc, state), output, span, where),
                   shown, line=span)
 
 
@@ -262,48 +262,6 @@ def failure_output(ctx: RunContext, state: RunState) -> str:
     return text("pipeline", "verify_failed", failures="\n\n".join(
         failures.trim(c.output, command=c.command, exit_code=c.exit_code,
                       root=str(ctx.worktree)) for c in failed)) if failed else ""
-
-
-async def line_prompts_for(ctx: RunContext, state: RunState, n: int) -> list[Prompt]:
-    """The one-line requests of attempt ``n``: ``line_prompt_for``'s, then, when the failure
-    pins no code, one for each place the task's words lead to (``state.leads``,
-    ``localize/leads.py``) that it does not show. Each is built once and differs from the
-    others only at its end (the code shown), so a server's cache serves the rest."""
-    first = await line_prompt_for(ctx, state, n)
-    loc = state.localization
-    output = failure_output(ctx, state)
-    if loc is None or loc.pinned or not state.leads or not output:
-        return [first] if first is not None else []
-    spans = await asyncio.to_thread(lead_spans, ctx.worktree, state.leads)
-    prompts = [first] if first is not None else []
-    said = _facts(loc, state)
-    for span, body in spans:
-        if any(p.line is not None and p.line.path == span.path and p.line.start <= span.end
-               and span.start <= p.line.end for p in prompts):
-            continue  # the explorers' place shows it already
-        prompts.append(Prompt(line_messages(state.task, said, output, span, "line_lead"),
-                              Shown({span.path: body}, {}), line=span))
-    return prompts
-
-
-def lead_spans(root: Path, refs: Sequence[str]) -> list[tuple[Span, str]]:
-    """The code of each ``path:start-end`` lead as it is now, with its file's text; a lead whose
-    file cannot be read, or whose lines are gone, is left out."""
-    jail = Jail(root)
-    out: list[tuple[Span, str]] = []
-    for ref in refs:
-        path, _, lines = ref.rpartition(":")
-        start, _, end = lines.partition("-")
-        body = _read(jail, path) if path and start.isdigit() and end.isdigit() else None
-        if body is None:
-            continue
-        text = body.splitlines()
-        first, last = int(start), min(int(end), len(text), int(start) + FOUND_LINES - 1)
-        if 0 < first <= last:
-            out.append((Span(path=path, start=first, end=last, focus=first,
-                             text=tuple(text[first - 1:last]),
-                             why="the task's words lead here"), body))
-    return out
 
 
 def line_messages(task: str, said: str, output: str, span: Span, where: str = "line_failure"
@@ -320,7 +278,7 @@ def line_messages(task: str, said: str, output: str, span: Span, where: str = "l
 
 def _line_changed(root: Path, span: Span, reply: str) -> tuple[dict[str, str], str]:
     """The file ``reply``'s corrected lines make of ``span``'s file, or nothing and why."""
-    current = _read(Jail(root), span.path)
+    current = read_source(Jail(root), span.path)
     if current is None:
         return {}, f"{span.path} cannot be read"
     new, why = oneline.line_edit(current, span, reply)
@@ -366,7 +324,7 @@ def _spliced(root: Path, changed: dict[str, str], focus: Span | None) -> dict[st
     file."""
     if focus is None or focus.path not in changed:
         return changed
-    current = _read(Jail(root), focus.path)
+    current = read_source(Jail(root), focus.path)
     if current is None:
         return changed
     block = changed[focus.path]
