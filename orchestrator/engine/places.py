@@ -30,18 +30,17 @@ def found_span(state: RunState, sources: Mapping[str, str]) -> Span | None:
     around the line (``candidates.unit_of``), at most ``FOUND_LINES`` long."""
     loc = state.localization
     cited: dict[str, list[int]] = {}
-    for explorer in state.explorers:
-        for claim in explorer.claims:
-            for c in claim.citations:
-                path = c.path.removeprefix("./")
-                if path not in sources or file_factor(path) != 1.0:  # a doc or a test
-                    continue
-                text = sources[path].splitlines()
-                first = next((n for n in range(max(1, min(c.start_line, c.end_line)),
-                                               min(max(c.start_line, c.end_line), len(text)) + 1)
-                              if _is_code(text[n - 1])), None)
-                if first is not None:
-                    cited.setdefault(path, []).append(first)
+    split: dict[str, list[str]] = {}  # each file's lines, split once
+    for c in (c for e in state.explorers for claim in e.claims for c in claim.citations):
+        path = c.path.removeprefix("./")
+        if path not in sources or file_factor(path) != 1.0:  # a doc or a test
+            continue
+        text = split.setdefault(path, sources[path].splitlines())
+        low, high = sorted((c.start_line, c.end_line))
+        first = next((n for n in range(max(1, low), min(high, len(text)) + 1)
+                      if _is_code(text[n - 1])), None)
+        if first is not None:
+            cited.setdefault(path, []).append(first)
     if not cited:
         return None
     suspects = set(loc.suspects) if loc else set()
