@@ -12,7 +12,15 @@ import json
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
 
 from orchestrator.config.kinds import ROLE_NAME, Role
 from orchestrator.errors import ConfigError
@@ -133,11 +141,27 @@ class RoleSpec(_Strict):
         "rest at the role's highest, each answer checked in a worktree of its own; the first "
         "that passes is kept. A line is a few tokens and its prompt is short and cached: a "
         "further sample costs seconds where a whole-file one-shot costs tens.")
+    tool_loop: bool = Field(
+        True, description="Build roles with one_shot: false drops the tool loop from the "
+        "strategy ladder. After the one-shot rungs (and the next models) the attempts then "
+        "cycle the sampled requests (the one line, then whole files with the failure as facts) "
+        "at the role's highest temperature until the time budget or max_attempts ends (an "
+        "attempt with no code to show, nothing pinned or found, still drives the tools): for a "
+        "small model that fixes in one reply or not at all (live, the 1.5B's tool loop passed "
+        "1 of 446 attempts, its one-shots 87 of 397), time buys new draws instead.")
     fallback: tuple[str, ...] = ()
     max_turns: int = Field(30, ge=1, le=500)
     context_fork_at: float = Field(0.8, gt=0.1, le=0.98)
     context_window_cap: int | None = Field(None, gt=0)
     output_reserve: int | None = Field(None, gt=0)
+
+    @model_validator(mode="after")
+    def _ladder_has_a_strategy(self) -> RoleSpec:
+        if not self.tool_loop and not self.one_shot:
+            raise ValueError("tool_loop = false needs one_shot = true: without the tool loop "
+                             "and the one-shot the build has no strategy left; set "
+                             "one_shot = true or drop tool_loop = false")
+        return self
 
 
 class RunSettings(_Strict):

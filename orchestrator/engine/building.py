@@ -65,7 +65,7 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
     loc = state.localization
     line_first = loc is not None and not loc.pinned and bool(state.leads)
     rung, last = rung_for(spec, len(steps), n, line_first=line_first)
-    rung = Rung(rung.strategy, steps[rung.model_step])
+    rung = Rung(rung.strategy, steps[rung.model_step], rung.resampled)
     started = time.monotonic()
     await undo(ctx, state, role, n)
     before = await ctx.ahead.first_tree(ctx.worktree_tree)
@@ -195,7 +195,8 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
         return None
     prompt = prompts[0]
     protected = protected_tests(ctx, state)
-    k, temperatures = _sampling(spec, n, line=prompt.line is not None)
+    temps = (max(spec.temperatures),) if rung.resampled and spec.temperatures else spec.temperatures
+    k, temperatures = _sampling(spec, temps, n, line=prompt.line is not None)
     asked = interleaved(prompts, k)
     if len(asked) > 1 and ctx.workspace is not None and ctx.sandbox is not None:
         outcome, made = await best_of(ctx, role, n, asked, k=len(asked),
@@ -205,7 +206,7 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
         samples.extend(made)
         return strategy, outcome, prompt.diagnosed
     outcome, _ = await oneshot.ask(ctx, role, session_of(role, n, 1), prompt,
-                                   temperature=temperature_of(spec.temperatures, n),
+                                   temperature=temperature_of(temps, n),
                                    protected=protected, model_step=rung.model_step)
     return strategy, outcome, prompt.diagnosed
 
@@ -223,12 +224,13 @@ def interleaved(prompts: list[oneshot.Prompt], k: int) -> list[oneshot.Prompt]:
     return out
 
 
-def _sampling(spec: RoleSpec, n: int, *, line: bool) -> tuple[int, tuple[float, ...]]:
+def _sampling(spec: RoleSpec, temps: tuple[float, ...], n: int, *, line: bool
+              ) -> tuple[int, tuple[float, ...]]:
     """How many samples attempt ``n``'s one-shot asks, and sample i's temperature (i-th of
     the tuple, cycling): a one-line request takes ``line_samples``, the attempt's own
-    temperature first, then the role's highest (a line is a few tokens: at one temperature
-    the samples would mostly repeat); a whole-file one takes ``samples`` at ``temperatures``."""
-    temps = spec.temperatures
+    temperature first, then the highest (a line is a few tokens: at one temperature the
+    samples would mostly repeat); a whole-file one takes ``samples`` at ``temps`` (the
+    role's temperatures, or only its highest on a cycled rung, ``ladder.cycle``)."""
     if line and spec.line_samples > 1:
         first = temperature_of(temps, n)
         rest = max(temps) if temps else None
