@@ -1,0 +1,101 @@
+"""Whole-suite figures from several ``orchestrate bench`` runs, read from their ``bench.json``.
+
+A live suite of 22 tasks under three role maps takes two hours on the 2-core kit, so it is
+often measured in parts (the 14 pinned tasks one evening, the explore-needed ``xp-*`` tasks
+the next). This merges the parts' records and prints what ``orchestrate bench`` prints for one
+run: per role map the pass rate, the median time to a verified pass, the pass rate within 30,
+60, 120 and 300 s, what bought each pass, why each failure failed, and for each pair of maps
+the speed-up at equal accuracy. A later file's record replaces an earlier one's for the same
+task, role map and repeat (say so with ``--show-sources``); a map missing from a part is
+missing from the pair figures on that part's tasks, never counted as failing them.
+
+    python bench/suite_figures.py bench/results/live-suite/r21/bench.json \\
+        bench/results/xp-live/r21/bench.json [--json] [--show-sources]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from orchestrator.benchmark.attempts import summarize_attempts
+from orchestrator.benchmark.compare import compare_all
+from orchestrator.benchmark.records import RunRecord
+from orchestrator.benchmark.report import BenchReport, print_report
+
+
+def merged(paths: list[Path], *, common: bool = False
+           ) -> tuple[BenchReport, dict[tuple[str, str, int], Path]]:
+    """One report over every record of ``paths`` (with ``common``, only the tasks every role
+    map ran); where each kept record came from."""
+    reports = []
+    for path in paths:
+        try:
+            reports.append(BenchReport.model_validate_json(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise SystemExit(f"{path}: not a readable bench.json ({exc}); pass the files "
+                             "`orchestrate bench --out DIR` wrote as DIR/bench.json") from None
+    records: dict[tuple[str, str, int], RunRecord] = {}
+    source: dict[tuple[str, str, int], Path] = {}
+    tasks: list[str] = []
+    order: list[str] = []
+    for path, report in zip(paths, reports, strict=True):
+        tasks += [t for t in report.tasks if t not in tasks]
+        order += [m for m in report.role_maps if m not in order]
+        for rec in report.records:
+            key = (rec.task, rec.role_map, rec.repeat)
+            records[key] = rec
+            source[key] = path
+    ran = {m: {r.task for r in records.values() if r.role_map == m} for m in order}
+    notes = [f"part {i + 1}: {p} ({len(r.records)} runs, maps {', '.join(r.role_maps)})"
+             for i, (p, r) in enumerate(zip(paths, reports, strict=True))]
+    if common:
+        shared = set.intersection(*ran.values())
+        tasks = [t for t in tasks if t in shared]
+        records = {k: v for k, v in records.items() if v.task in shared}
+        notes.append(f"only the {len(tasks)} task(s) every role map ran")
+    elif len({frozenset(v) for v in ran.values()}) > 1:
+        notes.append("the role maps ran different tasks (" + ", ".join(
+            f"{m} {len(v)}" for m, v in ran.items()) + "): each pass rate is over its own "
+            "map's tasks; --common compares on the tasks all ran")
+    rank = {t: i for i, t in enumerate(tasks)}
+    maps = {m: i for i, m in enumerate(order)}
+    ordered = sorted(records.values(), key=lambda r: (rank[r.task], maps[r.role_map], r.repeat))
+    summaries, pairs = compare_all(ordered, order)
+    report = BenchReport(
+        suite=" + ".join(dict.fromkeys(r.suite for r in reports)), tasks=tuple(tasks),
+        role_maps=tuple(order), repeat=max(r.repeat for r in reports), jobs=1,
+        started=min(r.started for r in reports), machine=reports[0].machine,
+        records=tuple(ordered), summaries=summaries, comparisons=pairs,
+        attempts=tuple(summarize_attempts(m, [r for r in ordered if r.role_map == m])
+                       for m in order),
+        notes=tuple(notes))
+    return report, source
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", type=Path, help="bench.json files, oldest first")
+    parser.add_argument("--json", action="store_true", help="print the merged report as JSON")
+    parser.add_argument("--common", action="store_true",
+                        help="only the tasks every role map ran")
+    parser.add_argument("--show-sources", action="store_true",
+                        help="print which file each kept record came from")
+    args = parser.parse_args(argv)
+    report, source = merged(args.files, common=args.common)
+    if args.json:
+        print(report.model_dump_json(indent=2))
+        return 0
+    console = Console(width=160)
+    print_report(report, console)
+    if args.show_sources:
+        for (task, role_map, repeat), path in sorted(source.items()):
+            console.print(f"{task} {role_map} #{repeat}: {path}", highlight=False, markup=False)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

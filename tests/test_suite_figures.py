@@ -1,0 +1,76 @@
+"""``bench/suite_figures.py``: whole-suite figures from bench runs made in parts. Two real
+``orchestrate bench --sim`` runs (the simulated bench models over the built-in suite's real
+repositories and tests) on different tasks and maps, merged: a later part's record replaces an
+earlier one's, a map that did not run a task is not counted as failing it, and ``--common``
+keeps only the tasks every map ran."""
+
+from __future__ import annotations
+
+import json
+import runpy
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import cli
+
+SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "suite_figures.py"
+
+
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("parts")
+    one = cli("bench", "builtin", "--sim", "--task", "sh-count-lines", "--task", "py-clamp",
+              "--out", str(root / "one"), "--json", cwd=root)
+    assert one.returncode == 0, one.stderr[-2000:]
+    two = cli("bench", "builtin", "--sim", "--roles", "bench-fast", "--task", "py-clamp",
+              "--task", "js-range", "--out", str(root / "two"), "--json", cwd=root)
+    assert two.returncode == 0, two.stderr[-2000:]
+    return root / "one" / "bench.json", root / "two" / "bench.json"
+
+
+def _figures(*argv: str) -> dict:
+    merged = runpy.run_path(str(SCRIPT))["merged"]
+    report, _ = merged([Path(a) for a in argv if not a.startswith("--")],
+                       common="--common" in argv)
+    return json.loads(report.model_dump_json())
+
+
+def test_parts_merge_into_one_report(parts):
+    one, two = parts
+    first, second = json.loads(one.read_text()), json.loads(two.read_text())
+    report = _figures(str(one), str(two))
+    assert report["tasks"][:2] == first["tasks"] and report["tasks"][2] == "js-range"
+    assert report["role_maps"] == ["bench-careful", "bench-fast"]
+    runs = {(r["task"], r["role_map"]): r for r in report["records"]}
+    assert len(runs) == 5  # careful: 2 tasks; fast: 3 (py-clamp from the later part)
+    later = next(r for r in second["records"] if r["task"] == "py-clamp")
+    earlier = next(r for r in first["records"]
+                   if (r["task"], r["role_map"]) == ("py-clamp", "bench-fast"))
+    assert runs["py-clamp", "bench-fast"]["run_id"] == later["run_id"] != earlier["run_id"]
+    by_map = {s["role_map"]: s for s in report["attempts"]}
+    assert by_map["bench-careful"]["runs"] == 2 and by_map["bench-fast"]["runs"] == 3
+    assert any("ran different tasks" in n for n in report["notes"])
+    assert sum(n.startswith("part ") for n in report["notes"]) == 2
+
+
+def test_common_keeps_the_tasks_every_map_ran(parts):
+    report = _figures(*map(str, parts), "--common")
+    assert sorted(report["tasks"]) == ["py-clamp", "sh-count-lines"]
+    assert {r["task"] for r in report["records"]} == {"sh-count-lines", "py-clamp"}
+    assert any("every role map ran" in n for n in report["notes"])
+
+
+def test_printed_figures_and_a_bad_file(parts, tmp_path):
+    printed = subprocess.run([sys.executable, str(SCRIPT), *map(str, parts)],
+                             capture_output=True, text=True, timeout=120)
+    assert printed.returncode == 0, printed.stderr[-2000:]
+    assert "median pass" in printed.stdout and "≤60s" in printed.stdout
+    assert "at equal accuracy" in printed.stdout
+    bad = tmp_path / "bench.json"
+    bad.write_text("{not json", encoding="utf-8")
+    refused = subprocess.run([sys.executable, str(SCRIPT), str(bad)], capture_output=True,
+                             text=True, timeout=120)
+    assert refused.returncode == 1
+    assert "not a readable bench.json" in refused.stderr and "Traceback" not in refused.stderr
