@@ -27,10 +27,10 @@ from orchestrator.benchmark.records import RunRecord
 from orchestrator.benchmark.report import BenchReport, print_report
 
 
-def merged(paths: list[Path], *, common: bool = False
+def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = ()
            ) -> tuple[BenchReport, dict[tuple[str, str, int], Path]]:
-    """One report over every record of ``paths`` (with ``common``, only the tasks every role
-    map ran); where each kept record came from."""
+    """One report over every record of ``paths`` (only ``maps`` when given; with ``common``,
+    only the tasks every role map ran); where each kept record came from."""
     reports = []
     for path in paths:
         try:
@@ -46,9 +46,17 @@ def merged(paths: list[Path], *, common: bool = False
         tasks += [t for t in report.tasks if t not in tasks]
         order += [m for m in report.role_maps if m not in order]
         for rec in report.records:
+            if maps and rec.role_map not in maps:
+                continue
             key = (rec.task, rec.role_map, rec.repeat)
             records[key] = rec
             source[key] = path
+    if maps:
+        missing = [m for m in maps if m not in order]
+        if missing:
+            raise SystemExit(f"no run of {', '.join(missing)} in these files (their maps: "
+                             f"{', '.join(order)})")
+        order = list(maps)
     ran = {m: {r.task for r in records.values() if r.role_map == m} for m in order}
     notes = [f"part {i + 1}: {p} ({len(r.records)} runs, maps {', '.join(r.role_maps)})"
              for i, (p, r) in enumerate(zip(paths, reports, strict=True))]
@@ -61,9 +69,11 @@ def merged(paths: list[Path], *, common: bool = False
         notes.append("the role maps ran different tasks (" + ", ".join(
             f"{m} {len(v)}" for m, v in ran.items()) + "): each pass rate is over its own "
             "map's tasks; --common compares on the tasks all ran")
+    held = {r.task for r in records.values()}
+    tasks = [t for t in tasks if t in held]
     rank = {t: i for i, t in enumerate(tasks)}
-    maps = {m: i for i, m in enumerate(order)}
-    ordered = sorted(records.values(), key=lambda r: (rank[r.task], maps[r.role_map], r.repeat))
+    column = {m: i for i, m in enumerate(order)}
+    ordered = sorted(records.values(), key=lambda r: (rank[r.task], column[r.role_map], r.repeat))
     summaries, pairs = compare_all(ordered, order)
     report = BenchReport(
         suite=" + ".join(dict.fromkeys(r.suite for r in reports)), tasks=tuple(tasks),
@@ -80,12 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", type=Path, help="bench.json files, oldest first")
     parser.add_argument("--json", action="store_true", help="print the merged report as JSON")
+    parser.add_argument("--map", action="append", default=[], dest="maps",
+                        help="only this role map (repeat; the order is the report's)")
     parser.add_argument("--common", action="store_true",
                         help="only the tasks every role map ran")
     parser.add_argument("--show-sources", action="store_true",
                         help="print which file each kept record came from")
     args = parser.parse_args(argv)
-    report, source = merged(args.files, common=args.common)
+    report, source = merged(args.files, common=args.common, maps=tuple(args.maps))
     if args.json:
         print(report.model_dump_json(indent=2))
         return 0

@@ -74,3 +74,13 @@ def test_printed_figures_and_a_bad_file(parts, tmp_path):
                              text=True, timeout=120)
     assert refused.returncode == 1
     assert "not a readable bench.json" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_a_map_filter_keeps_its_runs_and_refuses_an_unknown_map(parts):
+    merged = runpy.run_path(str(SCRIPT))["merged"]
+    report, _ = merged(list(parts), maps=("bench-careful",))
+    assert report.role_maps == ("bench-careful",)
+    assert {r.role_map for r in report.records} == {"bench-careful"}
+    assert "js-range" not in report.tasks  # only bench-fast ran it
+    with pytest.raises(SystemExit, match="no run of live-routed"):
+        merged(list(parts), maps=("live-routed",))
