@@ -16,7 +16,7 @@ from orchestrator.config.schema import RoleSpec
 from orchestrator.engine.ladder import rung_for
 from orchestrator.errors import ConfigError
 from orchestrator.faces.demo import DEMO_TASK
-from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
 
 WRONG_LINE = RIGHT_LINE.replace("return", "return 0 * ")
 
@@ -80,3 +80,22 @@ async def test_the_budget_buys_new_draws_not_the_tool_loop(fresh_sim, sample_rep
     assert len(asked) == 6 and not any(body.get("tools") for body in asked)
     # attempts 1-3 at their own temperatures, the cycle's at the highest
     assert [body.get("temperature") for body in asked] == [0.0, 0.7, 0.2, 0.7, 0.7, 0.7]
+
+
+async def test_with_no_code_to_show_an_attempt_still_drives_the_tools(fresh_sim, sample_repo):
+    """No preflight, so nothing is pinned and no one-shot prompt can be built: without the tool
+    loop the attempt still builds, with the tools, rather than failing for want of a strategy."""
+    buggy = "        return ordered[mid]\n" + BUGGY_LINE  # unique in stats.py
+    right = "        return ordered[mid]\n" + RIGHT_LINE
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(script=[
+        Reply(tool_calls=[ToolCallSpec(name="replace", arguments={
+            "path": "stats.py", "old": buggy, "new": right})]),
+        Reply(tool_calls=[ToolCallSpec(name="submit", arguments={
+            "summary": "fixed", "files_changed": ["stats.py"]})])])}))
+    result = await api.arun(DEMO_TASK, **demo_run(
+        fresh_sim, sample_repo, "run.preflight=false", "builder.one_shot=true",
+        "builder.one_line=true", "builder.tool_loop=false"))
+    assert result.status == "succeeded", result.reason
+    assert result.attempt_log[0].strategy == "tool_loop"
+    asked = [r.body for r in fresh_sim.state.requests_for("sim-builder")]
+    assert asked and all(body.get("tools") for body in asked)
