@@ -62,9 +62,8 @@ def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = (
              for i, (p, r) in enumerate(zip(paths, reports, strict=True))]
     if common:
         shared = set.intersection(*ran.values())
-        tasks = [t for t in tasks if t in shared]
         records = {k: v for k, v in records.items() if v.task in shared}
-        notes.append(f"only the {len(tasks)} task(s) every role map ran")
+        notes.append(f"only the {len(shared)} task(s) every role map ran")
     elif len({frozenset(v) for v in ran.values()}) > 1:
         notes.append("the role maps ran different tasks (" + ", ".join(
             f"{m} {len(v)}" for m, v in ran.items()) + "): each pass rate is over its own "

@@ -10,7 +10,10 @@ prints "Unclosed client session" long after the test."""
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +26,7 @@ from orchestrator.models.pool import ClientPool
 from orchestrator.models.routing import RoutingEvent
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.session.loop import Session
-from orchestrator.sim import Reply, SimServer, ToolCallSpec
+from orchestrator.sim import ChatRequestView, Reply, SimServer, ToolCallSpec
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 
@@ -70,6 +73,29 @@ BUGGY_LINE = "    return ordered[mid]\n"
 RIGHT_LINE = "    return (ordered[mid - 1] + ordered[mid]) / 2\n"
 BUGGY = "        return ordered[mid]\n" + BUGGY_LINE  # stats.py's median, and its fix
 RIGHT = "        return ordered[mid]\n" + RIGHT_LINE
+
+
+def asked_line(req: ChatRequestView) -> bool:
+    """Whether ``req`` is the one-line request (``engine/oneline.py``)."""
+    return "Which one of these lines is wrong?" in json.dumps(req.messages)
+
+
+def median_line_number(shown: str) -> str:
+    """The number the one-line request ``shown`` gives stats.py's wrong median line."""
+    return re.findall(r"(\d+)\|     return ordered\[mid\]$", shown, re.M)[-1]
+
+
+def copies_back_then_answers(original: str, answers: Iterator[str]
+                             ) -> Callable[[ChatRequestView], Reply]:
+    """A builder for the demo's median bug: asked for whole files it gives stats.py back as
+    ``original``; asked for the one line it names the median's return line, corrected to the
+    next of ``answers``."""
+    def respond(req: ChatRequestView) -> Reply:
+        if asked_line(req):
+            n = median_line_number(req.messages[-1]["content"])
+            return Reply(content=f"{n}: {next(answers).strip()}")
+        return Reply(content=f"stats.py\n```python\n{original}```\n")
+    return respond
 
 
 def submit(summary: str = "fixed") -> Reply:

@@ -5,18 +5,16 @@ attempts and its one-shots 87 of 397: the time is worth more as new draws."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from conftest import scenario_with
-from routing_kit import BUGGY_LINE, RIGHT_LINE, demo_run, show
+from routing_kit import BUGGY_LINE, RIGHT_LINE, copies_back_then_answers, demo_run, show
 
 from orchestrator import api
 from orchestrator.config.schema import RoleSpec
 from orchestrator.engine.ladder import rung_for
 from orchestrator.errors import ConfigError
 from orchestrator.faces.demo import DEMO_TASK
-from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
+from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec
 
 WRONG_LINE = RIGHT_LINE.replace("return", "return 0 * ")
 
@@ -56,14 +54,7 @@ async def test_the_budget_buys_new_draws_not_the_tool_loop(fresh_sim, sample_rep
     highest temperature; the wrong fixes changed the file and failed the same way, and that
     does not stop the cycle; the sixth attempt passes and no request offered the tools."""
     original = (sample_repo / "stats.py").read_text(encoding="utf-8")
-    answers = iter([WRONG_LINE, WRONG_LINE, RIGHT_LINE])
-
-    def respond(req: ChatRequestView) -> Reply:
-        if "Which one of these lines is wrong?" in req.messages[-1]["content"]:
-            shown = req.messages[-1]["content"]
-            n = re.findall(r"(\d+)\|     return ordered\[mid\]$", shown, re.M)[-1]
-            return Reply(content=f"{n}: {next(answers).strip()}")
-        return Reply(content=f"stats.py\n```python\n{original}```\n")
+    respond = copies_back_then_answers(original, iter([WRONG_LINE, WRONG_LINE, RIGHT_LINE]))
 
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
     result = await api.arun(DEMO_TASK, **demo_run(

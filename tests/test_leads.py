@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import re
 
-from test_oneline import _asked_line
+from routing_kit import asked_line
 from test_oneshot import _explore_task_one_shot
 
 from orchestrator.benchmark import load_suite
@@ -81,7 +81,7 @@ async def test_when_the_explorers_cite_a_caller_the_line_is_asked_of_each_lead_o
 
     def respond(req: ChatRequestView) -> Reply:
         shown = req.messages[-1]["content"]
-        if _asked_line(req):
+        if asked_line(req):
             if m := re.search(r"^ *(\d+)\| +return money\(amount\)\.quantize", shown, re.M):
                 return Reply(content=f"Half a cent must round up.\n{m.group(1)}: {fix}")
             n, line = re.findall(r"^ *(\d+)\| (.*)$", shown, re.M)[-1]

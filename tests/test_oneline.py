@@ -10,7 +10,15 @@ import re
 
 import pytest
 from conftest import scenario_with
-from routing_kit import BUGGY_LINE, RIGHT_LINE, demo_run, show
+from routing_kit import (
+    BUGGY_LINE,
+    RIGHT_LINE,
+    asked_line,
+    copies_back_then_answers,
+    demo_run,
+    median_line_number,
+    show,
+)
 from test_oneshot import QC_FOUND, QC_QUESTION, _explore_task_one_shot
 
 from orchestrator import api
@@ -101,10 +109,6 @@ def test_the_rung_follows_the_first_one_shot_only_when_the_role_asks_for_it():
                                                      "tool_loop"]
 
 
-def _asked_line(req: ChatRequestView) -> bool:
-    return "Which one of these lines is wrong?" in json.dumps(req.messages)
-
-
 async def test_a_builder_that_copies_the_file_back_is_asked_for_the_one_line(fresh_sim,
                                                                              sample_repo):
     """The demo's median bug, pinned by its failing test: the one-shot gives stats.py back
@@ -112,13 +116,7 @@ async def test_a_builder_that_copies_the_file_back_is_asked_for_the_one_line(fre
     last line with its fix (no indentation), and the run passes on that line alone."""
     original = (sample_repo / "stats.py").read_text(encoding="utf-8")
 
-    def respond(req: ChatRequestView) -> Reply:
-        if _asked_line(req):
-            shown = req.messages[-1]["content"]
-            n = re.findall(r"(\d+)\|     return ordered\[mid\]$", shown, re.M)[-1]
-            return Reply(content=f"{n}: {RIGHT_LINE.strip()}")
-        return Reply(content=f"stats.py\n```python\n{original}```\n")
-
+    respond = copies_back_then_answers(original, iter([RIGHT_LINE]))
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
     result = await api.arun(DEMO_TASK, **demo_run(
         fresh_sim, sample_repo, "builder.one_shot=true", "builder.one_line=true"))
@@ -138,7 +136,7 @@ async def test_the_line_is_asked_of_the_code_the_explorers_found(fresh_sim, tmp_
     at, so the one-line request comes first (no whole-file one-shot before it): shown the table
     numbered as what the explorers found, the builder corrects the QC line alone."""
     def respond(req: ChatRequestView) -> Reply:
-        if _asked_line(req):
+        if asked_line(req):
             return Reply(content='18: "QC": Decimal("0.14975"),     # Quebec: GST 5% + QST 9.975%')
         return Reply(content="invoicer/tax/jurisdictions.py\n```python\n"
                              + (tmp_path / "repo/invoicer/tax/jurisdictions.py").read_text()
@@ -153,7 +151,7 @@ async def test_the_line_is_asked_of_the_code_the_explorers_found(fresh_sim, tmp_
     assert task.sim.new in fixed and task.sim.old not in fixed
     builder = [ChatRequestView.from_body(r.body) for r in fresh_sim.state.requests_for(
         "sim-builder")]
-    assert len(builder) == 1 and _asked_line(builder[0])
+    assert len(builder) == 1 and asked_line(builder[0])
     asked = builder[0].messages[-1]["content"]
     assert "The explorers found this code (invoicer/tax/jurisdictions.py lines 7-21" in asked
 
@@ -175,7 +173,7 @@ async def test_the_line_is_asked_of_the_function_the_task_names_not_of_its_calle
 
     def respond(req: ChatRequestView) -> Reply:
         shown = req.messages[-1]["content"]
-        if _asked_line(req):  # corrects the return line of whatever function it is shown
+        if asked_line(req):  # corrects the return line of whatever function it is shown
             n = re.findall(r"^ *(\d+)\|\s+return ", shown, re.M)
             fix = "return ID_PATTERN.fullmatch(text) is not None"
             return Reply(content=f"{n[-1]}: {fix}" if "def is_valid_id" in shown
@@ -212,10 +210,9 @@ async def test_line_samples_ask_the_line_again_at_the_highest_temperature_until_
     lines: list[str] = []
 
     def respond(req: ChatRequestView) -> Reply:
-        if not _asked_line(req):
+        if not asked_line(req):
             return Reply(content=f"stats.py\n```python\n{original}```\n")
-        shown = req.messages[-1]["content"]
-        n = re.findall(r"(\d+)\|     return ordered\[mid\]$", shown, re.M)[-1]
+        n = median_line_number(req.messages[-1]["content"])
         lines.append(n)
         fix = BUGGY_LINE.strip() if len(lines) == 1 else RIGHT_LINE.strip()
         return Reply(content=f"{n}: {fix}")
@@ -232,7 +229,7 @@ async def test_line_samples_ask_the_line_again_at_the_highest_temperature_until_
     head, _, tail = original.rpartition(BUGGY_LINE)
     assert show(sample_repo, f"{result.branch}:stats.py") == head + RIGHT_LINE + tail
     asked = [r for r in fresh_sim.state.requests_for("sim-builder")
-             if _asked_line(ChatRequestView.from_body(r.body))]
+             if asked_line(ChatRequestView.from_body(r.body))]
     assert len(asked) == 2  # stopped at the first pass
     assert json.dumps(asked[0].body["messages"]) == json.dumps(asked[1].body["messages"])
     assert [r.body.get("temperature") for r in asked] == [0.3, 0.9]

@@ -30,17 +30,16 @@ def parts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     return root / "one" / "bench.json", root / "two" / "bench.json"
 
 
-def _figures(*argv: str) -> dict:
+def _figures(*paths: Path, common: bool = False) -> dict:
     merged = runpy.run_path(str(SCRIPT))["merged"]
-    report, _ = merged([Path(a) for a in argv if not a.startswith("--")],
-                       common="--common" in argv)
+    report, _ = merged(list(paths), common=common)
     return json.loads(report.model_dump_json())
 
 
 def test_parts_merge_into_one_report(parts):
     one, two = parts
     first, second = json.loads(one.read_text()), json.loads(two.read_text())
-    report = _figures(str(one), str(two))
+    report = _figures(one, two)
     assert report["tasks"][:2] == first["tasks"] and report["tasks"][2] == "js-range"
     assert report["role_maps"] == ["bench-careful", "bench-fast"]
     runs = {(r["task"], r["role_map"]): r for r in report["records"]}
@@ -56,7 +55,7 @@ def test_parts_merge_into_one_report(parts):
 
 
 def test_common_keeps_the_tasks_every_map_ran(parts):
-    report = _figures(*map(str, parts), "--common")
+    report = _figures(*parts, common=True)
     assert sorted(report["tasks"]) == ["py-clamp", "sh-count-lines"]
     assert {r["task"] for r in report["records"]} == {"sh-count-lines", "py-clamp"}
     assert any("every role map ran" in n for n in report["notes"])

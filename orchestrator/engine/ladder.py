@@ -46,7 +46,7 @@ def rungs(spec: RoleSpec, chain: int, *, line_first: bool = False) -> list[Rung]
         first = [Rung("one_shot"), Rung("one_line")] if spec.one_line else [Rung("one_shot")]
         out += first[::-1] if line_first else first
         out += [Rung("one_shot_fact")] * (spec.one_shot_attempts - 1)
-    if spec.tool_loop or not spec.one_shot:
+    if not cycle(spec):  # the sampled requests repeat instead of the tool loop
         out.append(Rung("tool_loop"))
     out += [Rung("next_model", step) for step in range(1, chain)]
     return out
