@@ -82,7 +82,7 @@ def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = (
         attempts=tuple(summarize_attempts(m, [r for r in ordered if r.role_map == m])
                        for m in order),
         notes=tuple(notes))
-    return report, source
+    return report, {key: path for key, path in source.items() if key in records}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -56,6 +56,8 @@ def test_parts_merge_into_one_report(parts):
 
 def test_common_keeps_the_tasks_every_map_ran(parts):
     report = _figures(*parts, common=True)
+    _, source = runpy.run_path(str(SCRIPT))["merged"](list(parts), common=True)
+    assert {task for task, _, _ in source} == {"py-clamp", "sh-count-lines"}
     assert sorted(report["tasks"]) == ["py-clamp", "sh-count-lines"]
     assert {r["task"] for r in report["records"]} == {"sh-count-lines", "py-clamp"}
     assert any("every role map ran" in n for n in report["notes"])
