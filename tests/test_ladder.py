@@ -205,13 +205,19 @@ async def test_the_time_budget_ends_the_run_failed_and_says_so(fresh_sim, sample
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
         script=[Reply(content="thinking", delay_s=60.0)])}))
     started = time.monotonic()
-    result = await api.arun(DEMO_TASK, **demo_run(
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **demo_run(
         fresh_sim, sample_repo, "builder.one_shot=true", "run.time_budget_s=4",
         "run.max_attempts=5"))
     assert result.status == "failed"
     assert "time budget of 4 s" in result.reason and "run.time_budget_s" in result.reason
     assert result.attempts == 1 and result.attempt_log[0].passed is False
     assert time.monotonic() - started < 50  # the 60 s reply was not waited for
+    # the build stopped at 3.6 s (a tenth kept back): the whole run, its finish included,
+    # ended within the budget, not just its builds
+    stopped = next(e for e in events if e.kind == "attempt_finished")
+    finished = next(e for e in events if e.kind == "run_finished")
+    assert 3.5 <= stopped.t < finished.t <= 4.0, (stopped.t, finished.t)
     assert show(sample_repo, f"{result.branch}:stats.py") == show(sample_repo, "HEAD:stats.py")
 
 
