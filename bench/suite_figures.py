@@ -6,11 +6,13 @@ the next). This merges the parts' records and prints what ``orchestrate bench`` 
 run: per role map the pass rate, the median time to a verified pass, the pass rate within 30,
 60, 120 and 300 s, what bought each pass, why each failure failed, and for each pair of maps
 the speed-up at equal accuracy. A later file's record replaces an earlier one's for the same
-task, role map and repeat (say so with ``--show-sources``); a map missing from a part is
-missing from the pair figures on that part's tasks, never counted as failing them.
+task, role map and repeat (say so with ``--show-sources``); with ``--as-repeats`` it is kept as
+the next repeat instead, so two runs of the same tasks give each map's figures over both (a
+single live run's pass count moves by one or two tasks from draw to draw). A map missing from a
+part is missing from the pair figures on that part's tasks, never counted as failing them.
 
     python bench/suite_figures.py bench/results/live-suite/r21/bench.json \\
-        bench/results/xp-live/r21/bench.json [--json] [--show-sources]
+        bench/results/xp-live/r21/bench.json [--json] [--show-sources] [--as-repeats]
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ from orchestrator.benchmark.records import RunRecord
 from orchestrator.benchmark.report import BenchReport, print_report
 
 
-def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = ()
-           ) -> tuple[BenchReport, dict[tuple[str, str, int], Path]]:
+def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = (),
+           as_repeats: bool = False) -> tuple[BenchReport, dict[tuple[str, str, int], Path]]:
     """One report over every record of ``paths`` (only ``maps`` when given; with ``common``,
-    only the tasks every role map ran); where each kept record came from."""
+    only the tasks every role map ran; with ``as_repeats``, a later record of a task and map
+    already held is the next repeat, not a replacement); where each kept record came from."""
     reports = []
     for path in paths:
         try:
@@ -49,6 +52,9 @@ def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = (
             if maps and rec.role_map not in maps:
                 continue
             key = (rec.task, rec.role_map, rec.repeat)
+            if as_repeats and key in records:
+                n = 1 + max(k[2] for k in records if k[:2] == key[:2])
+                rec, key = rec.model_copy(update={"repeat": n}), (*key[:2], n)
             records[key] = rec
             source[key] = path
     if maps:
@@ -76,7 +82,7 @@ def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = (
     summaries, pairs = compare_all(ordered, order)
     report = BenchReport(
         suite=" + ".join(dict.fromkeys(r.suite for r in reports)), tasks=tuple(tasks),
-        role_maps=tuple(order), repeat=max(r.repeat for r in reports), jobs=1,
+        role_maps=tuple(order), repeat=max([r.repeat + 1 for r in ordered] or [1]), jobs=1,
         started=min(r.started for r in reports), machine=reports[0].machine,
         records=tuple(ordered), summaries=summaries, comparisons=pairs,
         attempts=tuple(summarize_attempts(m, [r for r in ordered if r.role_map == m])
@@ -93,10 +99,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="only this role map (repeat; the order is the report's)")
     parser.add_argument("--common", action="store_true",
                         help="only the tasks every role map ran")
+    parser.add_argument("--as-repeats", action="store_true",
+                        help="keep a later run of a task and map as its next repeat, not as a "
+                        "replacement (two runs of the suite: figures over both)")
     parser.add_argument("--show-sources", action="store_true",
                         help="print which file each kept record came from")
     args = parser.parse_args(argv)
-    report, source = merged(args.files, common=args.common, maps=tuple(args.maps))
+    report, source = merged(args.files, common=args.common, maps=tuple(args.maps),
+                            as_repeats=args.as_repeats)
     if args.json:
         print(report.model_dump_json(indent=2))
         return 0

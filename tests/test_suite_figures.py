@@ -85,3 +85,30 @@ def test_a_map_filter_keeps_its_runs_and_refuses_an_unknown_map(parts):
     assert "js-range" not in report.tasks  # only bench-fast ran it
     with pytest.raises(SystemExit, match="no run of live-routed"):
         merged(list(parts), maps=("live-routed",))
+
+
+def test_as_repeats_keeps_a_later_run_as_the_next_repeat(parts):
+    """Runs of the same tasks pooled: each task and map holds every run (the next repeat
+    number, its run id unchanged), and each map's figures count them all; without the flag
+    the later run replaces the earlier."""
+    one, two = parts
+    merged = runpy.run_path(str(SCRIPT))["merged"]
+    report, source = merged([one, two, one], as_repeats=True)
+    held: dict[tuple[str, str], list[tuple[int, str]]] = {}
+    for r in report.records:
+        held.setdefault((r.task, r.role_map), []).append((r.repeat, r.run_id))
+    first = {(r["task"], r["role_map"]): r["run_id"]
+             for r in json.loads(one.read_text())["records"]}
+    later = {(r["task"], r["role_map"]): r["run_id"]
+             for r in json.loads(two.read_text())["records"]}
+    careful = first["sh-count-lines", "bench-careful"]
+    assert held["sh-count-lines", "bench-careful"] == [(0, careful), (1, careful)]
+    assert held["py-clamp", "bench-fast"] == [  # one, two, then one again
+        (0, first["py-clamp", "bench-fast"]), (1, later["py-clamp", "bench-fast"]),
+        (2, first["py-clamp", "bench-fast"])]
+    assert held["js-range", "bench-fast"] == [(0, later["js-range", "bench-fast"])]
+    assert report.repeat == 3 and len(source) == len(report.records) == 10
+    by_map = {s.role_map: s for s in report.attempts}
+    assert by_map["bench-careful"].runs == 4 and by_map["bench-fast"].runs == 6
+    replaced, _ = merged([one, two, one])
+    assert len(replaced.records) == 5
