@@ -43,6 +43,7 @@ def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = (
                              "`orchestrate bench --out DIR` wrote as DIR/bench.json") from None
     records: dict[tuple[str, str, int], RunRecord] = {}
     source: dict[tuple[str, str, int], Path] = {}
+    next_repeat: dict[tuple[str, str], int] = {}  # with as_repeats: a task and map's next number
     tasks: list[str] = []
     order: list[str] = []
     for path, report in zip(paths, reports, strict=True):
@@ -53,8 +54,9 @@ def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = (
                 continue
             key = (rec.task, rec.role_map, rec.repeat)
             if as_repeats and key in records:
-                n = 1 + max(k[2] for k in records if k[:2] == key[:2])
+                n = next_repeat[key[:2]]
                 rec, key = rec.model_copy(update={"repeat": n}), (*key[:2], n)
+            next_repeat[key[:2]] = max(next_repeat.get(key[:2], 0), key[2] + 1)
             records[key] = rec
             source[key] = path
     if maps:

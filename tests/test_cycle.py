@@ -7,7 +7,15 @@ from __future__ import annotations
 
 import pytest
 from conftest import scenario_with
-from routing_kit import BUGGY_LINE, RIGHT_LINE, copies_back_then_answers, demo_run, show
+from routing_kit import (
+    BUGGY,
+    BUGGY_LINE,
+    RIGHT,
+    RIGHT_LINE,
+    copies_back_then_answers,
+    demo_run,
+    show,
+)
 
 from orchestrator import api
 from orchestrator.config.schema import RoleSpec
@@ -76,11 +84,9 @@ async def test_the_budget_buys_new_draws_not_the_tool_loop(fresh_sim, sample_rep
 async def test_with_no_code_to_show_an_attempt_still_drives_the_tools(fresh_sim, sample_repo):
     """No preflight, so nothing is pinned and no one-shot prompt can be built: without the tool
     loop the attempt still builds, with the tools, rather than failing for want of a strategy."""
-    buggy = "        return ordered[mid]\n" + BUGGY_LINE  # unique in stats.py
-    right = "        return ordered[mid]\n" + RIGHT_LINE
     fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(script=[
         Reply(tool_calls=[ToolCallSpec(name="replace", arguments={
-            "path": "stats.py", "old": buggy, "new": right})]),
+            "path": "stats.py", "old": BUGGY, "new": RIGHT})]),
         Reply(tool_calls=[ToolCallSpec(name="submit", arguments={
             "summary": "fixed", "files_changed": ["stats.py"]})])])}))
     result = await api.arun(DEMO_TASK, **demo_run(

@@ -16,6 +16,7 @@ import pytest
 from conftest import cli
 
 SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "suite_figures.py"
+merged = runpy.run_path(str(SCRIPT))["merged"]  # the script's own function, loaded once
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +32,6 @@ def parts(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
 
 
 def _figures(*paths: Path, common: bool = False) -> dict:
-    merged = runpy.run_path(str(SCRIPT))["merged"]
     report, _ = merged(list(paths), common=common)
     return json.loads(report.model_dump_json())
 
@@ -56,7 +56,7 @@ def test_parts_merge_into_one_report(parts):
 
 def test_common_keeps_the_tasks_every_map_ran(parts):
     report = _figures(*parts, common=True)
-    _, source = runpy.run_path(str(SCRIPT))["merged"](list(parts), common=True)
+    _, source = merged(list(parts), common=True)
     assert {task for task, _, _ in source} == {"py-clamp", "sh-count-lines"}
     assert sorted(report["tasks"]) == ["py-clamp", "sh-count-lines"]
     assert {r["task"] for r in report["records"]} == {"sh-count-lines", "py-clamp"}
@@ -78,7 +78,6 @@ def test_printed_figures_and_a_bad_file(parts, tmp_path):
 
 
 def test_a_map_filter_keeps_its_runs_and_refuses_an_unknown_map(parts):
-    merged = runpy.run_path(str(SCRIPT))["merged"]
     report, _ = merged(list(parts), maps=("bench-careful",))
     assert report.role_maps == ("bench-careful",)
     assert {r.role_map for r in report.records} == {"bench-careful"}
@@ -92,7 +91,6 @@ def test_as_repeats_keeps_a_later_run_as_the_next_repeat(parts):
     number, its run id unchanged), and each map's figures count them all; without the flag
     the later run replaces the earlier."""
     one, two = parts
-    merged = runpy.run_path(str(SCRIPT))["merged"]
     report, source = merged([one, two, one], as_repeats=True)
     held: dict[tuple[str, str], list[tuple[int, str]]] = {}
     for r in report.records:

@@ -11,9 +11,9 @@ left out, since verify puts those back; the trees are read by the run's open ``c
 so the same-failure stop does not count it (``graph._repeating``) and the next attempt climbs.
 ``run.time_budget_s`` bounds the whole run: the builds stop ``finish_reserve`` before it (the
 attempt under way is stopped and the run fails, saying so), so that the run's finish (the tree
-read, the commit, the patch, the report) falls within the budget too. Each attempt starts from the kept tree (``undo``): the start's, or
-the last attempt's that fixed a failing test and broke none; a failed attempt's other changes
-are undone, and the next prompt says so.
+read, the commit, the patch, the report) falls within the budget too. Each attempt starts from
+the kept tree (``undo``): the start's, or the last attempt's that fixed a failing test and broke
+none; a failed attempt's other changes are undone, and the next prompt says so.
 """
 
 from __future__ import annotations
