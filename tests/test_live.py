@@ -11,11 +11,14 @@ scripts/live-model/setup.sh <size>`` first. Slow: about a minute per test on two
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
+import openai
 import pytest
 from conftest import run_env
 
@@ -103,17 +106,14 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def live_url():
-    url = os.environ.get("ORCHESTRATE_LIVE_URL")
-    if url:
-        yield url
-        return
+@contextlib.contextmanager
+def kit_server(*options: str) -> Iterator[str]:
+    """The live kit's ``serve.py`` on a free 127.0.0.1 port, with ``options``; yields its /v1."""
     if not MODEL_FILE.is_file():
         pytest.skip(f"no model at {MODEL_FILE}: run `bash {KIT}/setup.sh {SIZE}`")
     proc = subprocess.Popen(
         [str(HOME / "venv" / "bin" / "python"), str(KIT / "serve.py"), str(MODEL_FILE),
-         "--port", str(_free_port()), "--alias", "live", "--ctx", "8192"],
+         "--port", str(_free_port()), "--alias", "live", "--ctx", "8192", *options],
         stdout=subprocess.PIPE, text=True)
     try:
         for line in proc.stdout:  # type: ignore[union-attr]
@@ -125,6 +125,16 @@ def live_url():
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def live_url():
+    url = os.environ.get("ORCHESTRATE_LIVE_URL")
+    if url:
+        yield url
+        return
+    with kit_server() as url:
+        yield url
 
 
 def live_roles(url: str, wire: str = "chat"):
@@ -218,3 +228,28 @@ async def test_live_explore_bench_scores_a_real_explorer(live_url, tmp_path):
     assert c.submitted == c.verified + c.adds_nothing + c.dropped
     assert c.dropped == c.path + c.quote + c.trivial + c.unrelated + c.uncited + c.unchecked
     assert rec.tokens > 0 and (tmp_path / "out" / "explore.json").is_file()
+
+
+def test_the_kits_speculative_decoding_drafts_most_of_a_whole_file_fix():
+    """``serve.py --spec ngram_simple`` (the kit's 1.5B since 2026-12-04) drafts from n-grams of
+    the context: a whole-file fix at temperature 0 is still the fix, and most of it was drafted
+    and kept. Not asserted: the same text. A drafted token's logits are computed in a batch,
+    which can flip a near-tie at temperature 0 (live, py-paging's first answer did)."""
+    broken = FILES["shop/pricing.py"].replace("0.2", "0.02")
+    ask = [{"role": "system",
+            "content": "Answer with the whole corrected file in one fenced code block, nothing else."},
+           {"role": "user", "content": "The test expects a 20% tax. Fix it.\n\n"
+                                       f"shop/pricing.py:\n```python\n{broken}```"}]
+    answers = {}
+    for spec in ("none", "ngram_simple"):
+        with kit_server("--spec", spec) as url:
+            client = openai.OpenAI(base_url=url, api_key="local", max_retries=0)
+            reply = client.chat.completions.create(
+                model="live", messages=ask, temperature=0.0, max_tokens=400)  # type: ignore[arg-type]
+            timings = (reply.model_extra or {}).get("timings", {})
+            answers[spec] = (reply.choices[0].message.content, timings)
+    for text, _ in answers.values():
+        assert "TAX_RATE = 0.2\n" in (text or ""), text
+    assert not answers["none"][1].get("draft_n")
+    drafted = answers["ngram_simple"][1]
+    assert drafted["draft_n_accepted"] >= drafted["draft_n"] / 2 > 0, drafted

@@ -4,12 +4,14 @@
 # of context each, as the packaged live-*.toml maps expect. Installs them first when missing
 # (setup.sh). Idempotent: a server already answering is left alone.
 #   usage: start.sh [0.5b|1.5b|all]   (default all)
-#   env:   LIVE_HOME (default ~/.cache/orchestrate-live), LIVE_CTX (default 8192)
+#   env:   LIVE_HOME (default ~/.cache/orchestrate-live), LIVE_CTX (default 8192),
+#          LIVE_SPEC (the 1.5B's speculative decoding, serve.py --spec; default ngram_simple)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 which="${1:-all}"
 home="${LIVE_HOME:-$HOME/.cache/orchestrate-live}"
 ctx="${LIVE_CTX:-8192}"
+spec="${LIVE_SPEC:-ngram_simple}"
 mkdir -p "$home/run"
 bash "$here/setup.sh" "$which"
 
@@ -23,11 +25,11 @@ except Exception:
 PY
 }
 
-serve() {  # model-file port alias
-  local port=$2 alias=$3 log="$home/run/$3.log"
+serve() {  # model-file port alias [serve.py options]
+  local model=$1 port=$2 alias=$3 log="$home/run/$3.log"; shift 3
   if up "$port"; then echo "$alias: already serving on 127.0.0.1:$port"; return; fi
-  nohup "$home/venv/bin/python" "$here/serve.py" "$home/models/$1.gguf" --port "$port" \
-    --alias "$alias" --ctx "$ctx" >"$log" 2>&1 &
+  nohup "$home/venv/bin/python" "$here/serve.py" "$home/models/$model.gguf" --port "$port" \
+    --alias "$alias" --ctx "$ctx" "$@" >"$log" 2>&1 &
   echo $! >"$home/run/$alias.pid"
   for _ in $(seq 1 240); do
     if grep -q READY "$log" 2>/dev/null; then echo "$alias: $(grep READY "$log")"; return; fi
@@ -43,6 +45,6 @@ if [ "$which" = 0.5b ] || [ "$which" = all ]; then
   serve qwen2.5-coder-0.5b-instruct 8089 qwen05
 fi
 if [ "$which" = 1.5b ] || [ "$which" = all ]; then
-  serve qwen2.5-coder-1.5b-instruct 8090 qwen15
+  serve qwen2.5-coder-1.5b-instruct 8090 qwen15 --spec "$spec"
 fi
 echo "export ORCHESTRATE_LIVE_KEY=local   # the live maps name a key variable; llama.cpp ignores it"
