@@ -230,15 +230,19 @@ async def test_live_explore_bench_scores_a_real_explorer(live_url, tmp_path):
     assert rec.tokens > 0 and (tmp_path / "out" / "explore.json").is_file()
 
 
-def test_the_kits_speculative_decoding_drafts_most_of_a_whole_file_fix():
+def test_the_kits_speculative_decoding_drafts_a_whole_file_fix():
     """``serve.py --spec ngram_simple`` (the kit's 1.5B since 2026-12-04) drafts from n-grams of
-    the context: a whole-file fix at temperature 0 is still the fix, and most of it was drafted
-    and kept. Not asserted: the same text. A drafted token's logits are computed in a batch,
-    which can flip a near-tie at temperature 0 (live, py-paging's first answer did)."""
+    the context: a whole-file fix at temperature 0 is still the fix, drafted tokens were kept,
+    and the plain server drafted nothing. Not asserted: the same text (a drafted token's logits
+    are computed in a batch, which can flip a near-tie at temperature 0; live, py-paging's first
+    answer did) nor a speed-up: how much of a draft is kept depends on the answer (this one: 55
+    of 144 drafted tokens kept, generation 3.7 s against 2.9 s; a paging fix: 135 of 144,
+    3.3 s against 6.7 s)."""
     broken = FILES["shop/pricing.py"].replace("0.2", "0.02")
     ask = [{"role": "system",
             "content": "Answer with the whole corrected file in one fenced code block, nothing else."},
-           {"role": "user", "content": "The test expects a 20% tax. Fix it.\n\n"
+           {"role": "user", "content": "TAX_RATE reads 0.02; the tax is 20%, so it must "
+                                       "read 0.2. Fix it.\n\n"
                                        f"shop/pricing.py:\n```python\n{broken}```"}]
     answers = {}
     for spec in ("none", "ngram_simple"):
@@ -252,4 +256,4 @@ def test_the_kits_speculative_decoding_drafts_most_of_a_whole_file_fix():
         assert "TAX_RATE = 0.2\n" in (text or ""), text
     assert not answers["none"][1].get("draft_n")
     drafted = answers["ngram_simple"][1]
-    assert drafted["draft_n_accepted"] >= drafted["draft_n"] / 2 > 0, drafted
+    assert drafted["draft_n"] >= drafted["draft_n_accepted"] > 0, drafted
