@@ -189,3 +189,82 @@ def test_the_explorers_place_is_their_first_cited_line_of_code_not_a_docstring()
     span = found_span(state(("pkg/__init__.py", 1, 1), ("pkg/__init__.py", 1, 1),
                             ("pkg/tiers.py", 1, 4)), sources)
     assert span is not None and (span.path, span.focus) == ("pkg/tiers.py", 4)
+
+
+def test_on_an_explore_needed_task_lines_only_makes_every_attempt_the_one_line_request():
+    from orchestrator.config.schema import RoleSpec
+    from orchestrator.engine.ladder import rung_for, rungs
+    spec = RoleSpec(model="m", one_shot=True, one_line=True, one_shot_attempts=2,
+                    tool_loop=False, unpinned_lines_only=True)
+    got = [rung_for(spec, 1, n, line_first=True) for n in range(1, 6)]
+    assert [(r.strategy, r.resampled, last) for r, last in got] == [
+        ("one_line", False, False)] + [("one_line", True, False)] * 4
+    # a pinned failure (no leads first) climbs the whole ladder as before
+    assert [rung_for(spec, 1, n)[0].strategy for n in range(1, 6)] == [
+        "one_shot", "one_line", "one_shot_fact", "one_line", "one_shot_fact"]
+    # with the tool loop and a fallback model, those follow the one line
+    looped = spec.model_copy(update={"tool_loop": True})
+    assert [r.strategy for r in rungs(looped, 2, line_first=True)] == [
+        "one_line", "tool_loop", "next_model"]
+
+
+def test_lines_only_without_the_one_line_request_is_refused():
+    import pytest
+
+    from orchestrator.config.schema import RoleSpec
+    with pytest.raises(ValueError, match="unpinned_lines_only = true needs one_shot = true"):
+        RoleSpec(model="m", one_shot=True, unpinned_lines_only=True)
+
+
+async def test_an_explore_needed_task_spends_its_attempts_on_new_draws_of_the_line(
+        fresh_sim, tmp_path):
+    """xp-payslip-rounding, the explorers citing the caller: the builder gives every shown line
+    back as it is in its first round of one-line samples and corrects ``to_cents`` from its
+    second round on. With ``unpinned_lines_only`` the second attempt is the one-line request
+    again, sampled anew at the role's highest temperature (not a whole-file one-shot), and it
+    passes; no request ever asked for whole files. Without it, the second attempt is the
+    whole-file one-shot, as before."""
+    task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
+    fix = task.sim.new.strip()
+    rounds = {"lines": 0}
+
+    def respond(req: ChatRequestView) -> Reply:
+        shown = req.messages[-1]["content"]
+        if asked_line(req):
+            rounds["lines"] += 1
+            m = re.search(r"^ *(\d+)\| +return money\(amount\)\.quantize", shown, re.M)
+            if m and rounds["lines"] > 2:
+                return Reply(content=f"Half a cent must round up.\n{m.group(1)}: {fix}")
+            n, line = re.findall(r"^ *(\d+)\| (.*)$", shown, re.M)[-1]
+            return Reply(content=f"This looks right.\n{n}: {line.strip()}")
+        path = "payroll/app.py"
+        return Reply(content=f"{path}\n```python\n"
+                     + (tmp_path / "repo" / path).read_text(encoding="utf-8") + "```\n")
+
+    sets = ["builder.one_line=true", "builder.line_samples=1", "builder.tool_loop=false",
+            "builder.temperatures=[0.0, 0.6]", "run.explore_when_pinned=false",
+            "run.max_attempts=4"]
+    task, result, _ = await _explore_task_one_shot(
+        fresh_sim, tmp_path, task.name, "Where is `run_payroll` defined?", CALLER_FOUND,
+        builder=ModelBehavior(respond=respond), sets=[*sets, "builder.unpinned_lines_only=true"])
+    assert result.status == "succeeded", result.reason
+    assert [(a.strategy, a.passed) for a in result.attempt_log] == [
+        ("one_line", False), ("one_line", True)]
+    first, second = result.attempt_log
+    places = [s.place for s in first.samples]  # the explorers' place, then each lead once
+    assert places[0].startswith("payroll/app.py:") and len(set(places)) == len(places) > 2
+    assert "payroll/money/amounts.py:17-19" in places
+    # the second round asks the same places again, up to the pass, as new draws
+    assert [s.place for s in second.samples] == places[:len(second.samples)]
+    assert second.samples[-1].place == "payroll/money/amounts.py:17-19"
+    assert first.samples[0].temperature == 0.0  # the first round at the role's temperatures
+    assert {s.temperature for s in second.samples} == {0.6}  # new draws at the highest
+    asked = [ChatRequestView.from_body(r.body) for r in fresh_sim.state.requests_for("sim-builder")]
+    assert asked and all(asked_line(req) for req in asked)  # never whole files
+
+    fresh_sim.state.requests.clear()
+    rounds["lines"] = 0
+    _, before, _ = await _explore_task_one_shot(
+        fresh_sim, tmp_path / "plain", task.name, "Where is `run_payroll` defined?",
+        CALLER_FOUND, builder=ModelBehavior(respond=respond), sets=sets)
+    assert [a.strategy for a in before.attempt_log][:2] == ["one_line", "one_shot"]

@@ -13,7 +13,9 @@ and time are left; with ``tool_loop = false`` there is no (c), and after the oth
 requests cycle instead (one_line, one_shot_fact), each at the role's highest temperature: a new
 draw, never the last rung, so the same-failure stop does not end them. When the failure pins no
 code and the explore step left places to point at (``state.leads``), the one-line request comes
-before the whole-file one-shot. Pure: the rung of attempt ``n`` follows from the role's
+before the whole-file one-shot; with ``unpinned_lines_only`` it is then the only one-shot
+rung, and the only one that cycles (live, on those tasks the whole-file rungs passed 1 of 46
+attempts, the one-line request 11 of 53: a faster map's extra time buys more draws of it). Pure: the rung of attempt ``n`` follows from the role's
 settings and the run's localisation and leads, so a resumed run takes the same one.
 """
 
@@ -42,22 +44,32 @@ def rungs(spec: RoleSpec, chain: int, *, line_first: bool = False) -> list[Rung]
     found places to point it at: live, the first whole-file one-shot never passed an
     explore-needed task in 40 runs, and cost 50-66 s of the 300)."""
     out: list[Rung] = []
-    if spec.one_shot:
+    if spec.one_shot and lines_only(spec, line_first):
+        out.append(Rung("one_line"))
+    elif spec.one_shot:
         first = [Rung("one_shot"), Rung("one_line")] if spec.one_line else [Rung("one_shot")]
         out += first[::-1] if line_first else first
         out += [Rung("one_shot_fact")] * (spec.one_shot_attempts - 1)
-    if not cycle(spec):  # the sampled requests repeat instead of the tool loop
+    if not cycle(spec, line_first=line_first):  # the sampled requests repeat instead
         out.append(Rung("tool_loop"))
     out += [Rung("next_model", step) for step in range(1, chain)]
     return out
 
 
-def cycle(spec: RoleSpec) -> list[Rung]:
+def lines_only(spec: RoleSpec, line_first: bool) -> bool:
+    """Whether every one-shot attempt is the one-line request (``unpinned_lines_only`` on an
+    explore-needed task: the failure pins nothing and the explore step left places)."""
+    return line_first and spec.one_line and spec.unpinned_lines_only
+
+
+def cycle(spec: RoleSpec, *, line_first: bool = False) -> list[Rung]:
     """The rungs that repeat after the ladder when the role has no tool loop: each sampled
     request once per round, at the role's highest temperature (empty: the last rung repeats)."""
     if spec.tool_loop or not spec.one_shot:
         return []
     lines = [Rung("one_line", resampled=True)] if spec.one_line else []
+    if lines_only(spec, line_first):
+        return lines
     return [*lines, Rung("one_shot_fact", resampled=True)]
 
 
@@ -65,7 +77,7 @@ def rung_for(spec: RoleSpec, chain: int, n: int, *, line_first: bool = False
              ) -> tuple[Rung, bool]:
     """The rung of build attempt ``n`` (1-based) and whether it is the ladder's last (a
     cycled rung never is: it samples anew)."""
-    ladder, again = rungs(spec, chain, line_first=line_first), cycle(spec)
+    ladder, again = rungs(spec, chain, line_first=line_first), cycle(spec, line_first=line_first)
     if n <= len(ladder) or not again:
         i = min(n - 1, len(ladder) - 1)
         return ladder[i], i == len(ladder) - 1 and not again
