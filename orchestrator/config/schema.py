@@ -131,13 +131,10 @@ class RoleSpec(_Strict):
         "or else the function the failure points at (shown numbered); a small model that gives "
         "whole files back unchanged has to pick a line. Then the one_shot_attempts go on.")
     unpinned_lines_only: bool = Field(
-        False, description="Build roles with one_line: when the failure pins no code and the "
-        "explore step left places to point at (an explore-needed task), every attempt is the "
-        "one-line request over those places, the first at the role's temperatures and the "
-        "rest as new draws at its highest, with no whole-file one-shot or facts rung between "
-        "(the tool loop and the next models still follow, when the role has them). Live "
-        "(r21-r25), on the explore-needed tasks the whole-file rungs passed 1 of 46 attempts "
-        "at 35-47 s each, the one-line request 11 of 53.")
+        False, description="Build roles with one_line: on an explore-needed task (the failure "
+        "pins no code, the explore step left places) every attempt is the one-line request over "
+        "those places, new draws at the role's highest temperature after the first: no "
+        "whole-file rungs (live, r21-r25, they passed 1 of 46 attempts there; the line 11 of 53).")
     samples: int = Field(
         1, ge=1, le=16, description="Build roles with one_shot: best-of-k. Each one-shot attempt "
         "asks up to k times with the same prompt (only the sampling differs, temperatures[i]), "
@@ -170,9 +167,8 @@ class RoleSpec(_Strict):
                              "and the one-shot the build has no strategy left; set "
                              "one_shot = true or drop tool_loop = false")
         if self.unpinned_lines_only and not (self.one_shot and self.one_line):
-            raise ValueError("unpinned_lines_only = true needs one_shot = true and "
-                             "one_line = true: it makes every attempt of an explore-needed "
-                             "task the one-line request; set both or drop unpinned_lines_only")
+            raise ValueError("unpinned_lines_only = true needs one_shot = true and one_line "
+                             "= true (set both, or drop unpinned_lines_only)")
         return self
 
 
