@@ -68,6 +68,28 @@ CALLER_FOUND = {"answer": "run_payroll in payroll/app.py", "claims": [{
     "citations": [{"path": "payroll/app.py", "start_line": 8, "end_line": 11, "quote": ""}]}]}
 
 
+def _payslip_builder(tmp_path, fix: str, *, copies: int = 0):
+    """xp-payslip-rounding's builder: whole files come back as they are; asked for a line, it
+    gives a shown line back unchanged for its first ``copies`` line requests and for any code
+    but ``to_cents``, whose ``fix`` it gives from then on."""
+    asked = {"lines": 0}
+
+    def respond(req: ChatRequestView) -> Reply:
+        shown = req.messages[-1]["content"]
+        if asked_line(req):
+            asked["lines"] += 1
+            m = re.search(r"^ *(\d+)\| +return money\(amount\)\.quantize", shown, re.M)
+            if m and asked["lines"] > copies:
+                return Reply(content=f"Half a cent must round up.\n{m.group(1)}: {fix}")
+            n, line = re.findall(r"^ *(\d+)\| (.*)$", shown, re.M)[-1]
+            return Reply(content=f"This looks right.\n{n}: {line.strip()}")
+        path = "payroll/app.py"
+        return Reply(content=f"{path}\n```python\n"
+                     + (tmp_path / "repo" / path).read_text(encoding="utf-8") + "```\n")
+
+    return respond
+
+
 async def test_when_the_explorers_cite_a_caller_the_line_is_asked_of_each_lead_once(
         fresh_sim, tmp_path):
     """xp-payslip-rounding as the live 0.5B explored it (r17): its one verified claim cites
@@ -78,17 +100,7 @@ async def test_when_the_explorers_cite_a_caller_the_line_is_asked_of_each_lead_o
     each sample says where it pointed, and nothing is asked after the pass."""
     task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
     fix = task.sim.new.strip()
-
-    def respond(req: ChatRequestView) -> Reply:
-        shown = req.messages[-1]["content"]
-        if asked_line(req):
-            if m := re.search(r"^ *(\d+)\| +return money\(amount\)\.quantize", shown, re.M):
-                return Reply(content=f"Half a cent must round up.\n{m.group(1)}: {fix}")
-            n, line = re.findall(r"^ *(\d+)\| (.*)$", shown, re.M)[-1]
-            return Reply(content=f"This looks right.\n{n}: {line.strip()}")
-        path = "payroll/app.py"
-        return Reply(content=f"{path}\n```python\n"
-                     + (tmp_path / "repo" / path).read_text(encoding="utf-8") + "```\n")
+    respond = _payslip_builder(tmp_path, fix)
 
     task, result, _ = await _explore_task_one_shot(
         fresh_sim, tmp_path, task.name, "Where is `run_payroll` defined?", CALLER_FOUND,
@@ -226,27 +238,13 @@ async def test_an_explore_needed_task_spends_its_attempts_on_new_draws_of_the_li
     whole-file one-shot, as before."""
     task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
     fix = task.sim.new.strip()
-    rounds = {"lines": 0}
-
-    def respond(req: ChatRequestView) -> Reply:
-        shown = req.messages[-1]["content"]
-        if asked_line(req):
-            rounds["lines"] += 1
-            m = re.search(r"^ *(\d+)\| +return money\(amount\)\.quantize", shown, re.M)
-            if m and rounds["lines"] > 2:
-                return Reply(content=f"Half a cent must round up.\n{m.group(1)}: {fix}")
-            n, line = re.findall(r"^ *(\d+)\| (.*)$", shown, re.M)[-1]
-            return Reply(content=f"This looks right.\n{n}: {line.strip()}")
-        path = "payroll/app.py"
-        return Reply(content=f"{path}\n```python\n"
-                     + (tmp_path / "repo" / path).read_text(encoding="utf-8") + "```\n")
-
     sets = ["builder.one_line=true", "builder.line_samples=1", "builder.tool_loop=false",
             "builder.temperatures=[0.0, 0.6]", "run.explore_when_pinned=false",
             "run.max_attempts=4"]
     task, result, _ = await _explore_task_one_shot(
         fresh_sim, tmp_path, task.name, "Where is `run_payroll` defined?", CALLER_FOUND,
-        builder=ModelBehavior(respond=respond), sets=[*sets, "builder.unpinned_lines_only=true"])
+        builder=ModelBehavior(respond=_payslip_builder(tmp_path, fix, copies=2)),
+        sets=[*sets, "builder.unpinned_lines_only=true"])
     assert result.status == "succeeded", result.reason
     assert [(a.strategy, a.passed) for a in result.attempt_log] == [
         ("one_line", False), ("one_line", True)]
@@ -263,8 +261,8 @@ async def test_an_explore_needed_task_spends_its_attempts_on_new_draws_of_the_li
     assert asked and all(asked_line(req) for req in asked)  # never whole files
 
     fresh_sim.state.requests.clear()
-    rounds["lines"] = 0
+    plain = tmp_path / "plain"
     _, before, _ = await _explore_task_one_shot(
-        fresh_sim, tmp_path / "plain", task.name, "Where is `run_payroll` defined?",
-        CALLER_FOUND, builder=ModelBehavior(respond=respond), sets=sets)
+        fresh_sim, plain, task.name, "Where is `run_payroll` defined?", CALLER_FOUND,
+        builder=ModelBehavior(respond=_payslip_builder(plain, fix, copies=2)), sets=sets)
     assert [a.strategy for a in before.attempt_log][:2] == ["one_line", "one_shot"]

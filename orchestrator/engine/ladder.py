@@ -15,8 +15,9 @@ draw, never the last rung, so the same-failure stop does not end them. When the 
 code and the explore step left places to point at (``state.leads``), the one-line request comes
 before the whole-file one-shot; with ``unpinned_lines_only`` it is then the only one-shot
 rung, and the only one that cycles (live, on those tasks the whole-file rungs passed 1 of 46
-attempts, the one-line request 11 of 53: a faster map's extra time buys more draws of it). Pure: the rung of attempt ``n`` follows from the role's
-settings and the run's localisation and leads, so a resumed run takes the same one.
+attempts, the one-line request 11 of 53: a faster map's extra time buys more draws of it).
+Pure: the rung of attempt ``n`` follows from the role's settings and the run's localisation
+and leads, so a resumed run takes the same one.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def rungs(spec: RoleSpec, chain: int, *, line_first: bool = False) -> list[Rung]
     found places to point it at: live, the first whole-file one-shot never passed an
     explore-needed task in 40 runs, and cost 50-66 s of the 300)."""
     out: list[Rung] = []
-    if spec.one_shot and lines_only(spec, line_first):
+    if lines_only(spec, line_first):
         out.append(Rung("one_line"))
     elif spec.one_shot:
         first = [Rung("one_shot"), Rung("one_line")] if spec.one_line else [Rung("one_shot")]
@@ -58,8 +59,9 @@ def rungs(spec: RoleSpec, chain: int, *, line_first: bool = False) -> list[Rung]
 
 def lines_only(spec: RoleSpec, line_first: bool) -> bool:
     """Whether every one-shot attempt is the one-line request (``unpinned_lines_only`` on an
-    explore-needed task: the failure pins nothing and the explore step left places)."""
-    return line_first and spec.one_line and spec.unpinned_lines_only
+    explore-needed task: the failure pins nothing and the explore step left places; the
+    role map refuses it without ``one_shot`` and ``one_line``)."""
+    return line_first and spec.unpinned_lines_only
 
 
 def cycle(spec: RoleSpec, *, line_first: bool = False) -> list[Rung]:
