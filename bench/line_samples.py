@@ -13,8 +13,17 @@ per sample and, per task, the samples that passed; the 2nd..kth samples' wall ti
 first's. ``--variant bare`` sends the request as it was before a reason was asked first (the
 line alone), to compare.
 
+``--at-fix`` asks instead of the place the explorers' verified claims would show if they cited
+the task's reference fix (its ``[sim]`` line: ``places.found_span``), so explore-needed tasks
+can be probed too, and ``--where`` names how the prompt introduces that code (comma-separated,
+each asked ``--k`` times): ``found`` (the explorers' place), ``lead`` (a place the task's words
+lead to), ``failure`` (the code the failure points at), ``suspect`` (the code named only as
+where the bug likely is) or ``traced`` (the explorers' place without "verified").
+
     python bench/line_samples.py --roles live-routed --k 4
     python bench/line_samples.py --roles live-routed --k 6 --task py-id-validation --json out.json
+    python bench/line_samples.py --roles live-routed --k 3 --first 0 --rest 0.8 --at-fix \
+        --where found,lead --task xp-invoice-tax
 """
 
 from __future__ import annotations
@@ -27,18 +36,25 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from first_prompt import _localized, chosen, task_args
 
 from orchestrator.benchmark.spec import check_acceptance
 from orchestrator.benchmark.suite import Task, materialize
+from orchestrator.config.prompts import text
 from orchestrator.config.schema import RoleMap
 from orchestrator.engine import oneline
-from orchestrator.engine.oneshot import facts_said, line_messages, shown_files
-from orchestrator.engine.places import focus_span, line_span
+from orchestrator.engine.oneshot import facts_said, failure_output, line_messages, shown_files
+from orchestrator.engine.places import focus_span, found_span, line_span
 from orchestrator.localize.localization import Localization, Span
 from orchestrator.models.pool import ClientPool
+from orchestrator.state import Citation, Claim, ExplorerResult, RunState
+
+WHERE = {"found": "line_found", "lead": "line_lead", "failure": "line_failure"}
+OTHER = {"suspect": "The bug is most likely in this code ($path lines $start-$end):",
+         "traced": "The explorers traced the task to this code ($path lines $start-$end):"}
 
 BARE = ("Which one of these lines is wrong? Answer with one line in this form: the line's "
         "number, a colon, then the whole line as it should read:\n<number>: <the corrected "
@@ -47,10 +63,19 @@ BARE_SYSTEM = ("You are a programmer fixing a bug. You cannot run anything. You 
                "only the line that is wrong, corrected: its number, a colon, and its new text.")
 
 
-def _request(task: Task, loc: Localization, span: Span, variant: str
-             ) -> list[dict[str, str]]:
+def _request(task: Task, loc: Localization, span: Span, variant: str, where: str = "failure",
+             repo: Path | None = None) -> list[dict[str, str]]:
     output = "\n".join(c.output for c in loc.checks if c.exit_code)
-    messages = line_messages(task.instruction, facts_said(loc.reports), output, span)
+    if repo is not None:  # the failure as the engine's first attempt shows it, byte for byte
+        state = RunState(task=task.instruction, localization=loc)
+        output = failure_output(SimpleNamespace(worktree=repo), state)  # type: ignore[arg-type]
+    messages = line_messages(task.instruction, facts_said(loc.reports), output, span,
+                             WHERE.get(where, "line_found"))
+    if where in OTHER:
+        said = text("oneshot", "line_found", path=span.path, start=span.start, end=span.end)
+        mine = OTHER[where].replace("$path", span.path).replace("$start", str(span.start))
+        messages[1]["content"] = messages[1]["content"].replace(
+            said, mine.replace("$end", str(span.end)))
     if variant == "bare":  # the request before a reason was asked first (to 2026-12-03)
         body = messages[1]["content"]
         messages = [{"role": "system", "content": BARE_SYSTEM},
@@ -58,23 +83,55 @@ def _request(task: Task, loc: Localization, span: Span, variant: str
     return messages
 
 
+def _fix_span(repo: Path, task: Task, loc: Localization) -> Span | None:
+    """The place the engine shows when the explorers' verified claims cite the line the task's
+    reference fix changes (``places.found_span``)."""
+    if task.sim is None:
+        return None
+    body = (repo / task.sim.path).read_text(encoding="utf-8")
+    first = task.sim.old.strip().splitlines()[0].strip()
+    line = next((n for n, t in enumerate(body.splitlines(), 1) if first in t), None)
+    if line is None:
+        return None
+    cite = Citation(path=task.sim.path, start_line=line, end_line=line, quote="")
+    state = RunState(task=task.instruction, localization=loc,
+                     explorers=[ExplorerResult(question="q", index=1, claims=[Claim(text="t",
+                                                                            citations=[cite])])])
+    return found_span(state, {task.sim.path: body})
+
+
 async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
-                temps: tuple[float, float], tmp: Path, variant: str) -> list[dict[str, Any]]:
+                temps: tuple[float, float], tmp: Path, variant: str,
+                at_fix: bool = False, wheres: tuple[str, ...] = ("failure",)
+                ) -> list[dict[str, Any]]:
     repo = materialize(task, tmp / f"{task.name}-preflight")
     loc = await asyncio.to_thread(_localized, repo, task)
-    span = focus_span(loc, task.instruction) if shown_files(repo, loc) is not None else None
+    if at_fix:
+        span = _fix_span(repo, task, loc)
+    else:
+        span = focus_span(loc, task.instruction) if shown_files(repo, loc) is not None else None
+        if span is not None and span.text:
+            span = line_span(loc, span, (repo / span.path).read_text(encoding="utf-8"))
     if span is None or not span.text:
         print(f"{task.name:22} skipped: the failure pins no code", flush=True)
         return []
-    span = line_span(loc, span, (repo / span.path).read_text(encoding="utf-8"))
-    prompt = _request(task, loc, span, variant)
+    rows = []
+    for where in wheres:
+        prompt = _request(task, loc, span, variant, where, repo if at_fix else None)
+        rows += await _samples(pool, roles, role, task, k, temps, tmp, span, prompt, where)
+    return rows
+
+
+async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
+                   temps: tuple[float, float], tmp: Path, span: Span,
+                   prompt: list[dict[str, str]], where: str) -> list[dict[str, Any]]:
     rows = []
     for i in range(1, k + 1):
         temperature = temps[0] if i == 1 else temps[1]
         client = pool.for_role(role, temperature=temperature)
         started = time.monotonic()
-        done = await client.complete(prompt, session=f"{role}-{task.name}-line-{i}")
-        copy = materialize(task, tmp / f"{task.name}-{i}")
+        done = await client.complete(prompt, session=f"{role}-{task.name}-{where}-line-{i}")
+        copy = materialize(task, tmp / f"{task.name}-{where}-{i}")
         current = (copy / span.path).read_text(encoding="utf-8")
         new, why = oneline.line_edit(current, span, done.content or "")
         passed = False
@@ -84,7 +141,7 @@ async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
                 task, copy, dict(os.environ), roles.run.command_timeout_s,
                 sandbox=roles.sandbox, objects=copy / ".git" / "objects")
         rec = done.record
-        rows.append({"task": task.name, "sample": i, "temperature": temperature,
+        rows.append({"task": task.name, "where": where, "sample": i, "temperature": temperature,
                      "span": f"{span.path}:{span.start}-{span.end}", "changed": new is not None,
                      "passed": passed, "why": why, "reply": (done.content or "")[:600],
                      "call_s": round(rec.duration_s, 2),
@@ -92,20 +149,22 @@ async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
                      "prompt_tokens": rec.prompt_tokens, "cached_tokens": rec.cached_tokens,
                      "wall_s": round(time.monotonic() - started, 2)})
         r = rows[-1]
-        print(f"{task.name:22} {r['span']:22} #{i} t={temperature} changed={r['changed']!s:5} "
+        print(f"{task.name:22} {where:7} {r['span']:22} #{i} t={temperature} changed={r['changed']!s:5} "
               f"passed={passed!s:5} {r['call_s']:5.1f}s cached={r['cached_tokens']}/"
               f"{r['prompt_tokens']} {r['reply'][-70:]!r}", flush=True)
     return rows
 
 
 async def _run(roles: RoleMap, role: str, tasks: list[Task], k: int,
-               temps: tuple[float, float], variant: str) -> list[dict[str, Any]]:
+               temps: tuple[float, float], variant: str, at_fix: bool,
+               wheres: tuple[str, ...]) -> list[dict[str, Any]]:
     pool = ClientPool(roles, dict(os.environ))
     rows: list[dict[str, Any]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for task in tasks:
-                rows += await _task(pool, roles, role, task, k, temps, Path(tmp), variant)
+                rows += await _task(pool, roles, role, task, k, temps, Path(tmp), variant,
+                                    at_fix, wheres)
     finally:
         await pool.aclose()
     return rows
@@ -120,11 +179,26 @@ def main() -> None:
     ap.add_argument("--variant", choices=("engine", "bare"), default="engine",
                     help="engine: the engine's request (a sentence on what is wrong, then the "
                     "line); bare: the line alone, as it was asked before")
+    ap.add_argument("--at-fix", action="store_true",
+                    help="ask of the place the explorers would show citing the reference fix")
+    ap.add_argument("--where", default="failure",
+                    help=f"how the code is introduced, a list of: {', '.join([*WHERE, *OTHER])}")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    wheres = tuple(w for w in args.where.split(",") if w)
+    if bad := [w for w in wheres if w not in (*WHERE, *OTHER)]:
+        raise SystemExit(f"unknown --where {', '.join(bad)}: choose from "
+                         f"{', '.join([*WHERE, *OTHER])}")
     roles, tasks = chosen(args)
     rows = asyncio.run(_run(roles, args.role, tasks, args.k, (args.first, args.rest),
-                           args.variant))
+                           args.variant, args.at_fix, wheres))
+    for where in wheres if len(wheres) > 1 else ():
+        mine = [r for r in rows if r["where"] == where]
+        tasks_passed = {r["task"] for r in mine if r["passed"]}
+        print(f"{where:8} samples passed {sum(r['passed'] for r in mine)}/{len(mine)}, "
+              f"unchanged {sum(not r['changed'] for r in mine)}, first sample passed "
+              f"{sum(r['passed'] for r in mine if r['sample'] == 1)}, tasks passed "
+              f"{len(tasks_passed)}")
     names = list(dict.fromkeys(r["task"] for r in rows))
     first = [r for r in rows if r["sample"] == 1 and r["passed"]]
     any_ = [n for n in names if any(r["passed"] for r in rows if r["task"] == n)]

@@ -375,6 +375,10 @@ class RunState(BaseModel):
     # left fewer failing tests and none new (``building.undo``); "" before the first attempt
     kept_tree: str = ""
     kept_failing: list[str] | None = None  # the failing tests of kept_tree (None: the start's)
+    # what verify said of kept_tree when an attempt's tree was kept (None: the start's, the
+    # preflight's): the failure a one-line request after an undone attempt is shown
+    kept_verify: VerifyResult | None = None
+    kept_feedback: str = ""
     # run.first_build = "before_plan": the planner was not asked before the first attempt; a
     # failing first attempt goes to it, and its plan to the attempts after
     plan_deferred: bool = False

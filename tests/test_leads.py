@@ -68,10 +68,11 @@ CALLER_FOUND = {"answer": "run_payroll in payroll/app.py", "claims": [{
     "citations": [{"path": "payroll/app.py", "start_line": 8, "end_line": 11, "quote": ""}]}]}
 
 
-def _payslip_builder(tmp_path, fix: str, *, copies: int = 0):
+def _payslip_builder(tmp_path, fix: str, *, copies: int = 0, breaks: str = ""):
     """xp-payslip-rounding's builder: whole files come back as they are; asked for a line, it
     gives a shown line back unchanged for its first ``copies`` line requests and for any code
-    but ``to_cents``, whose ``fix`` it gives from then on."""
+    but ``to_cents``, whose ``fix`` it gives from then on. With ``breaks``, within those first
+    requests ``run_payroll``'s last line is given as that instead (a wrong edit elsewhere)."""
     asked = {"lines": 0}
 
     def respond(req: ChatRequestView) -> Reply:
@@ -81,6 +82,9 @@ def _payslip_builder(tmp_path, fix: str, *, copies: int = 0):
             m = re.search(r"^ *(\d+)\| +return money\(amount\)\.quantize", shown, re.M)
             if m and asked["lines"] > copies:
                 return Reply(content=f"Half a cent must round up.\n{m.group(1)}: {fix}")
+            wrong = re.search(r"^ *(\d+)\| +return \[make_payslip", shown, re.M)
+            if breaks and wrong and asked["lines"] <= copies:
+                return Reply(content=f"The list is built wrong.\n{wrong.group(1)}: {breaks}")
             n, line = re.findall(r"^ *(\d+)\| (.*)$", shown, re.M)[-1]
             return Reply(content=f"This looks right.\n{n}: {line.strip()}")
         path = "payroll/app.py"
@@ -266,3 +270,38 @@ async def test_an_explore_needed_task_spends_its_attempts_on_new_draws_of_the_li
         fresh_sim, plain, task.name, "Where is `run_payroll` defined?", CALLER_FOUND,
         builder=ModelBehavior(respond=_payslip_builder(plain, fix, copies=2)), sets=sets)
     assert [a.strategy for a in before.attempt_log][:2] == ["one_line", "one_shot"]
+
+
+async def test_after_an_undone_round_the_line_is_asked_with_the_failure_of_the_code_shown(
+        fresh_sim, tmp_path):
+    """xp-payslip-rounding, lines only: in the first round the builder rewrites
+    ``run_payroll``'s return into one that raises, and that wrong edit is the attempt's kept
+    sample; verify finds it fixed nothing and undoes it. The second round shows the code as it
+    was, so it shows the failure of that code (the preflight's), not the wrong edit's: each of
+    its requests is byte for byte the first round's at the same place (a server's cache serves
+    it), no request after the first round names the wrong edit's error, and the run passes."""
+    task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
+    fix = task.sim.new.strip()
+    breaks = 'raise RuntimeError("payslips-went-nowhere")'
+    sets = ["builder.one_line=true", "builder.line_samples=1", "builder.tool_loop=false",
+            "builder.temperatures=[0.0, 0.6]", "run.explore_when_pinned=false",
+            "run.max_attempts=4", "builder.unpinned_lines_only=true"]
+    task, result, _ = await _explore_task_one_shot(
+        fresh_sim, tmp_path, task.name, "Where is `run_payroll` defined?", CALLER_FOUND,
+        builder=ModelBehavior(respond=_payslip_builder(tmp_path, fix, copies=5,
+                                                       breaks=breaks)),
+        sets=sets)
+    assert result.status == "succeeded", result.reason
+    assert [(a.strategy, a.changed, a.passed) for a in result.attempt_log][:1] == [
+        ("one_line", True, False)]
+    assert result.attempt_log[-1].passed
+    first = result.attempt_log[0]
+    assert first.samples[0].place.startswith("payroll/app.py:") and first.samples[0].changed
+    asked = [ChatRequestView.from_body(r.body) for r in fresh_sim.state.requests_for("sim-builder")]
+    rounds = [len(a.samples) for a in result.attempt_log]
+    one, later = asked[:rounds[0]], asked[rounds[0]:]
+    assert later and all("payslips-went-nowhere" not in r.messages[-1]["content"] for r in later)
+    assert "test_half_cent_is_rounded_up" in later[0].messages[-1]["content"]
+    by_place = {a.place: r.messages for a, r in zip(first.samples, one, strict=True)}
+    again = [s.place for a in result.attempt_log[1:] for s in a.samples]
+    assert all(r.messages == by_place[place] for place, r in zip(again, later, strict=True))

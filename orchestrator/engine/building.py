@@ -81,7 +81,7 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
     rung, last = rung_for(spec, len(steps), n, line_first=line_first)
     rung = Rung(rung.strategy, steps[rung.model_step], rung.resampled)
     started = time.monotonic()
-    await undo(ctx, state, role, n)
+    undone = await undo(ctx, state, role, n)
     before = await ctx.ahead.first_tree(ctx.worktree_tree)
     left = time_left(ctx)
     samples: list[Sample] = []
@@ -91,7 +91,7 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
             if left is not None and left <= 0:
                 raise TimeoutError
             strategy, outcome, built, diagnosed = await _run(ctx, state, role, task, n, rung,
-                                                             samples)
+                                                             samples, undone=undone)
     except TimeoutError:
         if left is None or (left > 0 and not timeout.expired()):
             raise  # a timeout of its own (a model call's), not the budget's
@@ -141,20 +141,33 @@ async def ask_ahead(ctx: RunContext, state: RunState) -> None:
         prompt.messages, session=session_of(role, 1, 1)))
 
 
-async def undo(ctx: RunContext, state: RunState, role: Role, n: int) -> None:
+async def undo(ctx: RunContext, state: RunState, role: Role, n: int) -> bool:
     """Put the kept tree back before attempt ``n`` when verify did not keep the attempt
     before's (``nodes._kept``: it fixed no failing test without breaking another). A one-shot
     is a fresh sample, not a repair of the last one's damage: in the live suite a one-line
-    answer wrote a statement into a dict, and every later attempt was shown that file."""
+    answer wrote a statement into a dict, and every later attempt was shown that file.
+    Whether it put them back."""
     ws = ctx.workspace
     if (ws is None or not state.kept_tree or state.verify is None or state.verify.passed
             or await ctx.worktree_tree() == state.kept_tree):
-        return
+        return False
     await asyncio.to_thread(ws.restore, state.kept_tree)
     since = "the start" if state.kept_failing is None else "the last attempt that fixed a test"
     ctx.telemetry.emit(Warned(role=role, category="attempt_undone", message=(
         f"attempt {n - 1} fixed no failing test without breaking another: its changes were "
         f"undone, attempt {n} starts from the files of {since}")))
+    return True
+
+
+def as_kept(state: RunState) -> RunState:
+    """``state`` as the files an undone attempt's successor starts from would have it: verify's
+    word on the kept tree (the preflight's when that is the start), not on the undone files.
+    A one-line request shows that code, so it shows that failure: live (r26-r27) the rounds
+    after an undone one were shown the failure of another line's wrong edit beside the code as
+    it was, and none of 25 draws at the right place passed, against about one in four when
+    the failure fits the code (``bench/line_samples.py --at-fix``)."""
+    return state.model_copy(update={"verify": state.kept_verify,
+                                    "feedback": state.kept_feedback})
 
 
 async def _changed(ctx: RunContext, state: RunState, before: str, after: str) -> bool:
@@ -173,7 +186,8 @@ async def _changed(ctx: RunContext, state: RunState, before: str, after: str) ->
 
 
 async def _run(ctx: RunContext, state: RunState, role: Role, task: str, n: int, rung: Rung,
-               samples: list[Sample]) -> tuple[Strategy, SessionOutcome, Values, bool]:
+               samples: list[Sample], *, undone: bool = False
+               ) -> tuple[Strategy, SessionOutcome, Values, bool]:
     """The attempt's way, its outcome, what the state gains, and whether a checked diagnosis
     was in its prompt."""
     spec = ctx.roles.roles[role]
@@ -185,7 +199,7 @@ async def _run(ctx: RunContext, state: RunState, role: Role, task: str, n: int, 
         return "changes", outcome, built, False
     one_shot = rung.strategy in ONE_SHOTS or (rung.strategy == "next_model" and spec.one_shot)
     if one_shot:
-        once = await _one_shot(ctx, state, role, n, rung, samples)
+        once = await _one_shot(ctx, state, role, n, rung, samples, undone=undone)
         if once is not None:
             return once[0], once[1], {"worktree_tree": await ctx.worktree_tree()}, once[2]
     outcome, built = await _tool_loop(ctx, state, role, task, n, model_step=rung.model_step)
@@ -193,14 +207,16 @@ async def _run(ctx: RunContext, state: RunState, role: Role, task: str, n: int, 
 
 
 async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: Rung,
-                    samples: list[Sample]) -> tuple[Strategy, SessionOutcome, bool] | None:
+                    samples: list[Sample], *, undone: bool = False
+                    ) -> tuple[Strategy, SessionOutcome, bool] | None:
     """One call for whole files (or for one line), or best-of-k checked samples of it, and
     the strategy it was; None when the one-shot does not apply (nothing pinned small enough,
     a judge's changes). A ``one_line`` rung with no code to point at asks for whole files
     with the facts (``one_shot_fact``)."""
     spec = ctx.roles.roles[role]
     strategy = rung.strategy
-    prompts = await leadlines.line_prompts_for(ctx, state, n) if strategy == "one_line" else []
+    prompts = (await leadlines.line_prompts_for(ctx, as_kept(state) if undone else state, n)
+               if strategy == "one_line" else [])
     if not prompts:
         strategy = "one_shot_fact" if strategy == "one_line" else strategy
         whole = await oneshot.prompt_for(ctx, state, n, restate=strategy != "one_shot")

@@ -127,11 +127,13 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         (c.command, c.exit_code, c.output) for c in checks))
     feedback = (text("pipeline", "tests_put_back", tests=", ".join(put_back)) + "\n"
                 if put_back else "")
-    feedback += undone
-    feedback += text("pipeline", "verify_failed", failures="\n\n".join(
+    said = text("pipeline", "verify_failed", failures="\n\n".join(
         shown(failures.trim(c.output, command=c.command, exit_code=c.exit_code,
                            root=str(ctx.worktree)))
         for c in failed))
+    feedback += undone + said
+    if kept:  # the failure of the files the next attempt starts from, for when one is undone
+        kept = {**kept, "kept_verify": result, "kept_feedback": said}
     sig = " || ".join(failures.signature(c.command, c.exit_code, c.output) for c in failed)
     return {"verify": result, "feedback": feedback, "failures": [sig], "worktree_tree": tree,
             "attempt_log": log, **kept}
