@@ -199,11 +199,12 @@ def main() -> None:
               f"unchanged {sum(not r['changed'] for r in mine)}, first sample passed "
               f"{sum(r['passed'] for r in mine if r['sample'] == 1)}, tasks passed "
               f"{len(tasks_passed)}")
-    names = list(dict.fromkeys(r["task"] for r in rows))
+    asks = list(dict.fromkeys((r["task"], r["where"]) for r in rows))  # a task per wording
     first = [r for r in rows if r["sample"] == 1 and r["passed"]]
-    any_ = [n for n in names if any(r["passed"] for r in rows if r["task"] == n)]
-    print(f"\nfirst sample passed: {len(first)}/{len(names)}   any of {args.k}: "
-          f"{len(any_)}/{len(names)} ({', '.join(any_) or 'none'})")
+    any_ = [n for n in asks if any(r["passed"] for r in rows if (r["task"], r["where"]) == n)]
+    print(f"\nfirst sample passed: {len(first)}/{len(asks)}   any of {args.k}: "
+          f"{len(any_)}/{len(asks)} "
+          f"({', '.join(t if len(wheres) == 1 else f'{t} ({w})' for t, w in any_) or 'none'})")
     later = [r["wall_s"] for r in rows if r["sample"] > 1]
     firsts = [r["wall_s"] for r in rows if r["sample"] == 1]
     if later and firsts:
