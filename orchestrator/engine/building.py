@@ -162,10 +162,10 @@ async def undo(ctx: RunContext, state: RunState, role: Role, n: int) -> bool:
 def as_kept(state: RunState) -> RunState:
     """``state`` as the files an undone attempt's successor starts from would have it: verify's
     word on the kept tree (the preflight's when that is the start), not on the undone files.
-    A one-line request shows that code, so it shows that failure: live (r26-r27) the rounds
-    after an undone one were shown the failure of another line's wrong edit beside the code as
-    it was, and none of 25 draws at the right place passed, against about one in four when
-    the failure fits the code (``bench/line_samples.py --at-fix``)."""
+    A one-line request shows that code, so it shows that failure: live (r22, r26, r27) the
+    rounds after an undone one were shown the failure of another line's wrong edit beside the
+    code as it was, and none of 25 draws at the right place passed, against 11 of 33 in the
+    first rounds (and about one in four at 0.8 off line: ``bench/line_samples.py --at-fix``)."""
     return state.model_copy(update={"verify": state.kept_verify,
                                     "feedback": state.kept_feedback})
 
