@@ -305,3 +305,50 @@ async def test_after_an_undone_round_the_line_is_asked_with_the_failure_of_the_c
     by_place = {a.place: r.messages for a, r in zip(first.samples, one, strict=True)}
     again = [s.place for a in result.attempt_log[1:] for s in a.samples]
     assert all(r.messages == by_place[place] for place, r in zip(again, later, strict=True))
+
+
+async def test_after_an_undone_round_the_line_sees_the_kept_attempts_failure(fresh_sim, tmp_path):
+    """xp-payslip-rounding, lines only, three rounds. Round 1: ``to_cents`` is given
+    ROUND_UP, which fixes one of the two failing tests and breaks none, so it is kept. Round 2:
+    ``run_payroll`` is rewritten to raise; verify undoes that. Round 3 starts from the kept
+    ROUND_UP files, so it is shown their failure (the one test left), not the raise's: its
+    request at ``to_cents`` is byte for byte round 2's, and its fix passes."""
+    task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
+    seen = {"cents": 0, "payroll": 0}
+
+    def respond(req: ChatRequestView) -> Reply:
+        shown = req.messages[-1]["content"]
+        cents = re.search(r"^ *(\d+)\| +return money\(amount\)\.quantize", shown, re.M)
+        payroll = re.search(r"^ *(\d+)\| +return \[make_payslip", shown, re.M)
+        if cents:
+            seen["cents"] += 1
+            mode = {1: "ROUND_UP", 3: "ROUND_HALF_UP"}.get(seen["cents"])
+            if mode:
+                return Reply(content=f"Round half up.\n{cents.group(1)}: return money(amount)"
+                                     f".quantize(CENT, rounding=decimal.{mode})")
+        if payroll:
+            seen["payroll"] += 1
+            if seen["payroll"] == 2:
+                return Reply(content=f"Wrong list.\n{payroll.group(1)}: "
+                                     'raise RuntimeError("payslips-went-nowhere")')
+        n, line = re.findall(r"^ *(\d+)\| (.*)$", shown, re.M)[-1]
+        return Reply(content=f"This looks right.\n{n}: {line.strip()}")
+
+    sets = ["builder.one_line=true", "builder.line_samples=1", "builder.tool_loop=false",
+            "builder.temperatures=[0.0, 0.6]", "run.explore_when_pinned=false",
+            "run.max_attempts=4", "builder.unpinned_lines_only=true"]
+    task, result, _ = await _explore_task_one_shot(
+        fresh_sim, tmp_path, task.name, "Where is `run_payroll` defined?", CALLER_FOUND,
+        builder=ModelBehavior(respond=respond), sets=sets)
+    assert result.status == "succeeded", result.reason
+    assert [(a.changed, a.passed) for a in result.attempt_log] == [
+        (True, False), (True, False), (True, True)]
+    asked = [ChatRequestView.from_body(r.body).messages
+             for r in fresh_sim.state.requests_for("sim-builder")]
+    at_cents = [m for m in asked if "| " in m[-1]["content"]
+                and re.search(r"^ *\d+\| +return money\(amount\)", m[-1]["content"], re.M)]
+    assert len(at_cents) == 3
+    second, third = at_cents[1][-1]["content"], at_cents[2][-1]["content"]
+    assert "ROUND_UP" in third and "payslips-went-nowhere" not in third
+    assert "test_deductions_and_net" in third and "test_half_cent_is_rounded_up" not in third
+    assert at_cents[2] == at_cents[1] and second == third
