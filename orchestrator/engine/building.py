@@ -166,6 +166,8 @@ def as_kept(state: RunState) -> RunState:
     rounds after an undone one were shown the failure of another line's wrong edit beside the
     code as it was, and none of 25 draws at the right place passed, against 11 of 33 in the
     first rounds (and about one in four at 0.8 off line: ``bench/line_samples.py --at-fix``)."""
+    if state.kept_failing is not None and state.kept_verify is None:
+        return state  # a kept attempt's word was not recorded (a run resumed from before it)
     return state.model_copy(update={"verify": state.kept_verify,
                                     "feedback": state.kept_feedback})
 
