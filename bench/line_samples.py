@@ -36,6 +36,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from string import Template
 from types import SimpleNamespace
 from typing import Any
 
@@ -72,10 +73,9 @@ def _request(task: Task, loc: Localization, span: Span, variant: str, where: str
     messages = line_messages(task.instruction, facts_said(loc.reports), output, span,
                              WHERE.get(where, "line_found"))
     if where in OTHER:
-        said = text("oneshot", "line_found", path=span.path, start=span.start, end=span.end)
-        mine = OTHER[where].replace("$path", span.path).replace("$start", str(span.start))
+        at = {"path": span.path, "start": span.start, "end": span.end}
         messages[1]["content"] = messages[1]["content"].replace(
-            said, mine.replace("$end", str(span.end)))
+            text("oneshot", "line_found", **at), Template(OTHER[where]).substitute(at))
     if variant == "bare":  # the request before a reason was asked first (to 2026-12-03)
         body = messages[1]["content"]
         messages = [{"role": "system", "content": BARE_SYSTEM},
@@ -149,8 +149,8 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
                      "prompt_tokens": rec.prompt_tokens, "cached_tokens": rec.cached_tokens,
                      "wall_s": round(time.monotonic() - started, 2)})
         r = rows[-1]
-        print(f"{task.name:22} {where:7} {r['span']:22} #{i} t={temperature} changed={r['changed']!s:5} "
-              f"passed={passed!s:5} {r['call_s']:5.1f}s cached={r['cached_tokens']}/"
+        print(f"{task.name:22} {where:7} {r['span']:22} #{i} t={temperature} "
+              f"changed={r['changed']!s:5} passed={passed!s:5} {r['call_s']:5.1f}s cached={r['cached_tokens']}/"
               f"{r['prompt_tokens']} {r['reply'][-70:]!r}", flush=True)
     return rows
 

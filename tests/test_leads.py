@@ -68,6 +68,18 @@ CALLER_FOUND = {"answer": "run_payroll in payroll/app.py", "claims": [{
     "citations": [{"path": "payroll/app.py", "start_line": 8, "end_line": 11, "quote": ""}]}]}
 
 
+CENTS = re.compile(r"^ *(\d+)\| +return money\(amount\)\.quantize", re.M)  # to_cents's line
+PAYROLL = re.compile(r"^ *(\d+)\| +return \[make_payslip", re.M)  # run_payroll's last line
+LINES = ["builder.one_line=true", "builder.line_samples=1", "builder.tool_loop=false",
+         "builder.temperatures=[0.0, 0.6]", "run.explore_when_pinned=false", "run.max_attempts=4"]
+
+
+def _copied(shown: str) -> Reply:
+    """A one-line reply that gives the last line shown back as it is."""
+    n, line = re.findall(r"^ *(\d+)\| (.*)$", shown, re.M)[-1]
+    return Reply(content=f"This looks right.\n{n}: {line.strip()}")
+
+
 def _payslip_builder(tmp_path, fix: str, *, copies: int = 0, breaks: str = ""):
     """xp-payslip-rounding's builder: whole files come back as they are; asked for a line, it
     gives a shown line back unchanged for its first ``copies`` line requests and for any code
@@ -79,14 +91,13 @@ def _payslip_builder(tmp_path, fix: str, *, copies: int = 0, breaks: str = ""):
         shown = req.messages[-1]["content"]
         if asked_line(req):
             asked["lines"] += 1
-            m = re.search(r"^ *(\d+)\| +return money\(amount\)\.quantize", shown, re.M)
+            m = CENTS.search(shown)
             if m and asked["lines"] > copies:
                 return Reply(content=f"Half a cent must round up.\n{m.group(1)}: {fix}")
-            wrong = re.search(r"^ *(\d+)\| +return \[make_payslip", shown, re.M)
+            wrong = PAYROLL.search(shown)
             if breaks and wrong and asked["lines"] <= copies:
                 return Reply(content=f"The list is built wrong.\n{wrong.group(1)}: {breaks}")
-            n, line = re.findall(r"^ *(\d+)\| (.*)$", shown, re.M)[-1]
-            return Reply(content=f"This looks right.\n{n}: {line.strip()}")
+            return _copied(shown)
         path = "payroll/app.py"
         return Reply(content=f"{path}\n```python\n"
                      + (tmp_path / "repo" / path).read_text(encoding="utf-8") + "```\n")
@@ -242,13 +253,10 @@ async def test_an_explore_needed_task_spends_its_attempts_on_new_draws_of_the_li
     whole-file one-shot, as before."""
     task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
     fix = task.sim.new.strip()
-    sets = ["builder.one_line=true", "builder.line_samples=1", "builder.tool_loop=false",
-            "builder.temperatures=[0.0, 0.6]", "run.explore_when_pinned=false",
-            "run.max_attempts=4"]
     task, result, _ = await _explore_task_one_shot(
         fresh_sim, tmp_path, task.name, "Where is `run_payroll` defined?", CALLER_FOUND,
         builder=ModelBehavior(respond=_payslip_builder(tmp_path, fix, copies=2)),
-        sets=[*sets, "builder.unpinned_lines_only=true"])
+        sets=[*LINES, "builder.unpinned_lines_only=true"])
     assert result.status == "succeeded", result.reason
     assert [(a.strategy, a.passed) for a in result.attempt_log] == [
         ("one_line", False), ("one_line", True)]
@@ -268,7 +276,7 @@ async def test_an_explore_needed_task_spends_its_attempts_on_new_draws_of_the_li
     plain = tmp_path / "plain"
     _, before, _ = await _explore_task_one_shot(
         fresh_sim, plain, task.name, "Where is `run_payroll` defined?", CALLER_FOUND,
-        builder=ModelBehavior(respond=_payslip_builder(plain, fix, copies=2)), sets=sets)
+        builder=ModelBehavior(respond=_payslip_builder(plain, fix, copies=2)), sets=LINES)
     assert [a.strategy for a in before.attempt_log][:2] == ["one_line", "one_shot"]
 
 
@@ -283,9 +291,7 @@ async def test_after_an_undone_round_the_line_is_asked_with_the_failure_of_the_c
     task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
     fix = task.sim.new.strip()
     breaks = 'raise RuntimeError("payslips-went-nowhere")'
-    sets = ["builder.one_line=true", "builder.line_samples=1", "builder.tool_loop=false",
-            "builder.temperatures=[0.0, 0.6]", "run.explore_when_pinned=false",
-            "run.max_attempts=4", "builder.unpinned_lines_only=true"]
+    sets = [*LINES, "builder.unpinned_lines_only=true"]
     task, result, _ = await _explore_task_one_shot(
         fresh_sim, tmp_path, task.name, "Where is `run_payroll` defined?", CALLER_FOUND,
         builder=ModelBehavior(respond=_payslip_builder(tmp_path, fix, copies=5,
@@ -318,8 +324,7 @@ async def test_after_an_undone_round_the_line_sees_the_kept_attempts_failure(fre
 
     def respond(req: ChatRequestView) -> Reply:
         shown = req.messages[-1]["content"]
-        cents = re.search(r"^ *(\d+)\| +return money\(amount\)\.quantize", shown, re.M)
-        payroll = re.search(r"^ *(\d+)\| +return \[make_payslip", shown, re.M)
+        cents, payroll = CENTS.search(shown), PAYROLL.search(shown)
         if cents:
             seen["cents"] += 1
             mode = {1: "ROUND_UP", 3: "ROUND_HALF_UP"}.get(seen["cents"])
@@ -331,12 +336,9 @@ async def test_after_an_undone_round_the_line_sees_the_kept_attempts_failure(fre
             if seen["payroll"] == 2:
                 return Reply(content=f"Wrong list.\n{payroll.group(1)}: "
                                      'raise RuntimeError("payslips-went-nowhere")')
-        n, line = re.findall(r"^ *(\d+)\| (.*)$", shown, re.M)[-1]
-        return Reply(content=f"This looks right.\n{n}: {line.strip()}")
+        return _copied(shown)
 
-    sets = ["builder.one_line=true", "builder.line_samples=1", "builder.tool_loop=false",
-            "builder.temperatures=[0.0, 0.6]", "run.explore_when_pinned=false",
-            "run.max_attempts=4", "builder.unpinned_lines_only=true"]
+    sets = [*LINES, "builder.unpinned_lines_only=true"]
     task, result, _ = await _explore_task_one_shot(
         fresh_sim, tmp_path, task.name, "Where is `run_payroll` defined?", CALLER_FOUND,
         builder=ModelBehavior(respond=respond), sets=sets)
@@ -345,10 +347,9 @@ async def test_after_an_undone_round_the_line_sees_the_kept_attempts_failure(fre
         (True, False), (True, False), (True, True)]
     asked = [ChatRequestView.from_body(r.body).messages
              for r in fresh_sim.state.requests_for("sim-builder")]
-    at_cents = [m for m in asked if "| " in m[-1]["content"]
-                and re.search(r"^ *\d+\| +return money\(amount\)", m[-1]["content"], re.M)]
+    at_cents = [m for m in asked if CENTS.search(m[-1]["content"])]
     assert len(at_cents) == 3
-    second, third = at_cents[1][-1]["content"], at_cents[2][-1]["content"]
+    third = at_cents[2][-1]["content"]
     assert "ROUND_UP" in third and "payslips-went-nowhere" not in third
     assert "test_deductions_and_net" in third and "test_half_cent_is_rounded_up" not in third
-    assert at_cents[2] == at_cents[1] and second == third
+    assert at_cents[2] == at_cents[1]  # byte for byte round 2's request there

@@ -188,7 +188,7 @@ async def _changed(ctx: RunContext, state: RunState, before: str, after: str) ->
 
 
 async def _run(ctx: RunContext, state: RunState, role: Role, task: str, n: int, rung: Rung,
-               samples: list[Sample], *, undone: bool = False
+               samples: list[Sample], *, undone: bool
                ) -> tuple[Strategy, SessionOutcome, Values, bool]:
     """The attempt's way, its outcome, what the state gains, and whether a checked diagnosis
     was in its prompt."""
@@ -209,7 +209,7 @@ async def _run(ctx: RunContext, state: RunState, role: Role, task: str, n: int, 
 
 
 async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: Rung,
-                    samples: list[Sample], *, undone: bool = False
+                    samples: list[Sample], *, undone: bool
                     ) -> tuple[Strategy, SessionOutcome, bool] | None:
     """One call for whole files (or for one line), or best-of-k checked samples of it, and
     the strategy it was; None when the one-shot does not apply (nothing pinned small enough,
