@@ -18,7 +18,8 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from orchestrator.errors import OrchestrateError
 from orchestrator.evidence.claimstats import ClaimStats
-from orchestrator.record.events import Forked, event_schema
+from orchestrator.record.events import Forked
+from orchestrator.record.eventschema import event_schema
 from orchestrator.sandbox import SandboxInfo
 from orchestrator.state import (
     Attempt,
@@ -69,6 +70,9 @@ class RunResult(BaseModel):
     plan_skipped: bool = Field(False, description="The planner was never asked: the first "
                                "one-shot, asked before it (run.first_build = 'before_plan'), "
                                "ended the build.")
+    plan_from_task: bool = Field(False, description="The planner was never asked: the failure "
+                                 "pinned no code and the explorers were asked about the names "
+                                 "the task quotes (run.unpinned_questions = 'task').")
     attempt_log: list[Attempt] = Field(
         default_factory=list, description="One per build attempt: its strategy (the ladder's "
         "rung), whether it changed anything besides the failing tests, verify's word, its wall "

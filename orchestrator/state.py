@@ -382,6 +382,8 @@ class RunState(BaseModel):
     # run.first_build = "before_plan": the planner was not asked before the first attempt; a
     # failing first attempt goes to it, and its plan to the attempts after
     plan_deferred: bool = False
+    # run.unpinned_questions = "task": the planner was never asked, the task's names were
+    plan_from_task: bool = False
 
 
 class Handoff(Frozen):

@@ -16,7 +16,8 @@ from orchestrator.errors import ConfigError, UsageError
 from orchestrator.faces.starter import starter_roles, write_starter
 from orchestrator.localize.reporules import repo_rules
 from orchestrator.record.database import state_dir
-from orchestrator.record.events import event_schema, parse_event, read_events
+from orchestrator.record.events import parse_event, read_events
+from orchestrator.record.eventschema import event_schema
 from orchestrator.workspace.worktree import Workspace
 
 

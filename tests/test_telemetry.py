@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from orchestrator.record.events import Progress, Warned, event_schema, parse_event
+from orchestrator.record.events import Progress, Warned, parse_event
+from orchestrator.record.eventschema import event_schema
 from orchestrator.record.telemetry import Telemetry, _union
 from orchestrator.state import CallRecord
 

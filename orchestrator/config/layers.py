@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, NamedTuple, TypedDict, Unpack
 
 from orchestrator.config import trust
+from orchestrator.config.blame import source_of
 from orchestrator.config.definitions import Registry, load_registry
 from orchestrator.config.kinds import SPECS
 from orchestrator.config.packaged import DEFAULT_ROLES, packaged_file
@@ -33,7 +34,6 @@ from orchestrator.config.schema import (
     SECTIONS,
     KeyPath,
     RoleMap,
-    source_of,
     validate,
 )
 from orchestrator.config.trust import leaves, user_config_dir

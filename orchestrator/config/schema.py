@@ -22,6 +22,7 @@ from pydantic import (
     model_validator,
 )
 
+from orchestrator.config.blame import describe, source_of
 from orchestrator.config.kinds import ROLE_NAME, Role
 from orchestrator.errors import ConfigError
 
@@ -146,6 +147,10 @@ class RoleSpec(_Strict):
         "rest at the role's highest, each answer checked in a worktree of its own; the first "
         "that passes is kept. A line is a few tokens and its prompt is short and cached: a "
         "further sample costs seconds where a whole-file one-shot costs tens.")
+    line_max_output: int | None = Field(
+        None, gt=0, description="Build roles with one_line: the one-line reply's token cap "
+        "(under the model's max_output; a reply cut there loses its unfinished last line). "
+        "None: the model's max_output. Mind reasoning models, whose reasoning counts.")
     tool_loop: bool = Field(
         True, description="Build roles with one_shot: false drops the tool loop from the "
         "strategy ladder. After the one-shot rungs (and the next models) the attempts then "
@@ -213,6 +218,12 @@ class RunSettings(_Strict):
         "and used when its prompt is the same (pays off where the two models do not share "
         "cores); 'before_plan': the first one-shot is asked and checked before the planner, "
         "which plans only if the tests still fail.")
+    unpinned_questions: Literal["planner", "task"] = Field(
+        "planner", description="Who asks the explorers' questions when the preflight's failure "
+        "pins no code: 'planner', the plan role; 'task': nobody is asked, the explorers are "
+        "asked about the names the task quotes or spells (what a planner's unusable questions "
+        "fall back to) and the build sees no plan. Needs verify.commands; a task whose tests "
+        "pass, or that has none, is planned as before.")
     plan_tools_when_pinned: bool = Field(
         True, description="Give the plan role its reading tools even when the preflight's "
         "failures already name the code to change; false: it plans from the failure it is "
@@ -345,60 +356,9 @@ def validate(data: dict[str, Any], sources: Mapping[KeyPath, str]) -> RoleMap:
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = tuple(str(p) for p in err["loc"])
-        raise ConfigError(_describe(err, loc, sources)) from None
+        raise ConfigError(describe(err, loc, sources, RoleMap)) from None
     _check_references(roles, sources)
     return roles
-
-
-def source_of(loc: tuple[str, ...], sources: Mapping[tuple[str, ...], str]) -> str:
-    for n in range(len(loc), 0, -1):
-        if loc[:n] in sources:
-            return sources[loc[:n]]
-    prefix = [src for key, src in sources.items() if key[: len(loc)] == loc]
-    return prefix[-1] if prefix else "role map"
-
-
-def _describe(err: Mapping[str, Any], loc: tuple[str, ...], sources: Mapping) -> str:
-    key = ".".join(loc) or "(top level)"
-    src = source_of(loc, sources)
-    kind = err["type"]
-    if kind == "extra_forbidden":
-        parent = loc[:-1]
-        allowed = _allowed_keys(parent)
-        hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
-        return f"{src}: unknown key {key}{hint}"
-    if kind == "missing":
-        return f"{src}: {key} is required"
-    got = err.get("input")
-    shown = f" (got {got!r})" if not isinstance(got, dict) else ""
-    return f"{src}: {key}: {err['msg']}{shown}"
-
-
-def _allowed_keys(parent: tuple[str, ...]) -> list[str]:
-    """Walk the schema along ``parent`` (skipping dict keys) and list the fields found there."""
-    annotation: Any = RoleMap
-    for part in parent:
-        model = _field_model(annotation)
-        if model is not None and part in model.model_fields:
-            annotation = model.model_fields[part].annotation
-        elif getattr(annotation, "__origin__", None) is dict:
-            annotation = annotation.__args__[1]
-        else:
-            return []
-    model = _field_model(annotation)
-    return sorted(model.model_fields) if model is not None else []
-
-
-def _field_model(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    if getattr(annotation, "__origin__", None) is dict:
-        return None
-    for arg in getattr(annotation, "__args__", ()):
-        found = _field_model(arg)
-        if found is not None:
-            return found
-    return None
 
 
 def _check_references(roles: RoleMap, sources: Mapping[tuple[str, ...], str]) -> None:

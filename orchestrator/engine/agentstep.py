@@ -40,6 +40,7 @@ from orchestrator.record.events import (
     DiagnosisChecked,
     ExploreSkipped,
     PlanDeferred,
+    PlanFromTask,
     Verdict,
     Warned,
 )
@@ -149,6 +150,9 @@ async def _plan_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
             return Asked(role, "task", {}, {"localization": loc, "plan_deferred": True},
                          skip=True)
         await building.ask_ahead(ctx, located_state)
+    if _of_task(ctx, state, loc):
+        assert loc is not None
+        return await _task_questions(ctx, state, role, loc)
     located = localized(loc)
     if loc is not None and loc.pinned:  # questions only for what the failure does not show
         located += text("evidence", "localized_pinned") + "\n"
@@ -156,6 +160,35 @@ async def _plan_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
               "localized": f"\n{located}" if located else ""}
     template = "explore" if state.mode == "explore" else "task"
     return Asked(role, template, values, {"localization": loc} if loc is not None else {})
+
+
+def _of_task(ctx: RunContext, state: RunState, loc: localize.Localization | None) -> bool:
+    """``run.unpinned_questions = "task"``: a run whose configured tests fail without naming
+    the code to change asks its explorers what the task names, and no planner."""
+    return (ctx.roles.run.unpinned_questions == "task" and state.mode == "run"
+            and ctx.pipeline.explore is not None and bool(ctx.roles.verify.commands)
+            and loc is not None and bool(loc.checks) and not loc.passed and not loc.pinned)
+
+
+async def _task_questions(ctx: RunContext, state: RunState, role: Role,
+                          loc: localize.Localization) -> Asked:
+    """The plan step without its model: the explorers' questions are the ones a planner's
+    unusable questions fall back to (``_clean_questions``), the acceptance commands the role
+    map's. In the live r21-r29 runs the 0.5B planner's questions on the explore-needed tasks
+    were all unusable in 22 of 25 runs (and replaced by these), its diagnosis checked in none,
+    at 25 s a run."""
+    asked = (questions.from_terms(ctx.retriever().specific(state.task), state.task)
+             or [state.task])
+    plan = Plan(goal=state.task, steps=[], questions=asked,
+                acceptance=list(ctx.roles.verify.commands))
+    ctx.telemetry.emit(PlanFromTask(role=role, questions=asked, reason=(
+        "the failing tests pin no code: the explorers are asked about the names the task "
+        "quotes, and no planner (run.unpinned_questions = task)")))
+    update: Values = {"localization": loc, "plan": plan, "plan_deferred": False,
+                      "plan_from_task": True}
+    if state.tests is None:
+        update["tests"] = await asyncio.to_thread(_known_tests, ctx, plan, state.task, loc)
+    return Asked(role, "task", {}, update, skip=True)
 
 
 async def _plan_apply(ctx: RunContext, state: RunState, asked: Asked, payload: BaseModel) -> Values:

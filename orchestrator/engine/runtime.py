@@ -31,8 +31,8 @@ if TYPE_CHECKING:
 class RolePool(Protocol):
     """Where nodes get each role's model client (a ``ClientPool``, maybe journaled)."""
 
-    def for_role(self, role: Role, *, temperature: float | None = None,
-                 start: int = 0) -> ModelClient: ...
+    def for_role(self, role: Role, *, temperature: float | None = None, start: int = 0,
+                 max_output: int | None = None) -> ModelClient: ...
 
 
 @dataclass

@@ -86,10 +86,12 @@ def gauge(fraction: float, width: int = 10) -> str:
     return "█" * filled + "░" * (width - filled) + f" {fraction:4.0%}"
 
 
-def _skipped(plan: bool, explore: bool) -> list[str]:
+def _skipped(plan: bool, explore: bool, from_task: bool = False) -> list[str]:
     """The roles a run did not need, and why."""
     return ([("plan      not asked: the first one-shot, asked before the planner "
               "(run.first_build = before_plan), ended the build")] if plan else []) + (
+        [("plan      not asked: the failure pins no code; the explorers were asked about the "
+          "names the task quotes (run.unpinned_questions = task)")] if from_task else []) + (
         [("explore   skipped: the failing tests already point at the code "
           "(run.explore_when_pinned = true explores anyway)")] if explore else [])
 
@@ -132,7 +134,7 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
     console.print(_per_role_table(result.per_role))
     if result.races:
         console.print(_race_table(result.races))
-    for line in _skipped(result.plan_skipped, result.explore_skipped):
+    for line in _skipped(result.plan_skipped, result.explore_skipped, result.plan_from_task):
         console.print(line, highlight=False, markup=False)
     if result.explorers:
         console.print(_explorer_table(result))
@@ -308,7 +310,8 @@ def print_details(console: Console, details) -> None:
         if report.get("races"):
             console.print(_race_table(report["races"]))
         for line in _skipped(bool(report.get("plan_skipped")),
-                             bool(report.get("explore_skipped"))):
+                             bool(report.get("explore_skipped")),
+                             bool(report.get("plan_from_task"))):
             console.print(line, highlight=False, markup=False)
         if report.get("explorers"):
             console.print("claims (✔ verified · ≡ adds nothing · ✘ dropped):")

@@ -326,10 +326,10 @@ class JournaledPool:
         self._pool = pool
         self.journal = journal
 
-    def for_role(self, role: Role, *, temperature: float | None = None,
-                 start: int = 0) -> ModelClient:
-        return JournaledClient(self._pool.for_role(role, temperature=temperature, start=start),
-                               self.journal)
+    def for_role(self, role: Role, *, temperature: float | None = None, start: int = 0,
+                 max_output: int | None = None) -> ModelClient:
+        return JournaledClient(self._pool.for_role(role, temperature=temperature, start=start,
+                                                   max_output=max_output), self.journal)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._pool, name)

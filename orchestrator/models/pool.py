@@ -60,11 +60,13 @@ class ClientPool:
         self._unkeyed: set[tuple[str, str]] = set()
 
     def route(self, role: Role, alias: str, step: int = 0, *,
-              temperature: float | None = None) -> Route:
+              temperature: float | None = None, max_output: int | None = None) -> Route:
         spec = self.roles.roles[role]
         model = self.roles.models[alias]
         if temperature is not None:  # a racing candidate's own sampling (agentstep's race)
             model = model.model_copy(update={"temperature": temperature})
+        if max_output is not None and max_output < model.max_output:  # a short reply's cap
+            model = model.model_copy(update={"max_output": max_output})
         provider = self.roles.providers[model.provider]
         return Route(
             role=role,
@@ -95,29 +97,31 @@ class ClientPool:
         return self._sdks[provider_name]
 
     def client(self, role: Role, alias: str, step: int = 0, *,
-               temperature: float | None = None) -> OpenAIModelClient:
-        route = self.route(role, alias, step, temperature=temperature)
+               temperature: float | None = None, max_output: int | None = None
+               ) -> OpenAIModelClient:
+        route = self.route(role, alias, step, temperature=temperature, max_output=max_output)
         return OpenAIModelClient(self.sdk(route.provider_name), route)
 
     def member(self, role: Role, alias: str, step: int = 0, *,
-               temperature: float | None = None) -> ModelClient:
+               temperature: float | None = None, max_output: int | None = None) -> ModelClient:
         """One link of a chain: the model's client, speaking JSON tools if the model needs it."""
-        client = self.client(role, alias, step, temperature=temperature)
+        client = self.client(role, alias, step, temperature=temperature, max_output=max_output)
         model = client.route.model
         if model.tools != "json":
             return client
         return JsonToolsClient(client, model.structured, optional=model.tool_args == "all")
 
-    def for_role(self, role: Role, *, temperature: float | None = None,
-                 start: int = 0) -> ModelClient:
+    def for_role(self, role: Role, *, temperature: float | None = None, start: int = 0,
+                 max_output: int | None = None) -> ModelClient:
         """A fresh ``FallbackClient`` over ``roles.chain(role)`` (one per session), from its
         model at ``start`` on (a build's ``next_model`` rung); ``temperature`` overrides every
-        chain model's (a racing candidate's or a sample's sampling)."""
+        chain model's (a racing candidate's or a sample's sampling), ``max_output`` lowers
+        each one's reply cap (the one-line request's, ``builder.line_max_output``)."""
         aliases = self.roles.chain(role)
         usable = [a for i, a in enumerate(aliases)
                   if i == start or (i > start and self._has_key(role, a))]
-        chain = [self.member(role, alias, aliases.index(alias), temperature=temperature)
-                 for alias in usable]
+        chain = [self.member(role, alias, aliases.index(alias), temperature=temperature,
+                             max_output=max_output) for alias in usable]
         return FallbackClient(*chain, routing=self.routing)
 
     def _has_key(self, role: Role, alias: str) -> bool:

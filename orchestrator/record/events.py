@@ -3,7 +3,7 @@
 The same models are what listeners receive, what ``events.jsonl`` holds (one JSON object per
 line, ``kind`` first), what ``orchestrate run --json --events`` streams and the platform's
 ``custom`` chunks carry, and what ``runs``, ``show`` and the session tree read back.
-``event_schema()`` is the JSON Schema for bot authors (``orchestrate schema events``). Logs of
+Their JSON Schema, for bot authors, is ``eventschema.py``'s (``orchestrate schema events``). Logs of
 older runs (``"event": KIND`` lines) read back through ``parse_event`` too.
 
 Whoever emits an event builds its model (``telemetry.emit(RoleFinished(role=..., turns=...))``);
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, Union
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -212,6 +212,15 @@ class PlanDeferred(EventBase):
     suspects: list[str] = Field(default_factory=list)
 
 
+class PlanFromTask(EventBase):
+    """No planner: the failure pins no code, the explorers are asked ``questions``, the names
+    the task quotes (``run.unpinned_questions = "task"``)."""
+
+    kind: Literal["plan_from_task"] = "plan_from_task"
+    reason: str
+    questions: list[str] = Field(default_factory=list)
+
+
 class CandidateFinished(EventBase):
     """One candidate build of a race ended: its acceptance commands passed or failed, its
     session failed, or another candidate won first and it was cancelled."""
@@ -330,7 +339,7 @@ class Progress(EventBase):
 EVENT_TYPES: tuple[type[EventBase], ...] = (
     RunStarted, RunResumed, WorktreeRestored, RoleStarted, RoleFinished, CallFinished,
     CallFailed, CallReplayed, ToolCalled, ExplorerFinished, Forked, TestResult, Localized,
-    ExploreSkipped, PlanDeferred, CandidateFinished, RaceFinished, SampleFinished,
+    ExploreSkipped, PlanDeferred, PlanFromTask, CandidateFinished, RaceFinished, SampleFinished,
     AttemptFinished, DiagnosisChecked, Verdict, Warned, RoleLost, RunFinished, Progress,
 )
 BY_KIND: dict[str, type[EventBase]] = {
@@ -338,14 +347,15 @@ BY_KIND: dict[str, type[EventBase]] = {
 EventKind = Literal[
     "run_started", "run_resumed", "worktree_restored", "role_started", "role_finished",
     "call_finished", "call_failed", "call_replayed", "tool_called", "explorer_finished", "fork",
-    "test_result", "localized", "explore_skipped", "plan_deferred", "candidate_finished", "race_finished",
-    "sample_finished", "attempt_finished", "diagnosis_checked", "review", "warning", "role_lost", "run_finished", "progress",
+    "test_result", "localized", "explore_skipped", "plan_deferred", "plan_from_task",
+    "candidate_finished", "race_finished", "sample_finished", "attempt_finished",
+    "diagnosis_checked", "review", "warning", "role_lost", "run_finished", "progress",
 ]
 Event = Annotated[
     RunStarted | RunResumed | WorktreeRestored | RoleStarted | RoleFinished | CallFinished
     | CallFailed | CallReplayed | ToolCalled | ExplorerFinished | Forked | TestResult | Localized
-    | ExploreSkipped | PlanDeferred | CandidateFinished | RaceFinished | SampleFinished | AttemptFinished
-    | DiagnosisChecked | Verdict | Warned | RoleLost
+    | ExploreSkipped | PlanDeferred | PlanFromTask | CandidateFinished | RaceFinished
+    | SampleFinished | AttemptFinished | DiagnosisChecked | Verdict | Warned | RoleLost
     | RunFinished | Progress,
     Field(discriminator="kind"),
 ]
@@ -368,37 +378,6 @@ def stamp(event: E, *, run_id: str, t: float, at: str | None) -> E:
     fields["run_id"], fields["t"], fields["at"] = run_id, t, at
     event.__pydantic_fields_set__.update(_STAMPED)
     return event
-
-
-def event_schema(extra: tuple[type[BaseModel], ...] = ()) -> dict[str, Any]:
-    """The JSON Schema of one event (any kind), for bot authors; with ``extra``, of one line
-    that is an event or one of those models (each with its own ``kind``: what ``--events``
-    prints besides the events, its result and its error line)."""
-    if extra:
-        union: Any = Annotated[Union[(*EVENT_TYPES, *extra)],  # noqa: UP007 (built at runtime)
-                               Field(discriminator="kind")]
-        schema = TypeAdapter(union).json_schema(mode="serialization")
-    else:
-        schema = _ADAPTER.json_schema(mode="serialization")
-    defs = schema["$defs"]
-    events = {cls.__name__ for cls in EVENT_TYPES}
-    for name, spec in defs.items():  # a written event always has its run id
-        if name in events and "run_id" in spec.get("properties", {}):
-            defs[name] = _run_id_required(spec)
-    return schema
-
-
-def _run_id_required(spec: dict[str, Any]) -> dict[str, Any]:
-    props = spec["properties"]
-    props["run_id"].pop("default", None)
-    required = {"run_id", *spec.get("required", ())}
-    out: dict[str, Any] = {}
-    for key, value in spec.items():  # in pydantic's order, for the same text
-        if key != "required":
-            out[key] = value
-        if key == "properties":
-            out["required"] = [name for name in props if name in required]
-    return out
 
 
 def parse_event(entry: dict[str, Any]) -> Event | None:

@@ -1,0 +1,113 @@
+"""``run.unpinned_questions = "task"``: when the failing tests pin no code, the explorers are
+asked about the names the task quotes and no planner is asked (the live 0.5B planner's questions
+on the explore-needed tasks fell back to those in 22 of 25 runs, at 25 s a run). Runs against
+the simulator, on the live suite's vendored repositories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from routing_kit import asked_line, show
+from test_leads import CALLER_FOUND, CENTS, LINES, UNPINNED, _payslip_builder
+from test_oneshot import _explore_task_one_shot
+
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
+
+ASKED = "Where is `run_payroll` defined, and what does it call?"  # the task's one name
+
+
+def _events(result) -> list[dict]:
+    path = Path(result.run_dir) / "events.jsonl"
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def _explorer_asked(fresh_sim) -> list[str]:
+    return [ChatRequestView.from_body(r.body).messages[-1]["content"]
+            for r in fresh_sim.state.requests_for("sim-explorer")]
+
+
+async def test_an_unpinned_failure_asks_the_explorers_the_tasks_names_and_no_planner(
+        fresh_sim, tmp_path):
+    """xp-payslip-rounding: the planner is scripted to ask something else, but is never called;
+    the one explorer is asked about ``run_payroll``, the name the task spells; the run passes
+    from its place and the task's leads, and the result and its report say why no plan."""
+    task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
+    task, result, _ = await _explore_task_one_shot(
+        fresh_sim, tmp_path, task.name, "What prints the payslip?", CALLER_FOUND,
+        builder=ModelBehavior(respond=_payslip_builder(tmp_path, task.sim.new.strip())),
+        sets=[*LINES, "builder.unpinned_lines_only=true", "run.unpinned_questions=task"])
+    assert result.status == "succeeded", result.reason
+    assert fresh_sim.state.requests_for("sim-planner") == []
+    asked = _explorer_asked(fresh_sim)
+    assert len(asked) == 1 and ASKED in asked[0] and "What prints the payslip?" not in asked[0]
+    assert [e.question for e in result.explorers] == [ASKED]
+    assert result.plan_from_task and not result.plan_skipped and "planner" not in result.per_role
+    assert result.plan is not None and result.plan.questions == [ASKED]
+    assert result.plan.acceptance == list(task.acceptance)
+    said = [e for e in _events(result) if e["kind"] == "plan_from_task"]
+    assert len(said) == 1 and said[0]["questions"] == [ASKED]
+    report = json.loads((Path(result.run_dir) / "report.json").read_text(encoding="utf-8"))
+    assert report["plan_from_task"] is True
+    assert task.sim.new.strip() in show(tmp_path / "repo", f"{result.branch}:{task.sim.path}")
+
+
+async def test_by_default_the_planner_asks_the_explorers_questions(fresh_sim, tmp_path):
+    task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
+    task, result, _ = await _explore_task_one_shot(
+        fresh_sim, tmp_path, task.name, "What prints the payslip?", CALLER_FOUND,
+        builder=ModelBehavior(respond=_payslip_builder(tmp_path, task.sim.new.strip())),
+        sets=[*LINES, "builder.unpinned_lines_only=true"])
+    assert result.status == "succeeded", result.reason
+    assert len(fresh_sim.state.requests_for("sim-planner")) == 1
+    assert [e.question for e in result.explorers] == ["What prints the payslip?"]
+    assert not result.plan_from_task
+    assert not [e for e in _events(result) if e["kind"] == "plan_from_task"]
+
+
+async def test_a_pinned_failure_is_planned_with_unpinned_questions_from_the_task(
+        fresh_sim, tmp_path):
+    """py-paging's failing test runs through the code to change: the setting does not apply,
+    the planner plans (its question is the one the explorer is asked)."""
+    _, result, _ = await _explore_task_one_shot(
+        fresh_sim, tmp_path, "py-paging", "Where is `page` defined?", CALLER_FOUND,
+        sets=["run.unpinned_questions=task"])
+    assert result.status == "succeeded", result.reason
+    assert len(fresh_sim.state.requests_for("sim-planner")) == 1
+    assert not result.plan_from_task
+    assert [e.question for e in result.explorers] == ["Where is `page` defined?"]
+
+
+async def test_the_one_line_reply_is_capped_and_a_cut_last_line_is_not_written(
+        fresh_sim, tmp_path):
+    """``builder.line_max_output``: the one-line requests ask for at most that many tokens (the
+    whole-file ones keep the model's cap). A reply cut at the cap mid-line — here in the middle
+    of ``to_cents``'s line — writes nothing (its unfinished line would be a syntax error); the
+    next round's draw gives the whole line and passes."""
+    task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
+    fix = task.sim.new.strip()
+    drawn = {"cents": 0}
+
+    def respond(req: ChatRequestView) -> Reply:
+        shown = req.messages[-1]["content"]
+        m = CENTS.search(shown) if asked_line(req) else None
+        if m is None:
+            return _payslip_builder(tmp_path, fix)(req)
+        drawn["cents"] += 1
+        if drawn["cents"] == 1:
+            return Reply(content=f"Half a cent must round up.\n{m.group(1)}: {fix[:30]}",
+                         finish_reason="length")
+        return Reply(content=f"Half a cent must round up.\n{m.group(1)}: {fix}")
+
+    task, result, _ = await _explore_task_one_shot(
+        fresh_sim, tmp_path, task.name, ASKED, CALLER_FOUND,
+        builder=ModelBehavior(respond=respond),
+        sets=[*LINES, "builder.unpinned_lines_only=true", "builder.line_max_output=64"])
+    assert result.status == "succeeded", result.reason
+    bodies = [r.body for r in fresh_sim.state.requests_for("sim-builder")]
+    lines = [b for b in bodies if asked_line(ChatRequestView.from_body(b))]
+    assert lines and all(b["max_completion_tokens"] == 64 for b in lines)
+    assert all(b["max_completion_tokens"] > 64 for b in bodies if b not in lines)
+    cut = [s for a in result.attempt_log for s in a.samples
+           if s.place == "payroll/money/amounts.py:17-19"]
+    assert [(s.changed, s.passed) for s in cut] == [(False, False), (True, True)]
