@@ -12,14 +12,15 @@ from routing_kit import asked_line, show
 from test_leads import CALLER_FOUND, CENTS, LINES, UNPINNED, _payslip_builder
 from test_oneshot import _explore_task_one_shot
 
+from orchestrator.record.events import PlanFromTask, read_events
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
 
 ASKED = "Where is `run_payroll` defined, and what does it call?"  # the task's one name
 
 
-def _events(result) -> list[dict]:
-    path = Path(result.run_dir) / "events.jsonl"
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+def _from_task(result) -> list[PlanFromTask]:
+    events = read_events(Path(result.run_dir) / "events.jsonl")
+    return [e for e in events if isinstance(e, PlanFromTask)]
 
 
 def _explorer_asked(fresh_sim) -> list[str]:
@@ -45,8 +46,8 @@ async def test_an_unpinned_failure_asks_the_explorers_the_tasks_names_and_no_pla
     assert result.plan_from_task and not result.plan_skipped and "planner" not in result.per_role
     assert result.plan is not None and result.plan.questions == [ASKED]
     assert result.plan.acceptance == list(task.acceptance)
-    said = [e for e in _events(result) if e["kind"] == "plan_from_task"]
-    assert len(said) == 1 and said[0]["questions"] == [ASKED]
+    said = _from_task(result)
+    assert len(said) == 1 and said[0].questions == [ASKED]
     report = json.loads((Path(result.run_dir) / "report.json").read_text(encoding="utf-8"))
     assert report["plan_from_task"] is True
     assert task.sim.new.strip() in show(tmp_path / "repo", f"{result.branch}:{task.sim.path}")
@@ -62,7 +63,7 @@ async def test_by_default_the_planner_asks_the_explorers_questions(fresh_sim, tm
     assert len(fresh_sim.state.requests_for("sim-planner")) == 1
     assert [e.question for e in result.explorers] == ["What prints the payslip?"]
     assert not result.plan_from_task
-    assert not [e for e in _events(result) if e["kind"] == "plan_from_task"]
+    assert not _from_task(result)
 
 
 async def test_a_pinned_failure_is_planned_with_unpinned_questions_from_the_task(
@@ -87,12 +88,13 @@ async def test_the_one_line_reply_is_capped_and_a_cut_last_line_is_not_written(
     task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
     fix = task.sim.new.strip()
     drawn = {"cents": 0}
+    elsewhere = _payslip_builder(tmp_path, fix)  # whole files and other lines: given back
 
     def respond(req: ChatRequestView) -> Reply:
         shown = req.messages[-1]["content"]
         m = CENTS.search(shown) if asked_line(req) else None
         if m is None:
-            return _payslip_builder(tmp_path, fix)(req)
+            return elsewhere(req)
         drawn["cents"] += 1
         if drawn["cents"] == 1:
             return Reply(content=f"Half a cent must round up.\n{m.group(1)}: {fix[:30]}",

@@ -150,8 +150,7 @@ async def _plan_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
             return Asked(role, "task", {}, {"localization": loc, "plan_deferred": True},
                          skip=True)
         await building.ask_ahead(ctx, located_state)
-    if _of_task(ctx, state, loc):
-        assert loc is not None
+    if loc is not None and _of_task(ctx, state, loc):
         return await _task_questions(ctx, state, role, loc)
     located = localized(loc)
     if loc is not None and loc.pinned:  # questions only for what the failure does not show
@@ -162,12 +161,12 @@ async def _plan_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
     return Asked(role, template, values, {"localization": loc} if loc is not None else {})
 
 
-def _of_task(ctx: RunContext, state: RunState, loc: localize.Localization | None) -> bool:
+def _of_task(ctx: RunContext, state: RunState, loc: localize.Localization) -> bool:
     """``run.unpinned_questions = "task"``: a run whose configured tests fail without naming
     the code to change asks its explorers what the task names, and no planner."""
     return (ctx.roles.run.unpinned_questions == "task" and state.mode == "run"
             and ctx.pipeline.explore is not None and bool(ctx.roles.verify.commands)
-            and loc is not None and bool(loc.checks) and not loc.passed and not loc.pinned)
+            and bool(loc.checks) and not loc.passed and not loc.pinned)
 
 
 async def _task_questions(ctx: RunContext, state: RunState, role: Role,

@@ -86,7 +86,7 @@ def gauge(fraction: float, width: int = 10) -> str:
     return "█" * filled + "░" * (width - filled) + f" {fraction:4.0%}"
 
 
-def _skipped(plan: bool, explore: bool, from_task: bool = False) -> list[str]:
+def _skipped(plan: bool, explore: bool, from_task: bool) -> list[str]:
     """The roles a run did not need, and why."""
     return ([("plan      not asked: the first one-shot, asked before the planner "
               "(run.first_build = before_plan), ended the build")] if plan else []) + (
