@@ -8,12 +8,15 @@ from __future__ import annotations
 import json
 import re
 
+import pytest
 from routing_kit import asked_line
 from test_oneshot import _explore_task_one_shot
 
 from orchestrator.benchmark import load_suite
 from orchestrator.engine.leadlines import lead_spans
+from orchestrator.localize.candidates import file_factor
 from orchestrator.localize.leads import LEADS, leads
+from orchestrator.localize.localization import is_test
 from orchestrator.localize.retrieve import Retriever
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
 
@@ -50,6 +53,29 @@ def test_the_bug_two_calls_past_the_entry_point_is_a_lead_before_the_entry_point
     task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
     found = leads(Retriever(task.repo), task.instruction)
     assert (found[0].path, found[0].start) == ("payroll/money/amounts.py", 17)
+
+
+def test_a_file_the_task_names_is_a_lead_however_few_of_its_words_it_holds_and_a_test_never():
+    """sh-pipeline-status (live r31): the task names ``report.sh``, five lines holding few of
+    its words; the script that calls it and the shell test held more. Every one-line place of
+    both maps was the caller or ``test.sh`` (a test, counted as code), never the named file."""
+    task = next(t for t in load_suite("live").tasks if t.name == "sh-pipeline-status")
+    found = [(w.path, w.start, w.end) for w in leads(Retriever(task.repo), task.instruction)]
+    line = _fixed_line(task)
+    assert any(p == "report.sh" and s <= line <= e for p, s, e in found), found
+    assert all(p != "test.sh" for p, _, _ in found), found
+
+
+@pytest.mark.parametrize("path", ["test.sh", "tests.sh", "test-all.sh", "ci/test_run.sh",
+                                  "tests.py", "test.py", "x_test.sh", "stats.test.js",
+                                  "tests/helpers.py", "spec/a.rb"])
+def test_what_the_localisation_calls_a_test_retrieval_ranks_as_one(path):
+    assert is_test(path) and file_factor(path) < 1.0
+
+
+@pytest.mark.parametrize("path", ["testing.py", "contest.sh", "attest.py", "report.sh"])
+def test_names_that_only_contain_test_are_code(path):
+    assert not is_test(path) and file_factor(path) == 1.0
 
 
 def test_a_lead_is_read_as_the_file_is_now_and_a_bad_one_is_left_out(tmp_path):

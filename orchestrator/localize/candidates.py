@@ -52,7 +52,10 @@ _PROSE_START = ("#", "//", "/*", "* ", "--")
 CONSTANT = re.compile(r"^(?:export\s+)?(?:const\s+)?([A-Z][A-Z0-9_]*)\s*[:=][^=]")
 
 
-TESTY = re.compile(r"(^|/)(tests?|spec|__tests__)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$")
+# a test file, as ``localization.is_test`` names them and more: a shell suite's ``test.sh`` too
+# (live r31, sh-pipeline-status: counted as code, it was a one-line place every attempt)
+TESTY = re.compile(r"(^|/)(tests?|spec|__tests__)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$"
+                   r"|(^|/)tests?\.py$|(^|/)test[^/]*\.sh$")
 
 
 DOCS = (".md", ".rst", ".txt", ".adoc")

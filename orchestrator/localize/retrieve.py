@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -156,7 +156,7 @@ class Retriever:
             shares = context_shares([w.lines for w in candidates], rare)
             candidates = [replace(w, score=w.score * (1 + CONTEXT_SHARE * share))
                           for w, share in zip(candidates, shares, strict=True)]
-        chosen = _choose(_with_constructor(candidates), budget_chars, limit)
+        chosen = _choose(_with_constructor(candidates), budget_chars, limit, named=set(named))
         if len(chosen) >= limit:
             return chosen
         more = self.followed(chosen, weights, self.rarity(about) if rare is None else rare)
@@ -408,17 +408,19 @@ def _with_constructor(candidates: list[Window]) -> list[Window]:
             for w in candidates]
 
 
-def _choose(candidates: Iterable[Window], budget_chars: int, limit: int) -> list[Window]:
+def _choose(candidates: Iterable[Window], budget_chars: int, limit: int,
+            named: Collection[str] = ()) -> list[Window]:
     """The best windows that fit: no overlaps, at most ``MAX_PER_FILE`` a file (a tiny one,
-    such as a constant's line, aside)."""
+    such as a constant's line, aside); a file the question ``named`` however low it scores
+    (live r31: a task named ``report.sh``, which held few of its words, never shown)."""
     chosen: list[Window] = []
     used = 0
     per_file: dict[str, int] = {}
     ranked = sorted(candidates, key=lambda w: (-w.score, w.path, w.start))
     floor = ranked[0].score * RELATIVE_FLOOR if ranked else 0.0
     for w in ranked:
-        if len(chosen) >= limit or w.score <= floor:
-            break
+        if len(chosen) >= limit or (w.score <= floor and w.path not in named):
+            continue
         tiny = len(w.lines) <= TINY
         if per_file.get(w.path, 0) >= MAX_PER_FILE and not tiny:
             continue
