@@ -183,6 +183,22 @@ def test_the_explorers_place_is_sampled_between_the_leads_each_lead_once():
     assert interleaved(["P", "L1", "L2", "L3", "L4"], 3) == [  # type: ignore[list-item]
         "P", "L1", "P", "L2", "P", "L3", "L4"]
     assert interleaved(["P"], 3) == ["P"] * 3  # type: ignore[list-item]
+    assert interleaved(["P"], 3, 2) == ["P"] * 3  # type: ignore[list-item]
+
+
+def test_a_later_attempt_spreads_its_samples_over_the_places_from_one_further_along():
+    """As many samples as the first attempt's, each place as often (give or take one), the
+    first a different place each attempt: the explorers' place no longer takes most draws
+    after it has failed."""
+    from orchestrator.engine.building import interleaved
+    places = ["P", "L1", "L2", "L3", "L4"]
+    assert interleaved(places, 3, 2) == [  # type: ignore[arg-type]
+        "L1", "L2", "L3", "L4", "P", "L1", "L2"]
+    assert interleaved(places, 3, 3) == [  # type: ignore[arg-type]
+        "L2", "L3", "L4", "P", "L1", "L2", "L3"]
+    assert interleaved(["P", "L1"], 4, 2) == ["L1", "P", "L1", "P", "L1"]  # type: ignore[arg-type]
+    assert interleaved(places, 3, 6) == [  # type: ignore[arg-type]
+        "P", "L1", "L2", "L3", "L4", "P", "L1"]
     assert interleaved(["P", "L1"], 1) == ["P", "L1"]  # type: ignore[list-item]
     assert interleaved(["P", "L1", "L2"], 4) == [  # type: ignore[list-item]
         "P", "L1", "P", "L2", "P", "P"]
@@ -290,8 +306,9 @@ async def test_an_explore_needed_task_spends_its_attempts_on_new_draws_of_the_li
     places = [s.place for s in first.samples]  # the explorers' place, then each lead once
     assert places[0].startswith("payroll/app.py:") and len(set(places)) == len(places) > 2
     assert "payroll/money/amounts.py:17-19" in places
-    # the second round asks the same places again, up to the pass, as new draws
-    assert [s.place for s in second.samples] == places[:len(second.samples)]
+    # the second round asks the same places again, from the first lead on, up to the pass,
+    # as new draws
+    assert [s.place for s in second.samples] == (places[1:] + places[:1])[:len(second.samples)]
     assert second.samples[-1].place == "payroll/money/amounts.py:17-19"
     assert first.samples[0].temperature == 0.0  # the first round at the role's temperatures
     assert {s.temperature for s in second.samples} == {0.6}  # new draws at the highest
@@ -341,27 +358,26 @@ async def test_after_an_undone_round_the_line_is_asked_with_the_failure_of_the_c
 
 async def test_after_an_undone_round_the_line_sees_the_kept_attempts_failure(fresh_sim, tmp_path):
     """xp-payslip-rounding, lines only, three rounds. Round 1: ``to_cents`` is given
-    ROUND_UP, which fixes one of the two failing tests and breaks none, so it is kept. Round 2:
-    ``run_payroll`` is rewritten to raise; verify undoes that. Round 3 starts from the kept
-    ROUND_UP files, so it is shown their failure (the one test left), not the raise's: its
-    request at ``to_cents`` is byte for byte round 2's, and its fix passes."""
+    ROUND_UP, which fixes one of the two failing tests and breaks none, so it is kept. Round 2
+    (its first sample at ``to_cents``, the first lead): ``to_cents`` is rewritten to raise;
+    verify undoes that. Round 3 starts from the kept ROUND_UP files, so it is shown their
+    failure (the one test left), not the raise's: its request at ``to_cents`` is byte for byte
+    round 2's, and its fix passes."""
     task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
-    seen = {"cents": 0, "payroll": 0}
+    seen = {"cents": 0}
 
     def respond(req: ChatRequestView) -> Reply:
         shown = req.messages[-1]["content"]
-        cents, payroll = CENTS.search(shown), PAYROLL.search(shown)
+        cents = CENTS.search(shown)
         if cents:
             seen["cents"] += 1
+            if seen["cents"] == 2:
+                return Reply(content=f"Wrong rounding.\n{cents.group(1)}: "
+                                     'raise RuntimeError("payslips-went-nowhere")')
             mode = {1: "ROUND_UP", 3: "ROUND_HALF_UP"}.get(seen["cents"])
             if mode:
                 return Reply(content=f"Round half up.\n{cents.group(1)}: return money(amount)"
                                      f".quantize(CENT, rounding=decimal.{mode})")
-        if payroll:
-            seen["payroll"] += 1
-            if seen["payroll"] == 2:
-                return Reply(content=f"Wrong list.\n{payroll.group(1)}: "
-                                     'raise RuntimeError("payslips-went-nowhere")')
         return _copied(shown)
 
     sets = [*LINES, "builder.unpinned_lines_only=true"]

@@ -229,7 +229,7 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
     protected = protected_tests(ctx, state)
     temps = (max(spec.temperatures),) if rung.resampled and spec.temperatures else spec.temperatures
     k, temperatures = _sampling(spec, temps, n, line=prompt.line is not None)
-    asked = interleaved(prompts, k)
+    asked = interleaved(prompts, k, n)
     if len(asked) > 1 and ctx.workspace is not None and ctx.sandbox is not None:
         outcome, made = await best_of(ctx, role, n, asked, k=len(asked),
                                       commands=acceptance_commands(ctx, state),
@@ -243,11 +243,19 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
     return strategy, outcome, prompt.diagnosed
 
 
-def interleaved(prompts: list[oneshot.Prompt], k: int) -> list[oneshot.Prompt]:
-    """Sample i's prompt: the first ``k`` times the first, each other once, the first's
-    between the others' (P, L1, P, L2, P, L3, L4 ...): live, the explorers' place held the bug
-    on three of eight explore-needed tasks (one passed on its third sample) and a caller on
-    three, where a lead held it."""
+def interleaved(prompts: list[oneshot.Prompt], k: int, n: int = 1) -> list[oneshot.Prompt]:
+    """Sample i's prompt in attempt ``n``. The first attempt: the first ``k`` times, each other
+    once, the first's between the others' (P, L1, P, L2, P, L3, L4 ...): live, the explorers'
+    place held the bug on three of eight explore-needed tasks (one passed on its third sample)
+    and a caller on three, where a lead held it. A later attempt: as many samples, spread
+    evenly over the places from one further along each time (attempt 2: L1, L2, L3, L4, P,
+    L1 ...): the first attempt's favourite has failed by then, and live (routed r26-r30) in 10
+    of the 17 explore-needed runs that failed, the line to fix lay in a lead that got under a
+    third of the samples, the rest going to the explorers' place."""
+    if n > 1 and len(prompts) > 1:
+        start = (n - 1) % len(prompts)
+        order = prompts[start:] + prompts[:start]
+        return [order[i % len(order)] for i in range(k + len(prompts) - 1)]
     first, rest = prompts[:1] * k, list(prompts[1:])
     out: list[oneshot.Prompt] = []
     while first or rest:
