@@ -72,8 +72,25 @@ def test_later_samples_are_costed_against_the_first():
     assert c.later_vs_first.median == pytest.approx(0.45)
     assert (c.first_ttft_s.median, c.later_ttft_s.median) == (6.0, 0.5)
     assert c.later_cached_share == pytest.approx(896 / 1000)
+    assert c.cold_attempts == 1 and c.cold_later_vs_first.median == pytest.approx(0.45)
     (line,) = sample_lines([summarize_attempts("m", RECORDS)])
-    assert "0.45× the first" in line and "90%" in line
+    assert "0.45× the first; 0.45× over the 1 whose sample 1 read its prompt cold" in line
+    assert "90%" in line
+
+
+def test_a_later_attempts_warm_first_sample_is_left_out_of_the_cold_figure():
+    """A later attempt whose sample 1 asks a prompt the server already read (live r33: once
+    later attempts spread over the places, their sample 1 took 5.9 s against attempt 1's
+    17.0 s) makes samples 2..k look as dear as the first; the cold figure leaves it out."""
+    warm = _rec("g", 200, (
+        _attempt(1, "one_line", samples=(_sample(1, 10.0, 6.0, 0, False),
+                                         _sample(2, 5.0, 0.5, 900, False))),
+        _attempt(2, "one_line", samples=(_sample(1, 5.0, 0.5, 900, False),
+                                         _sample(2, 5.0, 0.5, 900, False)))), passed=False,
+        reason="the time budget of 300 s (run.time_budget_s) ran out")
+    c = summarize_attempts("m", [warm]).samples
+    assert c.attempts == 2 and c.later_vs_first.median == pytest.approx(0.75)
+    assert c.cold_attempts == 1 and c.cold_later_vs_first.median == pytest.approx(0.5)
 
 
 def test_the_table_and_the_csv_say_which_strategy_passed():

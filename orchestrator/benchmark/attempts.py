@@ -32,6 +32,10 @@ class SampleCost(BaseModel):
     first_ttft_s: Spread = Spread(median=None)  # prompt reading
     later_ttft_s: Spread = Spread(median=None)
     later_cached_share: float | None = None  # cached / prompt tokens over samples 2..k
+    # the attempts whose sample 1 read its prompt cold (under half of it cached): a later
+    # attempt's sample 1 often asks a prompt an earlier one read, and is then cheap itself
+    cold_attempts: int = 0
+    cold_later_vs_first: Spread = Spread(median=None)
 
 
 class AttemptsSummary(BaseModel):
@@ -80,8 +84,12 @@ def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
     laters = [x for s in sampled for x in s[1:]]
     ratios = [statistics.median(x.call_s for x in s[1:]) / s[0].call_s
               for s in sampled if s[0].call_s > 0]
+    cold = [s for s in sampled if s[0].call_s > 0 and 2 * s[0].cached_tokens < s[0].prompt_tokens]
     prompt = sum(x.prompt_tokens for x in laters)
     return SampleCost(
+        cold_attempts=len(cold),
+        cold_later_vs_first=spread(statistics.median(x.call_s for x in s[1:]) / s[0].call_s
+                                   for s in cold),
         attempts=len(sampled), first_s=spread(x.call_s for x in firsts),
         later_s=spread(x.call_s for x in laters), later_vs_first=spread(ratios),
         first_ttft_s=spread(x.ttft_s for x in firsts if x.ttft_s is not None),
@@ -128,9 +136,12 @@ def sample_lines(summaries: Sequence[AttemptsSummary]) -> list[str]:
         ttft = ("" if c.first_ttft_s.median is None or c.later_ttft_s.median is None else
                 f"; prompt reading (time to first token) {c.first_ttft_s.median:.2f}s then "
                 f"{c.later_ttft_s.median:.2f}s")
+        cold = ("" if c.cold_later_vs_first.median is None else
+                f"; {c.cold_later_vs_first.median:.2f}× over the {c.cold_attempts} whose "
+                "sample 1 read its prompt cold")
         lines.append(
             f"{s.role_map}: best-of-k over {c.attempts} attempt(s): sample 1 "
             f"{c.first_s.median:.2f}s, samples 2..k {c.later_s.median or 0:.2f}s "
-            f"({c.later_vs_first.median or 0:.2f}× the first){ttft}; cached prompt tokens in "
-            f"samples 2..k: {_pct(c.later_cached_share)}")
+            f"({c.later_vs_first.median or 0:.2f}× the first{cold}){ttft}; cached prompt "
+            f"tokens in samples 2..k: {_pct(c.later_cached_share)}")
     return lines
