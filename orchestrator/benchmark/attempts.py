@@ -16,6 +16,7 @@ from rich.table import Table
 
 from orchestrator.benchmark.compare import Spread, spread
 from orchestrator.benchmark.records import RunRecord
+from orchestrator.state import Sample
 
 BUDGETS_S: tuple[int, ...] = (30, 60, 120, 300)
 
@@ -82,19 +83,22 @@ def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
         return SampleCost()
     firsts = [s[0] for s in sampled]
     laters = [x for s in sampled for x in s[1:]]
-    ratios = [statistics.median(x.call_s for x in s[1:]) / s[0].call_s
-              for s in sampled if s[0].call_s > 0]
-    cold = [s for s in sampled if s[0].call_s > 0 and 2 * s[0].cached_tokens < s[0].prompt_tokens]
+    timed = [s for s in sampled if s[0].call_s > 0]
+    cold = [s for s in timed if 2 * s[0].cached_tokens < s[0].prompt_tokens]
     prompt = sum(x.prompt_tokens for x in laters)
     return SampleCost(
-        cold_attempts=len(cold),
-        cold_later_vs_first=spread(statistics.median(x.call_s for x in s[1:]) / s[0].call_s
-                                   for s in cold),
+        cold_attempts=len(cold), cold_later_vs_first=spread(map(_later_vs_first, cold)),
         attempts=len(sampled), first_s=spread(x.call_s for x in firsts),
-        later_s=spread(x.call_s for x in laters), later_vs_first=spread(ratios),
+        later_s=spread(x.call_s for x in laters),
+        later_vs_first=spread(map(_later_vs_first, timed)),
         first_ttft_s=spread(x.ttft_s for x in firsts if x.ttft_s is not None),
         later_ttft_s=spread(x.ttft_s for x in laters if x.ttft_s is not None),
         later_cached_share=sum(x.cached_tokens for x in laters) / prompt if prompt else None)
+
+
+def _later_vs_first(samples: Sequence[Sample]) -> float:
+    """One attempt's samples 2..k: their median call time over sample 1's."""
+    return statistics.median(x.call_s for x in samples[1:]) / samples[0].call_s
 
 
 def _pct(x: float | None) -> str:

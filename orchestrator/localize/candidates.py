@@ -16,6 +16,7 @@ import re
 from collections.abc import Sequence
 
 from orchestrator.localize import repomap
+from orchestrator.localize.localization import is_test
 from orchestrator.localize.terms import Term, names_part
 from orchestrator.localize.texts import Lines
 from orchestrator.tools.search import LINE_CUT, Match
@@ -52,10 +53,7 @@ _PROSE_START = ("#", "//", "/*", "* ", "--")
 CONSTANT = re.compile(r"^(?:export\s+)?(?:const\s+)?([A-Z][A-Z0-9_]*)\s*[:=][^=]")
 
 
-# a test file, as ``localization.is_test`` names them and more: a shell suite's ``test.sh`` too
-# (live r31, sh-pipeline-status: counted as code, it was a one-line place every attempt)
-TESTY = re.compile(r"(^|/)(tests?|spec|__tests__)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$"
-                   r"|(^|/)tests?\.py$|(^|/)test[^/]*\.sh$")
+TESTY = re.compile(r"(^|/)(tests?|spec|__tests__)/|(^|/)test_[^/]*$|_test\.\w+$|\.(test|spec)\.\w+$")
 
 
 DOCS = (".md", ".rst", ".txt", ".adoc")
@@ -224,7 +222,9 @@ def definition_bonus(symbol: str, weights: dict[Term, float]) -> float:
 
 
 def file_factor(path: str) -> float:
-    if TESTY.search(path):
+    # a test as the localisation names them too: live (r31, sh-pipeline-status) a shell
+    # suite's ``test.sh``, counted as code, was a one-line place in every attempt
+    if TESTY.search(path) or is_test(path):
         return 0.5
     if path.endswith(DOCS) or path.startswith(("docs/", "doc/")):
         return 0.4
