@@ -14,7 +14,7 @@ from orchestrator import api
 from orchestrator.evidence.cite import MAX_REFUSALS, Cited, clean_path
 from orchestrator.evidence.verify import DirSource, verify_findings
 from orchestrator.localize.retrieve import Retriever, render
-from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
+from orchestrator.sim import ModelBehavior, Reply, ToolCallSpec
 from orchestrator.state import Citation, Claim, Findings
 
 WINDOW = """Question: where is median?
@@ -203,47 +203,6 @@ async def test_answer_first_an_unbacked_answer_opens_the_tools(fresh_sim, sample
     assert "search" in _tools(requests[1]) and "submit" not in _tools(requests[1])  # look first
     assert "submit" in _tools(requests[2])
     assert "none of your claims is backed" in json.dumps(requests[1].body)
-
-
-async def test_answer_first_in_json_mode_keeps_the_prompt_prefix_when_the_tools_open(
-        fresh_sim, sample_repo):
-    """A model given tools through JSON content (the live kit's) reads them in its system
-    prompt. Answer first, the grammar allows only ``submit``, yet the prompt lists every tool
-    from the first turn: when the refused answer opens the tools, the prefix a server cached is
-    the same, so it is not read again (live: 10-15 s on the 0.5B each time it changed)."""
-    unbacked = {"answer": "x", "claims": [
-        {"text": "the test suite class is StatsTest", "citations": [
-            {"path": "W1", "start_line": 9, "end_line": 15, "quote": ""}]}]}
-    backed = {"answer": "tests/test_stats.py", "claims": [
-        {"text": "StatsTest is the test class", "citations": [
-            {"path": "tests/test_stats.py", "start_line": 6, "end_line": 6, "quote": ""}]}]}
-    replies = [{"tool": "submit", "arguments": unbacked},
-               {"tool": "search", "arguments": {"pattern": "class StatsTest"}},
-               {"tool": "submit", "arguments": backed}]
-
-    requests: list[ChatRequestView] = []
-
-    def respond(req: ChatRequestView) -> Reply:
-        requests.append(req)
-        return Reply(content=json.dumps(replies[min(req.assistant_turns, len(replies) - 1)]))
-
-    fresh_sim.set_scenario(scenario_with(**{"sim-explorer": ModelBehavior(respond=respond)}))
-    roles = sim_roles(fresh_sim, 'models.explorer-sim.tools="json"')
-    result = await api.aexplore("Where is `median` tested?", repo=sample_repo, roles=roles,
-                                env=run_env(), split=False)
-    [e] = result.explorers
-    assert e.verified == 1 and e.tool_calls == 1
-    assert len(requests) == 3 and not any(r.tools for r in requests)
-    # what each turn may call: the grammar's branches
-    branches = [[b["properties"]["tool"]["const"]
-                 for b in r.response_format["json_schema"]["schema"]["anyOf"]] for r in requests]
-    assert branches[0] == ["submit"]  # answer first
-    assert "search" in branches[1] and "submit" not in branches[1]  # look before resubmitting
-    assert "search" in branches[2] and "submit" in branches[2]
-    # what the prompt lists: every tool, the same text on every turn
-    assert len({r.system_text() for r in requests}) == 1
-    assert "search" in requests[0].system_text() and "read" in requests[0].system_text()
-    assert "Call only: submit." in requests[0].last_user_text()
 
 
 async def test_answer_first_can_be_turned_off(fresh_sim, sample_repo):

@@ -15,7 +15,7 @@ sent back only to that model (``Route.source``), and only over the Responses API
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -69,20 +69,8 @@ class Completion:
     reasoning: Mapping[str, Any] | None = None
 
 
-def tool_name(tool: Mapping[str, Any]) -> str:
-    """A chat-form tool schema's name (``{"type": "function", "function": {"name": ...}}``)."""
-    return str(tool["function"]["name"])
-
-
 class ModelClient(Protocol):
-    """Anything that completes a chat for a role: a real client or a fallback chain of them.
-
-    ``tools`` are every tool the session has, the same list turn after turn; ``allowed``, when
-    given, names the ones that may be called now. A client that lists tools in the prompt
-    (``JsonToolsClient``) keeps listing them all and narrows only what it asks for, so the
-    prompt's prefix stays byte-stable and a server's prompt cache keeps serving it; a native
-    one sends only the allowed tools.
-    """
+    """Anything that completes a chat for a role: a real client or a fallback chain of them."""
 
     @property
     def route(self) -> Route: ...
@@ -93,7 +81,6 @@ class ModelClient(Protocol):
         *,
         session: str,
         tools: Sequence[Mapping[str, Any]] | None = None,
-        allowed: Collection[str] | None = None,
         response_format: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
     ) -> Completion: ...

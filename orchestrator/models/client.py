@@ -15,7 +15,7 @@ import functools
 import os
 import ssl
 import time
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, cast
 
@@ -28,15 +28,7 @@ from orchestrator import timing
 from orchestrator.config.schema import Provider
 from orchestrator.errors import ConfigError
 from orchestrator.models import chat, responses
-from orchestrator.models.base import (
-    Completion,
-    Progress,
-    Route,
-    Streamed,
-    Wire,
-    cost_usd,
-    tool_name,
-)
+from orchestrator.models.base import Completion, Progress, Route, Streamed, Wire, cost_usd
 from orchestrator.models.errors import Transient, classify, where
 from orchestrator.state import CallRecord
 
@@ -179,13 +171,10 @@ class OpenAIModelClient:
         *,
         session: str,
         tools: Sequence[Mapping[str, Any]] | None = None,
-        allowed: Collection[str] | None = None,
         response_format: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
     ) -> Completion:
         r, wire = self.route, self._wire
-        if tools is not None and allowed is not None:
-            tools = [t for t in tools if tool_name(t) in allowed] or tools
         building = time.monotonic()
         with timing.exchange(building) as sent:
             content = self._requests.body(messages, tools, response_format)

@@ -15,7 +15,7 @@ import dataclasses
 import json
 import random
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -134,11 +134,10 @@ class FallbackClient:
         *,
         session: str,
         tools: Sequence[Mapping[str, Any]] | None = None,
-        allowed: Collection[str] | None = None,
         response_format: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
     ) -> Completion:
-        call = {"messages": messages, "session": session, "tools": tools, "allowed": allowed,
+        call = {"messages": messages, "session": session, "tools": tools,
                 "response_format": response_format, "progress": progress}
         reasons: list[str] = []
         for step in range(self._start, len(self.clients)):

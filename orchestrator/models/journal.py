@@ -13,7 +13,7 @@ import hashlib
 import json
 import sqlite3
 import threading
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +24,10 @@ from orchestrator.state import CallRecord, Role
 from orchestrator.timing import phase
 
 
-def _key(session: str, model: str, messages: Any, tools: Any, response_format: Any,
-         allowed: Collection[str] | None = None) -> str:
-    """A request's journal key (the reference form; ``RequestKeys`` gets the same incrementally).
-    ``allowed`` (the tools callable now) is hashed last, and only when given."""
-    parts = [session, model, messages, tools, response_format]
-    if allowed is not None:
-        parts.append(sorted(allowed))
-    blob = json.dumps(parts, sort_keys=True, default=str)
+def _key(session: str, model: str, messages: Any, tools: Any, response_format: Any) -> str:
+    """A request's journal key (the reference form; ``RequestKeys`` gets the same incrementally)."""
+    blob = json.dumps([session, model, messages, tools, response_format], sort_keys=True,
+                      default=str)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -42,24 +38,21 @@ def _json(value: Any) -> bytes:
 class RequestKeys:
     """One session's journal keys and turns, the history hashed once per message.
 
-    The key hashes ``[session, model, messages, tools, response_format]`` (and ``allowed`` after
-    them when a request narrows its tools) as sorted JSON (the form ``_key`` writes in one go,
-    so journals of either kind match). The hash state after each message is kept with the
-    message, so the next request hashes only what was added; a message replaced in place of
-    another (a masked output) rehashes from there on.
+    The key hashes ``[session, model, messages, tools, response_format]`` as sorted JSON (the
+    form ``_key`` writes in one go, so journals of either kind match). The hash state after each
+    message is kept with the message, so the next request hashes only what was added; a message
+    replaced in place of another (a masked output) rehashes from there on.
     """
 
     def __init__(self) -> None:
         self._head = b""
         self._chain: list[tuple[Any, int]] = []  # (sha256 state, turn) after each message
         self._messages: list[Mapping[str, Any]] = []  # the messages the chain hashed
-        # (tools, response_format, allowed) and their JSON
-        self._tail_of: tuple[Any, Any, Any] = (None, None, None)
-        self._tail = b""
+        self._tail_of: tuple[Any, Any] = (None, None)  # (tools, response_format) and
+        self._tail = b""  # their JSON
 
     def key(self, session: str, model: str, messages: Sequence[Mapping[str, Any]],
-            tools: Any, response_format: Any,
-            allowed: Collection[str] | None = None) -> tuple[str, int]:
+            tools: Any, response_format: Any) -> tuple[str, int]:
         """(the request's key, its turn: how many replies the session already had)."""
         head = b"[" + _json(session) + b", " + _json(model) + b", ["
         n = 0
@@ -79,12 +72,10 @@ class RequestKeys:
             turn += message.get("role") == "assistant"
             self._chain.append((hashed.copy(), turn))
             self._messages.append(message)
-        narrowed = None if allowed is None else sorted(allowed)
-        tail_of = (None if tools is None else list(tools), response_format, narrowed)
+        tail_of = (None if tools is None else list(tools), response_format)
         if tail_of != self._tail_of:
             self._tail_of = tail_of
-            self._tail = (b"], " + _json(tools) + b", " + _json(response_format)
-                          + (b"" if narrowed is None else b", " + _json(narrowed)) + b"]")
+            self._tail = b"], " + _json(tools) + b", " + _json(response_format) + b"]"
         hashed.update(self._tail)
         return hashed.hexdigest(), turn
 
@@ -302,13 +293,12 @@ class JournaledClient:
         *,
         session: str,
         tools: Sequence[Mapping[str, Any]] | None = None,
-        allowed: Collection[str] | None = None,
         response_format: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
     ) -> Completion:
         with phase("journal"):
             key, turn = self._keys.key(session, self.inner.route.model.id, messages, tools,
-                                       response_format, allowed)
+                                       response_format)
             self.journal.check()
         if self.journal.knows(key):  # a resumed run: read it off the event loop
             with phase("journal"):
@@ -319,8 +309,8 @@ class JournaledClient:
         with phase("journal"):
             self.journal.ask(key)
         completion = await self.inner.complete(
-            messages, session=session, tools=tools, allowed=allowed,
-            response_format=response_format, progress=progress,
+            messages, session=session, tools=tools, response_format=response_format,
+            progress=progress,
         )
         # in the journal's file before the session acts on it: a run killed from here on
         # replays it instead of paying again

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Literal
 
@@ -348,9 +348,9 @@ class JsonToolsClient:
         self._tools: dict[str, list[Mapping[str, Any]]] = {}
 
     def _listed(self, session: str, tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        """Every tool this session was ever given, in first-given order: the system prompt lists
-        these, so it stays the same from turn to turn (a provider's prompt cache keeps it) while
-        the grammar and a closing note narrow what may be called now (``allowed``)."""
+        """Every tool this session was ever offered, in first-offered order: the system prompt
+        lists these, so it stays the same from turn to turn (a provider's prompt cache keeps
+        it) while the grammar and a closing note narrow what may be called now."""
         known = self._tools.setdefault(session, [])
         names = {t["function"]["name"] for t in known}
         known += [t for t in tools if t["function"]["name"] not in names]
@@ -366,7 +366,6 @@ class JsonToolsClient:
         *,
         session: str,
         tools: Sequence[Mapping[str, Any]] | None = None,
-        allowed: Collection[str] | None = None,
         response_format: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
     ) -> Completion:
@@ -374,9 +373,6 @@ class JsonToolsClient:
             return await self.inner.complete(messages, session=session,
                                              response_format=response_format, progress=progress)
         tools = offered(tools, messages)
-        listed = self._listed(session, tools)  # all of them, though only some be allowed now
-        if allowed is not None:
-            tools = [t for t in tools if t["function"]["name"] in allowed] or tools
         final = [t for t in tools if t["function"]["name"] == FINAL_TOOL]
         notes = []
         if final and len(final) < len(tools) and stalled(messages, self.repeats):
@@ -384,6 +380,7 @@ class JsonToolsClient:
         cited = evidence(messages) if self.structured == "json_schema" and final else []
         if cited and _asks_citations(final[0]):
             notes.append(text("toolmode", "grounded_note"))
+        listed = self._listed(session, tools)
         if len(tools) < len(listed):
             notes.insert(0, text("toolmode", "call_only",
                                  names=", ".join(t["function"]["name"] for t in tools)))

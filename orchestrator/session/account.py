@@ -10,7 +10,7 @@ time split and the report.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,7 +86,6 @@ class Account:
     async def call(self, client: ModelClient, messages: list[dict[str, Any]], *,
                    window: int, estimate: int = 0,
                    tools: Sequence[Mapping[str, Any]] | None = None,
-                   allowed: Collection[str] | None = None,
                    ready: Completion | None = None) -> Completion:
         """One model call: timed as the run's ``call`` phase, ticked while it streams, then
         recorded with its usage and the share of ``window`` its prompt and reply filled
@@ -95,8 +94,7 @@ class Account:
         started = time.monotonic()
         with self.telemetry.busy("call"):
             completion = ready if ready is not None else await client.complete(
-                messages, session=self.session, tools=tools, allowed=allowed,
-                progress=self._ticker(started))
+                messages, session=self.session, tools=tools, progress=self._ticker(started))
         record = completion.record
         self.telemetry.call(record, (started, time.monotonic()), messages=messages,
                             reply=completion.content)

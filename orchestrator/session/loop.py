@@ -33,7 +33,7 @@ from pydantic import BaseModel
 from orchestrator.config.definitions import AgentDef
 from orchestrator.config.prompts import text
 from orchestrator.errors import BudgetExhausted, ContextOverflow, OrchestrateError, SessionFailed
-from orchestrator.models.base import Completion, ModelClient, ToolCallData, tool_name
+from orchestrator.models.base import Completion, ModelClient, ToolCallData
 from orchestrator.models.errors import ModelRefused
 from orchestrator.models.fallback import demote
 from orchestrator.models.toolmode import parse_tool_calls
@@ -192,7 +192,7 @@ class Session:
         )
 
     def _closing(self) -> None:
-        """Entering the last turns: say so once; ``_allowed`` then narrows the tools to submit."""
+        """Entering the last turns: say so once; ``_offered`` then narrows the tools to submit."""
         left = self.max_turns - self.account.turns
         if left == FINAL_TURNS and self._final_window():
             self._add({"role": "user", "content": text("session", "final_note", left=left,
@@ -202,18 +202,13 @@ class Session:
         return (self.max_turns > 2 * FINAL_TURNS and len(self.tools) > 1
                 and self.max_turns - self.account.turns <= FINAL_TURNS)
 
-    def _allowed(self) -> list[str] | None:
-        """The tools that may be called this turn (None: all). Every turn is given all of them,
-        so a client that lists them in the prompt keeps its prefix the same (issue 27: live,
-        an explorer whose answer-first submission was refused re-read its whole prompt when its
-        tools opened, 10-15 s on the 0.5B)."""
-        names = [tool_name(t) for t in self.tools]
+    def _offered(self) -> list[dict[str, Any]]:
         if self._final_window() or not self._open:
-            return names[-1:]
-        if self._search_next and len(names) > 1:
+            return self.tools[-1:]
+        if self._search_next and len(self.tools) > 1:
             self._search_next = False  # once: an answer refused is looked for before resubmitting
-            return names[:-1]
-        return None
+            return self.tools[:-1]
+        return self.tools
 
     # --- one model call, fitted to the window -------------------------------------------------
 
@@ -224,7 +219,7 @@ class Session:
             try:
                 completion = await self.account.call(
                     self.client, self.messages, window=self.policy.window, estimate=estimate,
-                    tools=self.tools, allowed=self._allowed())
+                    tools=self._offered())
             except ContextOverflow as exc:
                 self._refusal(str(exc), estimate)
                 continue
