@@ -73,7 +73,7 @@ def test_later_samples_are_costed_against_the_first():
     assert (c.first_ttft_s.median, c.later_ttft_s.median) == (6.0, 0.5)
     assert c.later_cached_share == pytest.approx(896 / 1000)
     assert c.cold_attempts == 1 and c.cold_later_vs_first.median == pytest.approx(0.45)
-    (line,) = sample_lines([summarize_attempts("m", RECORDS)])
+    (line,) = [x for x in sample_lines([summarize_attempts("m", RECORDS)]) if "best-of-k" in x]
     assert "0.45× the first; 0.45× over the 1 whose sample 1 read its prompt cold" in line
     assert "90%" in line
 
@@ -91,6 +91,34 @@ def test_a_later_attempts_warm_first_sample_is_left_out_of_the_cold_figure():
     c = summarize_attempts("m", [warm]).samples
     assert c.attempts == 2 and c.later_vs_first.median == pytest.approx(0.75)
     assert c.cold_attempts == 1 and c.cold_later_vs_first.median == pytest.approx(0.5)
+
+
+def _at(place: str, prompt: int, cached: int, ttft: float) -> Sample:
+    return Sample(index=1, call_s=ttft + 4.0, ttft_s=ttft, prompt_tokens=prompt,
+                  cached_tokens=cached, place=place)
+
+
+def test_a_prompt_the_run_asked_before_and_read_again_is_counted_with_its_reading_time():
+    """A one-slot server keeps only the last prompt: cycling over places reads each place's
+    own lines again (live r34: 90 of the routed map's 145 samples, 273 s of prompt reading).
+    A prompt asked again and served from the cache is not counted, nor is one first asked in
+    another run."""
+    run = _rec("h", 300, (
+        _attempt(1, "one_line", samples=(_at("a.py:1-9", 900, 0, 12.0),
+                                         _at("b.py:3-7", 700, 480, 6.0),
+                                         _at("a.py:1-9", 900, 480, 9.0))),
+        _attempt(2, "one_line", samples=(_at("a.py:1-9", 900, 899, 0.1),
+                                         _at("b.py:3-7", 700, 480, 5.0),
+                                         _at("c.py:1-2", 650, 480, 4.0)))), passed=False,
+        reason="the time budget of 300 s (run.time_budget_s) ran out")
+    other = _rec("i", 30, (_attempt(1, "one_line", passed=True, samples=(
+        _at("c.py:1-2", 650, 0, 8.0),)),), passed=True)
+    c = summarize_attempts("m", [run, other]).samples
+    assert (c.samples, c.reread) == (7, 2)
+    assert c.reread_ttft_s == pytest.approx(14.0)
+    assert c.samples_call_s == pytest.approx(44.1 + 7 * 4.0)
+    lines = sample_lines([summarize_attempts("m", [run, other])])
+    assert "m: 2 of 7 samples read again a prompt their run had asked before: 14s" in lines[0]
 
 
 def test_the_table_and_the_csv_say_which_strategy_passed():

@@ -37,6 +37,13 @@ class SampleCost(BaseModel):
     # attempt's sample 1 often asks a prompt an earlier one read, and is then cheap itself
     cold_attempts: int = 0
     cold_later_vs_first: Spread = Spread(median=None)
+    # every sample of the runs, and those that read again a prompt their run had already asked
+    # (same place, same size) past its cached prefix: a one-slot server keeps only the last
+    # prompt, so cycling over places re-reads each place's own lines
+    samples: int = 0
+    samples_call_s: float = 0.0
+    reread: int = 0
+    reread_ttft_s: float = 0.0
 
 
 class AttemptsSummary(BaseModel):
@@ -76,24 +83,47 @@ def summarize_attempts(role_map: str, records: Sequence[RunRecord]) -> AttemptsS
     )
 
 
+# a prompt asked again with more than this many tokens not served from the cache was read again
+# (a wholly cached prompt still evaluates its last token)
+REREAD_TOKENS = 16
+
+
 def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
-    """What samples 2..k cost against sample 1, over the attempts that asked several."""
+    """What samples 2..k cost against sample 1, over the attempts that asked several, and
+    what the runs' samples spent reading again prompts their run had already asked."""
+    every = [x for r in records for a in r.attempt_log for x in a.samples]
+    again = [x for r in records for x in _read_again(r)]
+    seen = SampleCost(samples=len(every), samples_call_s=sum(x.call_s for x in every),
+                      reread=len(again), reread_ttft_s=sum(x.ttft_s or 0.0 for x in again))
     sampled = [a.samples for r in records for a in r.attempt_log if len(a.samples) > 1]
     if not sampled:
-        return SampleCost()
+        return seen
     firsts = [s[0] for s in sampled]
     laters = [x for s in sampled for x in s[1:]]
     timed = [s for s in sampled if s[0].call_s > 0]
     cold = [s for s in timed if 2 * s[0].cached_tokens < s[0].prompt_tokens]
     prompt = sum(x.prompt_tokens for x in laters)
-    return SampleCost(
+    return seen.model_copy(update=dict(
         cold_attempts=len(cold), cold_later_vs_first=spread(map(_later_vs_first, cold)),
         attempts=len(sampled), first_s=spread(x.call_s for x in firsts),
         later_s=spread(x.call_s for x in laters),
         later_vs_first=spread(map(_later_vs_first, timed)),
         first_ttft_s=spread(x.ttft_s for x in firsts if x.ttft_s is not None),
         later_ttft_s=spread(x.ttft_s for x in laters if x.ttft_s is not None),
-        later_cached_share=sum(x.cached_tokens for x in laters) / prompt if prompt else None)
+        later_cached_share=sum(x.cached_tokens for x in laters) / prompt if prompt else None))
+
+
+def _read_again(record: RunRecord) -> list[Sample]:
+    """The run's samples that asked a prompt it had asked before (same place, same size) and
+    were not served it from the cache."""
+    asked: set[tuple[str, int]] = set()
+    again = []
+    for x in (x for a in record.attempt_log for x in a.samples):
+        key = (x.place, x.prompt_tokens)
+        if key in asked and x.prompt_tokens - x.cached_tokens > REREAD_TOKENS:
+            again.append(x)
+        asked.add(key)
+    return again
 
 
 def _later_vs_first(samples: Sequence[Sample]) -> float:
@@ -135,6 +165,11 @@ def sample_lines(summaries: Sequence[AttemptsSummary]) -> list[str]:
     lines = []
     for s in summaries:
         c = s.samples
+        if c.reread:
+            lines.append(
+                f"{s.role_map}: {c.reread} of {c.samples} samples read again a prompt their "
+                f"run had asked before: {c.reread_ttft_s:.0f}s of prompt reading, of the "
+                f"samples' {c.samples_call_s:.0f}s")
         if not c.attempts or c.first_s.median is None:
             continue
         ttft = ("" if c.first_ttft_s.median is None or c.later_ttft_s.median is None else
