@@ -300,6 +300,25 @@ async def test_a_budget_that_runs_out_during_samples_leaves_no_sample_worktree(f
     assert left == []
 
 
+async def test_an_attempt_the_budget_cuts_keeps_the_samples_it_finished(fresh_sim, sample_repo):
+    """Sample 1 answers at once, sample 2 never in time: the cut attempt's record still holds
+    sample 1 (live r34: a cut attempt's 7 finished samples were missing from the record, and
+    from the bench's sample figures)."""
+    asked: list[int] = []
+
+    def respond(req: ChatRequestView) -> Reply:
+        asked.append(1)
+        return Reply(content="thinking", delay_s=0.0 if len(asked) == 1 else 60.0)
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
+    result = await api.arun(DEMO_TASK, **demo_run(
+        fresh_sim, sample_repo, "builder.one_shot=true", "builder.samples=2",
+        "run.time_budget_s=8"))
+    assert result.status == "failed" and "time budget" in result.reason
+    cut = result.attempt_log[-1]
+    assert [x.index for x in cut.samples] == [1] and not cut.samples[0].passed
+
+
 MEAN_RIGHT = "    return sum(values) / len(values)\n"
 MEAN_WRONG = "    return sum(values) // len(values)\n"
 

@@ -33,18 +33,19 @@ from orchestrator.tools.shell import CommandPolicy
 async def best_of(ctx: RunContext, role: Role, n: int, prompts: Sequence[oneshot.Prompt], *,
                   k: int,
                   commands: list[str], policy: CommandPolicy, protected: frozenset[str],
-                  model_step: int = 0, temperatures: tuple[float, ...] | None = None
-                  ) -> tuple[SessionOutcome, list[Sample]]:
+                  model_step: int = 0, temperatures: tuple[float, ...] | None = None,
+                  into: list[Sample] | None = None) -> tuple[SessionOutcome, list[Sample]]:
     """Up to ``k`` samples for build attempt ``n``, sample i of the i-th of ``prompts`` (the
     last when there are fewer) at the i-th of ``temperatures`` (default: the role's); the first
     that passes (else the one with the fewest failing commands) is adopted into
-    ``ctx.worktree``."""
+    ``ctx.worktree``. Each finished sample is appended to ``into`` as it ends, so an attempt
+    the time budget cuts still records the samples it asked."""
     assert ctx.workspace is not None, "samples need the run's workspace"
     spec = ctx.roles.roles[role]
     main = ctx.workspace
     tree = await asyncio.to_thread(main.snapshot)
     runs: list[CandidateRun] = []
-    samples: list[Sample] = []
+    samples: list[Sample] = [] if into is None else into
     try:
         await _ask_each(ctx, role, n, prompts, k=k, tree=tree, runs=runs, samples=samples,
                         commands=commands, policy=policy, protected=protected,
