@@ -114,9 +114,9 @@ def test_a_prompt_the_run_asked_before_and_read_again_is_counted_with_its_readin
     other = _rec("i", 30, (_attempt(1, "one_line", passed=True, samples=(
         _at("c.py:1-2", 650, 0, 8.0),)),), passed=True)
     c = summarize_attempts("m", [run, other]).samples
-    assert (c.samples, c.reread) == (7, 2)
+    assert (c.asked, c.reread) == (7, 2)
     assert c.reread_ttft_s == pytest.approx(14.0)
-    assert c.samples_call_s == pytest.approx(44.1 + 7 * 4.0)
+    assert c.asked_call_s == pytest.approx(44.1 + 7 * 4.0)
     lines = sample_lines([summarize_attempts("m", [run, other])])
     assert "m: 2 of 7 samples read again a prompt their run had asked before: 14s" in lines[0]
 

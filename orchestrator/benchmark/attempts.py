@@ -40,8 +40,8 @@ class SampleCost(BaseModel):
     # every sample of the runs, and those that read again a prompt their run had already asked
     # (same place, same size) past its cached prefix: a one-slot server keeps only the last
     # prompt, so cycling over places re-reads each place's own lines
-    samples: int = 0
-    samples_call_s: float = 0.0
+    asked: int = 0
+    asked_call_s: float = 0.0
     reread: int = 0
     reread_ttft_s: float = 0.0
 
@@ -93,7 +93,7 @@ def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
     what the runs' samples spent reading again prompts their run had already asked."""
     every = [x for r in records for a in r.attempt_log for x in a.samples]
     again = [x for r in records for x in _read_again(r)]
-    seen = SampleCost(samples=len(every), samples_call_s=sum(x.call_s for x in every),
+    seen = SampleCost(asked=len(every), asked_call_s=sum(x.call_s for x in every),
                       reread=len(again), reread_ttft_s=sum(x.ttft_s or 0.0 for x in again))
     sampled = [a.samples for r in records for a in r.attempt_log if len(a.samples) > 1]
     if not sampled:
@@ -167,9 +167,9 @@ def sample_lines(summaries: Sequence[AttemptsSummary]) -> list[str]:
         c = s.samples
         if c.reread:
             lines.append(
-                f"{s.role_map}: {c.reread} of {c.samples} samples read again a prompt their "
+                f"{s.role_map}: {c.reread} of {c.asked} samples read again a prompt their "
                 f"run had asked before: {c.reread_ttft_s:.0f}s of prompt reading, of the "
-                f"samples' {c.samples_call_s:.0f}s")
+                f"samples' {c.asked_call_s:.0f}s")
         if not c.attempts or c.first_s.median is None:
             continue
         ttft = ("" if c.first_ttft_s.median is None or c.later_ttft_s.median is None else

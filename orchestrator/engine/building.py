@@ -231,11 +231,10 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
     k, temperatures = _sampling(spec, temps, n, line=prompt.line is not None)
     asked = interleaved(prompts, k, n)
     if len(asked) > 1 and ctx.workspace is not None and ctx.sandbox is not None:
-        outcome, _ = await best_of(ctx, role, n, asked, k=len(asked),
-                                   commands=acceptance_commands(ctx, state),
-                                   policy=policy_of(ctx), protected=protected,
-                                   model_step=rung.model_step, temperatures=temperatures,
-                                   into=samples)
+        outcome = await best_of(ctx, role, n, asked, k=len(asked),
+                                commands=acceptance_commands(ctx, state),
+                                policy=policy_of(ctx), protected=protected, samples=samples,
+                                model_step=rung.model_step, temperatures=temperatures)
         return strategy, outcome, prompt.diagnosed
     outcome, _ = await oneshot.ask(ctx, role, session_of(role, n, 1), prompt,
                                    temperature=temperature_of(temps, n),

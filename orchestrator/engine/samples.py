@@ -33,19 +33,19 @@ from orchestrator.tools.shell import CommandPolicy
 async def best_of(ctx: RunContext, role: Role, n: int, prompts: Sequence[oneshot.Prompt], *,
                   k: int,
                   commands: list[str], policy: CommandPolicy, protected: frozenset[str],
-                  model_step: int = 0, temperatures: tuple[float, ...] | None = None,
-                  into: list[Sample] | None = None) -> tuple[SessionOutcome, list[Sample]]:
+                  samples: list[Sample],
+                  model_step: int = 0, temperatures: tuple[float, ...] | None = None
+                  ) -> SessionOutcome:
     """Up to ``k`` samples for build attempt ``n``, sample i of the i-th of ``prompts`` (the
     last when there are fewer) at the i-th of ``temperatures`` (default: the role's); the first
     that passes (else the one with the fewest failing commands) is adopted into
-    ``ctx.worktree``. Each finished sample is appended to ``into`` as it ends, so an attempt
-    the time budget cuts still records the samples it asked."""
+    ``ctx.worktree``. Each sample is appended to ``samples`` as it ends, so an attempt the
+    time budget cuts still records the samples it asked."""
     assert ctx.workspace is not None, "samples need the run's workspace"
     spec = ctx.roles.roles[role]
     main = ctx.workspace
     tree = await asyncio.to_thread(main.snapshot)
     runs: list[CandidateRun] = []
-    samples: list[Sample] = [] if into is None else into
     try:
         await _ask_each(ctx, role, n, prompts, k=k, tree=tree, runs=runs, samples=samples,
                         commands=commands, policy=policy, protected=protected,
@@ -62,7 +62,7 @@ async def best_of(ctx: RunContext, role: Role, n: int, prompts: Sequence[oneshot
     kept = best(runs, "first")
     await asyncio.to_thread(adopt, main, kept, runs)
     assert kept.outcome is not None
-    return kept.outcome, samples
+    return kept.outcome
 
 
 async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[oneshot.Prompt], *,
