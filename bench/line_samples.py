@@ -143,7 +143,7 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
         rec = done.record
         rows.append({"task": task.name, "where": where, "sample": i, "temperature": temperature,
                      "span": f"{span.path}:{span.start}-{span.end}", "changed": new is not None,
-                     "passed": passed, "why": why, "reply": (done.content or "")[:600],
+                     "passed": passed, "why": why, "reply": done.content or "",
                      "call_s": round(rec.duration_s, 2),
                      "ttft_s": None if rec.ttft_s is None else round(rec.ttft_s, 2),
                      "prompt_tokens": rec.prompt_tokens, "cached_tokens": rec.cached_tokens,

@@ -110,3 +110,46 @@ def test_a_diagnosis_holds_only_where_the_file_says_what_it_quotes():
     assert "too short" in check("code.py", 3, " ) ", **ok)
     assert "cannot be read" in check("code.py", 1, "def page", files=["code.py"],
                                      read=_read({}))
+
+
+REPORT = '''def slow(durations, threshold=5000):
+    return [f"request {i:03d} took {ms} ms" for i, ms in enumerate(durations) if ms > threshold]
+
+
+def taxes(amount):
+    return {"employment insurance": 11.41, "income tax with a long name": round(amount * 0.1, 2),
+            "pension plan": 40.89}
+'''
+REPORT_TESTS = '''import unittest
+from report import slow, taxes
+
+
+class T(unittest.TestCase):
+    def test_slow(self):
+        self.assertEqual(slow([6120, 1840, 730, 20]), [
+            "request 000 took 6120 ms", "request 001 took 1840 ms", "request 002 took 730 ms"])
+
+    def test_taxes(self):
+        self.assertEqual(taxes(1031.0), {"employment insurance": 11.41,
+                                         "income tax with a long name": 103.11,
+                                         "pension plan": 40.9})
+'''
+
+
+def test_unittests_shortened_values_are_said_by_the_items_that_differ(tmp_path):
+    """unittest prints long values shortened (``['req[20 chars]ms']``) on the assertion's line
+    and their difference below it: the fact is the differing items, not the shortened line."""
+    (tmp_path / "report.py").write_text(REPORT, encoding="utf-8")
+    (tmp_path / "test_report.py").write_text(REPORT_TESTS, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "unittest", "test_report"], cwd=tmp_path,
+                          capture_output=True, text=True, check=False)
+    assert "chars]" in done.stderr  # the first line is shortened
+    said = sorted(facts([parse(done.stderr)]))
+    assert said[0].endswith(
+        "`slow([6120, 1840, 730, 20])` lacks `'request 001 took 1840 ms'`, `'request 002 "
+        "took 730 ms'`, which the test expects")
+    assert said[1].endswith(
+        "`taxes(1031.0)` has `'income tax with a long name': 103.1` where the test expects "
+        "`'income tax with a long name': 103.11`; `'pension plan': 40.89` where the test "
+        "expects `'pension plan': 40.9`")
+    assert not any("chars]" in f for f in said)

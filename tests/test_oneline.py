@@ -340,3 +340,49 @@ async def test_a_corrected_line_never_reaches_a_file_through_a_link_or_a_fifo(tm
     assert written == ["linked.py"] and len(refused) == 2
     assert '"QC": 15' in (root / "linked.py").read_text()
     assert outside.read_bytes() == before
+
+
+# The label table of xp-js-label-address, and live replies of the 1.5B that rewrote it or the
+# function below it in another shape (bench/line_samples.py, 2026-12-05).
+TABLE = ("'use strict';\n\nconst ADDRESS_FOR = {\n  invoice: 'billing',\n  packingSlip: 'shipping',\n"
+         "  label: 'billing',\n};\n\nfunction lastNDays(today, days) {\n"
+         "  return { start: addDays(today, -days), end: today };\n}\n")
+
+
+@pytest.mark.parametrize(("reply", "old", "fixed"), [
+    # the table folded onto one line, the right fix in it
+    ("To fix this, the line should be changed to `const ADDRESS_FOR = { invoice: 'billing', "
+     "packingSlip: 'shipping', label: 'shipping', };`.", "label: 'billing'", "label: 'shipping'"),
+    # the function reprinted whole in a fence, unnumbered, one line changed
+    ("The corrected line should be:\n```javascript\nfunction lastNDays(today, days) {\n  return "
+     "{ start: addDays(today, -(days - 1)), end: today };\n}\n```", "-days)", "-(days - 1))"),
+    # the prompt's numbering kept on some lines of the reprint, not on others
+    # the table reprinted numbered from the wrong line (7-11 for 3-7), no fence
+    ("The line 7 is wrong. The correct line should be:\n7| const ADDRESS_FOR = {\n8|   invoice: "
+     "'billing',\n9|   packingSlip: 'shipping',\n10|   label: 'shipping',\n11| };",
+     "label: 'billing'", "label: 'shipping'"),
+    ("```\n   9| function lastNDays(today, days) {\n  return { start: addDays(today, -days + 1), "
+     "end: today };\n}\n```", "-days)", "-days + 1)"),
+])
+def test_code_rewritten_in_another_shape_changes_only_the_tokens_it_changes(reply, old, fixed):
+    span = _span("resolve.js", TABLE)
+    new, why = line_edit(TABLE, span, reply)
+    assert why == "" and new == TABLE.replace(old, fixed, 1)
+
+
+@pytest.mark.parametrize("reply", [
+    # the wrong table folded and given back (its last comma dropped: layout, not a change)
+    "```\nconst ADDRESS_FOR = { invoice: 'billing', packingSlip: 'shipping', label: 'billing' };\n```",
+    # code that is mostly not this code
+    "The fix: `combined_rate = COMBINED_RATES[invoice.province] * subtotal`.",
+    # a reprint that leaves out the middle of the code (elided) is not an edit
+    "```\nconst ADDRESS_FOR = {\n  // ...\n};\nfunction lastNDays(today, days) {\n  return { start: "
+    "addDays(today, -(days - 1)), end: today };\n}\n```",
+    # a rewrite of more lines than one request may change
+    "```\nconst ADDRESS_FOR = { invoice: 'shipping', packingSlip: 'billing', label: 'shipping' };\n"
+    "function lastNDays(today, n) {\n  return { start: addDays(today, 1 - n), end: addDays(today, 1) };"
+    "\n}\n```",
+])
+def test_a_rewrite_that_copies_strays_or_elides_changes_nothing(reply):
+    new, why = line_edit(TABLE, _span("resolve.js", TABLE), reply)
+    assert new is None and "was given a new text" in why

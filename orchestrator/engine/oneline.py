@@ -14,7 +14,10 @@ A reply that reprints the whole numbered code with one line changed is read the 
 lines that differ count); a line's indentation is the file's, whatever the reply's; a number
 off goes to the line the text clearly corrects, and so does a corrected line given with no
 number at all (in backticks in the reason, or alone in a fence); a number outside the code
-shown, or text equal to one of its lines (a copy), changes nothing and is said.
+shown, or text equal to one of its lines (a copy), changes nothing and is said. A reply that
+rewrites the code in another shape — a table folded onto one line, a function reprinted without
+numbers — is aligned to the code token by token, and its few changed tokens go where they
+align (``_rewritten``); the file keeps its own layout.
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ _HEAD = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|[A-Za-z_][\w.]*\s*[=:(])")
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
 _QUOTED = re.compile(r"```[^\n`]*\n(.*?)```|`([^`\n]+)`", re.S)  # a fence, or inline code
 RESEMBLES = 0.6  # how alike an unnumbered corrected line and the line it corrects must be
+_TOKEN = re.compile(r"\w+|[^\w\s]")
+_NUMBERS = re.compile(r"^[ \t]*\d{1,6}[ \t]*[|:][ \t]?", re.M)  # a reprint's own numbering
+ALIGNED = 0.75  # share of a rewrite's tokens that must be the code's own, in order
+DROPPED = 8  # tokens of the code a rewrite may leave out between the ones it keeps
 
 
 def numbered(span: Span) -> str:
@@ -57,6 +64,8 @@ def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
         edits.setdefault(_anchored(n, _flat(new), shown), new)
     if not edits and (said := _unnumbered(reply or "", shown)) is not None:
         given, edits = 1, dict([said])
+    if not edits and (rewrite := _rewritten(lines, span, reply or "")) is not None:
+        return rewrite, ""
     if not edits:
         return None, (f"no line of {span.path} {span.start}-{span.end} was given a new text "
                       "(answer 'N: corrected line')")
@@ -86,6 +95,85 @@ def _unnumbered(reply: str, shown: dict[int, str]) -> tuple[int, str] | None:
         if k is not None and flat not in shown.values() and flat not in shown[k]:
             return k, new
     return None
+
+
+def _rewritten(lines: list[str], span: Span, reply: str) -> str | None:
+    """The file with the change a reply makes by rewriting the code in another shape, or None.
+    Each piece of code the reply quotes (a fence, its numbering dropped, or inline code), the
+    last first, then its numbered lines together whatever their numbers, is aligned to the span token by token; the first whose tokens are mostly the
+    code's own in order (``ALIGNED``), that changes something, leaves out no more than
+    ``DROPPED`` of the code's tokens between the ones it keeps and touches at most
+    ``MAX_LINES`` lines, is applied where its tokens align. Live (``bench/line_samples.py``),
+    the 1.5B wrote the label table's fix as ``const ADDRESS_FOR = { invoice: 'billing', ...,
+    label: 'shipping', };``: one line for five, the right fix, read before as no line at all."""
+    end = min(span.end, len(lines))
+    block = "".join(lines[span.start - 1:end])
+    code = list(_TOKEN.finditer(block))
+    pieces = [_NUMBERS.sub("", m.group(1)) if m.group(1) is not None else m.group(2)
+              for m in reversed(list(_QUOTED.finditer(reply)))]
+    numbered_lines = [m.group(2) for m in _LINE.finditer(reply)]
+    if len(numbered_lines) > 1:  # a reprint numbered from elsewhere (7-11 for lines 4-8)
+        pieces.append("\n".join(numbered_lines))
+    for piece in pieces:
+        new = _aligned(block, code, piece)
+        if new is None or new == block:
+            continue
+        old_lines, new_lines = block.splitlines(), new.splitlines()
+        touched = sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(
+            None, old_lines, new_lines, autojunk=False).get_opcodes() if tag != "equal")
+        if touched <= MAX_LINES:
+            return "".join(lines[:span.start - 1]) + new + "".join(lines[end:])
+    return None
+
+
+def _aligned(block: str, code: list[re.Match[str]], piece: str) -> str | None:
+    """``block`` with the tokens ``piece`` changes, where they align; None when ``piece`` is
+    not mostly the code's own tokens in order, or leaves out too much of it."""
+    mine = list(_TOKEN.finditer(piece))
+    matcher = difflib.SequenceMatcher(None, [t.group() for t in code],
+                                      [t.group() for t in mine], autojunk=False)
+    ops = matcher.get_opcodes()
+    while ops and ops[0][0] == "delete":  # the piece starts further into the code ...
+        ops.pop(0)
+    while ops and ops[-1][0] == "delete":  # ... or stops before its end
+        ops.pop()
+    kept = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag == "equal")
+    if len(mine) < 3 or kept < ALIGNED * len(mine):
+        return None
+    # whole lines left out are not shown, not deleted (a reprint that skips what it keeps)
+    ops = [op for op in ops if not (op[0] == "delete" and _whole_lines(block, code, *op[1:3]))]
+    if sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag in ("delete", "replace")) > DROPPED:
+        return None
+    out = block
+    for tag, i1, i2, j1, j2 in reversed(ops):
+        if tag == "equal" or _layout(code[i1:i2]) and _layout(mine[j1:j2]):
+            continue  # a separator dropped or added (a folded table's last comma) is layout
+        text = piece[mine[j1].start():mine[j2 - 1].end()] if j2 > j1 else ""
+        if i2 > i1:  # replaced or left out: the code's tokens, and for a deletion their gap
+            stop = code[i2].start() if tag == "delete" and i2 < len(code) else code[i2 - 1].end()
+            out = out[:code[i1].start()] + text + out[stop:]
+            continue
+        before = piece[mine[j1 - 1].end():mine[j1].start()] if j1 > 0 else ""
+        after = piece[mine[j2 - 1].end():mine[j2].start()] if j2 < len(mine) else ""
+        gap = block[code[i1 - 1].end():code[i1].start()] if 0 < i1 < len(code) else ""
+        if i1 == 0 or "\n" in gap:  # at a line's start: before the next token, on its line
+            at = code[i1].start() if i1 < len(code) else len(block)
+            out = out[:at] + text + (after or " ") + out[at:]
+        else:  # after the token it follows, spaced as the piece spaces it
+            at = code[i1 - 1].end()
+            out = out[:at] + before + text + out[at:]
+    return out
+
+
+def _whole_lines(block: str, code: list[re.Match[str]], i1: int, i2: int) -> bool:
+    """Whether the code's tokens ``i1:i2`` are whole lines of ``block``."""
+    before = block[code[i1 - 1].end():code[i1].start()] if i1 > 0 else "\n"
+    after = block[code[i2 - 1].end():code[i2].start()] if i2 < len(code) else "\n"
+    return "\n" in before and "\n" in after
+
+
+def _layout(tokens: list[re.Match[str]]) -> bool:
+    return all(t.group() in ",;" for t in tokens)
 
 
 def _resembled(new: str, shown: dict[int, str]) -> int | None:

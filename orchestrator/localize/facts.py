@@ -7,6 +7,12 @@ source on the frame line (``assert page(items, 1, 3) == [1, 2, 3]``) and its val
 call it could name); unittest prints ``AssertionError: 2 != 2.5``. ``facts`` pairs the source's
 sides with the values: "`page(items, 1, 3)` returned `[1, 2]`, the test expects `[1, 2, 3]`".
 An error that is not an assertion becomes "`<line>` raised ZeroDivisionError: ...".
+
+unittest shortens long sequences on its first line (``Lists differ: ['202[56 chars]s', ...]``)
+and dicts on its first line (``Lists differ: ['202[56 chars]s', ...]``) and prints their
+difference below it: its items are the fact ("`self.report("slow")` lacks `'... GET /api/orders
+... 1840 ms'`, which the test expects"; "has `'pension': Decimal('40.89')` where the test expects
+`'pension': Decimal('40.90')`"), not the shortened line.
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ _COMPARE = re.compile(r"^assert (?P<left>.+?) (?P<op>==|!=|<=|>=|<|>|is not|is|n
 _WHERE = re.compile(r"^\+\s*where (?P<value>.+?) = (?P<call>.+)$")
 _UNITTEST = re.compile(r"^AssertionError: (?P<left>.+?) (?P<op>!=|==|not less than|not greater "
                        r"than) (?P<right>.+)$")
+_SHORTENED = re.compile(r"^AssertionError: .*\[\d+ chars\].* != ")
+_ITEM = re.compile(r"^First differing element (?P<index>\d+):$")
 _RAISED = re.compile(r"^(?P<exc>(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception))(?::\s*(?P<msg>.*))?$")
 _EXPECTS = {"==": "", "!=": "something other than ", "<": "less than ", "<=": "at most ",
             ">": "more than ", ">=": "at least ", "is": "", "is not": "not ",
@@ -39,6 +47,8 @@ def fact(failure: TestFailure) -> str | None:
     errors = [e.strip() for e in failure.error if e.strip()]
     source = failure.frames[-1].code.strip() if failure.frames else ""
     wheres = {m["value"]: m["call"] for e in errors if (m := _WHERE.match(e))}
+    if errors and _SHORTENED.match(errors[0]) and (said := _differ(errors, source)):
+        return said
     for e in errors:
         m = _COMPARE.match(e)
         if m:
@@ -56,6 +66,57 @@ def fact(failure: TestFailure) -> str | None:
             return (f"`{_short(source)}` raised {_short(said)}" if source
                     else f"the test raised {_short(said)}")
     return None
+
+
+def _differ(errors: list[str], source: str) -> str | None:
+    """unittest's difference of two shortened values: the items the first has where the
+    second has others (its ndiff ``-`` and ``+`` lines, paired when they pair), else its first
+    differing item."""
+    args = _arguments(source if source.rstrip().endswith(")") else source.rstrip() + ")")
+    name = f"`{_short(args[0])}`" if args else "the result"
+    minus = [x for e in errors if e.startswith("- ") for x in _items_of(e[1:])]
+    plus = [x for e in errors if e.startswith("+ ") for x in _items_of(e[1:])]
+    extra = [x for x in minus if x not in plus]  # a short value's line holds all its items
+    lacks = [x for x in plus if x not in minus]
+    if extra and len(extra) == len(lacks):
+        return f"{name} has " + "; ".join(
+            f"`{_short(x)}` where the test expects `{_short(y)}`"
+            for x, y in list(zip(extra, lacks, strict=True))[:3])
+    said = []
+    if lacks:
+        said.append(f"{name} lacks {_items(lacks)}, which the test expects")
+    if extra:
+        said.append(f"{name} has {_items(extra)}, which the test does not expect")
+    if said:
+        return "; ".join(said)
+    for i, e in enumerate(errors[:-2]):
+        if m := _ITEM.match(e):
+            return (f"item {m['index']} of {name} is `{_short(errors[i + 1])}`, the test "
+                    f"expects `{_short(errors[i + 2])}`")
+    return None
+
+
+def _items_of(line: str) -> list[str]:
+    """The items on one line of a pretty-printed sequence or dict: one, without the bracket
+    that opens or closes the whole and its trailing comma; or all of a value printed whole."""
+    item = line.strip().rstrip(",")
+    if item[:1] in "[({" and _depth(item) > 0:
+        item = item[1:]
+    if item[-1:] in ")]}" and _depth(item) < 0:
+        item = item[:-1]
+    item = item.rstrip(",").strip()
+    if item[:1] + item[-1:] in ("[]", "()", "{}") and _depth(item[1:-1]) == 0:
+        return _arguments(f"({item[1:-1]})")
+    return [item] if item else []
+
+
+def _depth(text: str) -> int:
+    return sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+
+
+def _items(items: list[str]) -> str:
+    shown = ", ".join(f"`{_short(x)}`" for x in items[:3])
+    return shown + (f" and {len(items) - 3} more" if len(items) > 3 else "")
 
 
 def _compared(left: str, op: str, right: str, source: str, wheres: dict[str, str]) -> str:
