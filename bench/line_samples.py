@@ -24,6 +24,12 @@ where the bug likely is) or ``traced`` (the explorers' place without "verified")
     python bench/line_samples.py --roles live-routed --k 6 --task py-id-validation --json out.json
     python bench/line_samples.py --roles live-routed --k 3 --first 0 --rest 0.8 --at-fix \
         --where found,lead --task xp-invoice-tax
+
+``--reread FILE`` asks no model: it reads again the replies a ``--json`` file of an earlier run
+kept, with the engine's reader as it is now, checks each edit the same way, and prints per task
+the samples that passed then and now (the reader's own figure; replies kept whole since r6).
+
+    python bench/line_samples.py --roles live-routed --reread results/line-samples/r6-at-fix-found-k6.json
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from typing import Any
 from first_prompt import _localized, chosen, task_args
 
 from orchestrator.benchmark.spec import check_acceptance
-from orchestrator.benchmark.suite import Task, materialize
+from orchestrator.benchmark.suite import Task, load_suite, materialize
 from orchestrator.config.prompts import text
 from orchestrator.config.schema import RoleMap
 from orchestrator.engine import oneline
@@ -155,6 +161,40 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
     return rows
 
 
+async def _reread(roles: RoleMap, rows: list[dict[str, Any]]) -> None:
+    """The kept replies of ``rows`` read by the engine's reader as it is now, each edit
+    checked in a fresh copy of its task's repository."""
+    tasks = {t.name: t for t in load_suite("live").tasks}
+    tally: dict[str, list[int]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, r in enumerate(rows):
+            task = tasks[r["task"]]
+            path, lines = r["span"].rsplit(":", 1)
+            start, end = (int(x) for x in lines.split("-"))
+            copy = materialize(task, Path(tmp) / f"{task.name}-{i}")
+            current = (copy / path).read_text(encoding="utf-8")
+            span = Span(path=path, start=start, end=end, focus=start, why="found",
+                        text=tuple(current.splitlines()[start - 1:end]))
+            new, _ = oneline.line_edit(current, span, r["reply"])
+            passed = False
+            if new is not None:
+                (copy / path).write_text(new, encoding="utf-8")
+                passed = await check_acceptance(
+                    task, copy, dict(os.environ), roles.run.command_timeout_s,
+                    sandbox=roles.sandbox, objects=copy / ".git" / "objects")
+            print(f"{task.name:22} {r['where']:7} #{r['sample']} then changed={r['changed']!s:5} "
+                  f"passed={r['passed']!s:5} now changed={new is not None!s:5} "
+                  f"passed={passed!s:5}", flush=True)
+            counts = tally.setdefault(task.name, [0, 0, 0])
+            counts[0] += 1
+            counts[1] += r["passed"]
+            counts[2] += passed
+    for name, (n, then, now) in tally.items():
+        print(f"{name:22} passed then {then}/{n}, now {now}/{n}")
+    print(f"all: passed then {sum(c[1] for c in tally.values())}/{len(rows)}, now "
+          f"{sum(c[2] for c in tally.values())}/{len(rows)}")
+
+
 async def _run(roles: RoleMap, role: str, tasks: list[Task], k: int,
                temps: tuple[float, float], variant: str, at_fix: bool,
                wheres: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -184,7 +224,13 @@ def main() -> None:
     ap.add_argument("--where", default="failure",
                     help=f"how the code is introduced, a list of: {', '.join([*WHERE, *OTHER])}")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--reread", type=Path,
+                    help="read again the replies an earlier --json kept (no model asked)")
     args = ap.parse_args()
+    if args.reread:
+        roles, _ = chosen(args)
+        asyncio.run(_reread(roles, json.loads(args.reread.read_text(encoding="utf-8"))))
+        return
     wheres = tuple(w for w in args.where.split(",") if w)
     if bad := [w for w in wheres if w not in (*WHERE, *OTHER)]:
         raise SystemExit(f"unknown --where {', '.join(bad)}: choose from "

@@ -386,3 +386,21 @@ def test_code_rewritten_in_another_shape_changes_only_the_tokens_it_changes(repl
 def test_a_rewrite_that_copies_strays_or_elides_changes_nothing(reply):
     new, why = line_edit(TABLE, _span("resolve.js", TABLE), reply)
     assert new is None and "was given a new text" in why
+
+
+def test_a_rewritten_piece_that_fits_more_than_one_place_changes_nothing():
+    """Live (r6): 'the value for Quebec ... should be changed to `Decimal("0.14975")`' fits the
+    rate of each of five provinces at 5 %: which one is not the reader's guess."""
+    from orchestrator.benchmark.suite import load_suite
+
+    task = load_suite("live").select(["xp-invoice-tax"]).tasks[0]
+    current = (task.repo / task.sim.path).read_text(encoding="utf-8")
+    lines = current.splitlines()
+    span = Span(path=task.sim.path, start=7, end=21, focus=18, text=tuple(lines[6:21]),
+                why="found")
+    new, why = line_edit(current, span, 'The value for Quebec in the `COMBINED_RATES` dictionary '
+                         'should be changed to `Decimal("0.14975")`.')
+    assert new is None and "was given a new text" in why
+    new, why = line_edit(current, span, 'It should be `"QC": Decimal("0.14975"),`, since')
+    assert why == "" and new is not None and '"QC": Decimal("0.14975")' in new  # that one line
+    assert [a for a, b in zip(lines, new.splitlines(), strict=True) if a != b] == [lines[17]]

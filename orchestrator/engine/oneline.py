@@ -140,6 +140,10 @@ def _aligned(block: str, code: list[re.Match[str]], piece: str) -> str | None:
     kept = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag == "equal")
     if len(mine) < 3 or kept < ALIGNED * len(mine):
         return None
+    words = [t.group() for t in code]
+    shown = words[ops[0][1]:ops[-1][2]]
+    if sum(words[i:i + len(shown)] == shown for i in range(len(words))) > 1:
+        return None  # the piece fits more than one place (`Decimal("0.14975")` in a rate table)
     # whole lines left out are not shown, not deleted (a reprint that skips what it keeps)
     ops = [op for op in ops if not (op[0] == "delete" and _whole_lines(block, code, *op[1:3]))]
     if sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag in ("delete", "replace")) > DROPPED:
