@@ -404,3 +404,21 @@ def test_a_rewritten_piece_that_fits_more_than_one_place_changes_nothing():
     new, why = line_edit(current, span, 'It should be `"QC": Decimal("0.14975"),`, since')
     assert why == "" and new is not None and '"QC": Decimal("0.14975")' in new  # that one line
     assert [a for a, b in zip(lines, new.splitlines(), strict=True) if a != b] == [lines[17]]
+
+
+@pytest.mark.parametrize(("reply", "fixed"), [
+    # live (r37): the old text on two lines, the reply names which
+    ("The line number 6 is wrong because it should read `'shipping'` instead of `'billing'` "
+     "for the label.", TABLE.replace("label: 'billing'", "label: 'shipping'")),
+    ("Change `-days` to `-(days - 1)` so the range has seven days.",
+     TABLE.replace("-days)", "-(days - 1))")),
+    ("The start is off by one: it should go from `addDays(today, -days)` to "
+     "`addDays(today, 1 - days)`.", TABLE.replace("-days)", "1 - days)")),
+    # ambiguous: `'billing'` is on two lines and no line is named
+    ("It should read `'shipping'` instead of `'billing'`.", None),
+    # the old text is on no line of the code
+    ("Replace `ADDRESS_FOR.label` with `ADDRESS_FOR.shipping`.", None),
+])
+def test_a_change_said_as_a_substitution_is_made_on_the_one_line_holding_it(reply, fixed):
+    new, why = line_edit(TABLE, _span("resolve.js", TABLE), reply)
+    assert new == fixed and (why == "") == (fixed is not None)

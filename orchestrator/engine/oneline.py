@@ -14,7 +14,9 @@ A reply that reprints the whole numbered code with one line changed is read the 
 lines that differ count); a line's indentation is the file's, whatever the reply's; a number
 off goes to the line the text clearly corrects, and so does a corrected line given with no
 number at all (in backticks in the reason, or alone in a fence); a number outside the code
-shown, or text equal to one of its lines (a copy), changes nothing and is said. A reply that
+shown, or text equal to one of its lines (a copy), changes nothing and is said. A change said
+as a substitution ("`'shipping'` instead of `'billing'`") is made on the one line that holds
+the old text. A reply that
 rewrites the code in another shape — a table folded onto one line, a function reprinted without
 numbers — is aligned to the code token by token, and its few changed tokens go where they
 align (``_rewritten``); the file keeps its own layout.
@@ -33,6 +35,11 @@ _LINE = re.compile(r"^[ \t>*-]*(?:line[ \t]+)?(\d{1,6})[ \t]*[:|.)][ \t]?(.*)$",
 _HEAD = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|[A-Za-z_][\w.]*\s*[=:(])")
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
 _QUOTED = re.compile(r"```[^\n`]*\n(.*?)```|`([^`\n]+)`", re.S)  # a fence, or inline code
+_SWAP = re.compile(
+    r"(?:chang|replac|switch|updat)\w*\s+(?:\w+\s+){0,3}?`(?P<a>[^`\n]+)`\s+(?:to|with|into|by)\s+"
+    r"`(?P<b>[^`\n]+)`|`(?P<b2>[^`\n]+)`\s+instead\s+of\s+`(?P<a2>[^`\n]+)`"
+    r"|\bfrom\s+`(?P<a3>[^`\n]+)`\s+to\s+`(?P<b3>[^`\n]+)`", re.I)
+_NAMED = re.compile(r"\bline\s+(?:number\s+)?(\d{1,6})\b", re.I)
 RESEMBLES = 0.6  # how alike an unnumbered corrected line and the line it corrects must be
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _NUMBERS = re.compile(r"^[ \t]*\d{1,6}[ \t]*[|:][ \t]?", re.M)  # a reprint's own numbering
@@ -62,6 +69,8 @@ def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
             continue  # outside the code, or a line of it given back as it is
         given += 1
         edits.setdefault(_anchored(n, _flat(new), shown), new)
+    if not edits and (said := _substituted(reply or "", lines, shown)) is not None:
+        given, edits = 1, dict([said])
     if not edits and (said := _unnumbered(reply or "", shown)) is not None:
         given, edits = 1, dict([said])
     if not edits and (rewrite := _rewritten(lines, span, reply or "")) is not None:
@@ -77,6 +86,28 @@ def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
         ending = old[len(old.rstrip("\r\n")):] or "\n"
         lines[n - 1] = f"{indent}{new.strip()}{ending}" if new.strip() else ending
     return "".join(lines), ""
+
+
+def _substituted(reply: str, lines: list[str], shown: dict[int, str]
+                 ) -> tuple[int, str] | None:
+    """A change said as a substitution ("change `> needed` to `>= needed`", "`'shipping'`
+    instead of `'billing'`", "from `5000` to `500`"), the last first, made on the one line
+    of the code that holds the old text once — or, when several do, on the one the reply
+    names ("line 7"). Live (r37), the 1.5B wrote the label table's fix so: "line number 7 ...
+    should read `'shipping'` instead of `'billing'`", with `'billing'` on two lines."""
+    named = {int(m.group(1)) for m in _NAMED.finditer(reply)}
+    for m in reversed(list(_SWAP.finditer(reply))):
+        old = m["a"] or m["a2"] or m["a3"] or ""
+        new = m["b"] or m["b2"] or m["b3"] or ""
+        if not old.strip() or old == new:
+            continue
+        holding = [k for k in shown if lines[k - 1].count(old) == 1]
+        if len(holding) > 1:
+            holding = [k for k in holding if k in named]
+        if len(holding) == 1:
+            k = holding[0]
+            return k, lines[k - 1].replace(old, new, 1).rstrip("\r\n")
+    return None
 
 
 def _unnumbered(reply: str, shown: dict[int, str]) -> tuple[int, str] | None:
