@@ -357,10 +357,6 @@ TABLE = ("'use strict';\n\nconst ADDRESS_FOR = {\n  invoice: 'billing',\n  packi
     ("The corrected line should be:\n```javascript\nfunction lastNDays(today, days) {\n  return "
      "{ start: addDays(today, -(days - 1)), end: today };\n}\n```", "-days)", "-(days - 1))"),
     # the prompt's numbering kept on some lines of the reprint, not on others
-    # the table reprinted numbered from the wrong line (7-11 for 3-7), no fence
-    ("The line 7 is wrong. The correct line should be:\n7| const ADDRESS_FOR = {\n8|   invoice: "
-     "'billing',\n9|   packingSlip: 'shipping',\n10|   label: 'shipping',\n11| };",
-     "label: 'billing'", "label: 'shipping'"),
     ("```\n   9| function lastNDays(today, days) {\n  return { start: addDays(today, -days + 1), "
      "end: today };\n}\n```", "-days)", "-days + 1)"),
 ])
@@ -368,6 +364,17 @@ def test_code_rewritten_in_another_shape_changes_only_the_tokens_it_changes(repl
     span = _span("resolve.js", TABLE)
     new, why = line_edit(TABLE, span, reply)
     assert why == "" and new == TABLE.replace(old, fixed, 1)
+
+
+def test_a_reprint_numbered_from_the_wrong_line_is_read_by_its_tokens():
+    """Live (r6): the label table (lines 3-7 here) reprinted numbered 7-11, no fence: its
+    numbered lines read as a copy (7) and as lines outside the code (8-11)."""
+    lines = TABLE.splitlines()
+    span = Span(path="resolve.js", start=3, end=7, focus=6, text=tuple(lines[2:7]), why="found")
+    reply = ("The line 7 is wrong. The correct line should be:\n7| const ADDRESS_FOR = {\n8|   "
+             "invoice: 'billing',\n9|   packingSlip: 'shipping',\n10|   label: 'shipping',\n11| };")
+    new, why = line_edit(TABLE, span, reply)
+    assert why == "" and new == TABLE.replace("label: 'billing'", "label: 'shipping'")
 
 
 @pytest.mark.parametrize("reply", [
