@@ -49,7 +49,7 @@ from typing import Any
 from first_prompt import _localized, chosen, task_args
 
 from orchestrator.benchmark.spec import check_acceptance
-from orchestrator.benchmark.suite import Task, load_suite, materialize
+from orchestrator.benchmark.suite import Task, materialize
 from orchestrator.config.prompts import text
 from orchestrator.config.schema import RoleMap
 from orchestrator.engine import oneline
@@ -138,17 +138,10 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
         started = time.monotonic()
         done = await client.complete(prompt, session=f"{role}-{task.name}-{where}-line-{i}")
         copy = materialize(task, tmp / f"{task.name}-{where}-{i}")
-        current = (copy / span.path).read_text(encoding="utf-8")
-        new, why = oneline.line_edit(current, span, done.content or "")
-        passed = False
-        if new is not None:
-            (copy / span.path).write_text(new, encoding="utf-8")
-            passed = await check_acceptance(
-                task, copy, dict(os.environ), roles.run.command_timeout_s,
-                sandbox=roles.sandbox, objects=copy / ".git" / "objects")
+        changed, passed, why = await _checked(roles, task, copy, span, done.content or "")
         rec = done.record
         rows.append({"task": task.name, "where": where, "sample": i, "temperature": temperature,
-                     "span": f"{span.path}:{span.start}-{span.end}", "changed": new is not None,
+                     "span": f"{span.path}:{span.start}-{span.end}", "changed": changed,
                      "passed": passed, "why": why, "reply": done.content or "",
                      "call_s": round(rec.duration_s, 2),
                      "ttft_s": None if rec.ttft_s is None else round(rec.ttft_s, 2),
@@ -161,29 +154,38 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
     return rows
 
 
-async def _reread(roles: RoleMap, rows: list[dict[str, Any]]) -> None:
+async def _checked(roles: RoleMap, task: Task, copy: Path, span: Span, reply: str
+                   ) -> tuple[bool, bool, str]:
+    """Whether the engine's reader makes an edit of ``reply`` in ``copy`` (a fresh copy of
+    the task's repository), whether the task's acceptance commands then pass, and why not."""
+    current = (copy / span.path).read_text(encoding="utf-8")
+    new, why = oneline.line_edit(current, span, reply)
+    if new is None:
+        return False, False, why
+    (copy / span.path).write_text(new, encoding="utf-8")
+    passed = await check_acceptance(task, copy, dict(os.environ), roles.run.command_timeout_s,
+                                    sandbox=roles.sandbox, objects=copy / ".git" / "objects")
+    return True, passed, why
+
+
+async def _reread(roles: RoleMap, tasks: list[Task], rows: list[dict[str, Any]]) -> None:
     """The kept replies of ``rows`` read by the engine's reader as it is now, each edit
     checked in a fresh copy of its task's repository."""
-    tasks = {t.name: t for t in load_suite("live").tasks}
+    named = {t.name: t for t in tasks}
+    rows = [r for r in rows if r["task"] in named]  # the tasks --task names, else all
     tally: dict[str, list[int]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i, r in enumerate(rows):
-            task = tasks[r["task"]]
+            task = named[r["task"]]
             path, lines = r["span"].rsplit(":", 1)
             start, end = (int(x) for x in lines.split("-"))
             copy = materialize(task, Path(tmp) / f"{task.name}-{i}")
-            current = (copy / path).read_text(encoding="utf-8")
+            text = (copy / path).read_text(encoding="utf-8").splitlines()
             span = Span(path=path, start=start, end=end, focus=start, why="found",
-                        text=tuple(current.splitlines()[start - 1:end]))
-            new, _ = oneline.line_edit(current, span, r["reply"])
-            passed = False
-            if new is not None:
-                (copy / path).write_text(new, encoding="utf-8")
-                passed = await check_acceptance(
-                    task, copy, dict(os.environ), roles.run.command_timeout_s,
-                    sandbox=roles.sandbox, objects=copy / ".git" / "objects")
+                        text=tuple(text[start - 1:end]))
+            changed, passed, _ = await _checked(roles, task, copy, span, r["reply"])
             print(f"{task.name:22} {r['where']:7} #{r['sample']} then changed={r['changed']!s:5} "
-                  f"passed={r['passed']!s:5} now changed={new is not None!s:5} "
+                  f"passed={r['passed']!s:5} now changed={changed!s:5} "
                   f"passed={passed!s:5}", flush=True)
             counts = tally.setdefault(task.name, [0, 0, 0])
             counts[0] += 1
@@ -228,8 +230,8 @@ def main() -> None:
                     help="read again the replies an earlier --json kept (no model asked)")
     args = ap.parse_args()
     if args.reread:
-        roles, _ = chosen(args)
-        asyncio.run(_reread(roles, json.loads(args.reread.read_text(encoding="utf-8"))))
+        roles, tasks = chosen(args)
+        asyncio.run(_reread(roles, tasks, json.loads(args.reread.read_text(encoding="utf-8"))))
         return
     wheres = tuple(w for w in args.where.split(",") if w)
     if bad := [w for w in wheres if w not in (*WHERE, *OTHER)]:

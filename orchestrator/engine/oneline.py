@@ -131,9 +131,10 @@ def _unnumbered(reply: str, shown: dict[int, str]) -> tuple[int, str] | None:
 def _rewritten(lines: list[str], span: Span, reply: str) -> str | None:
     """The file with the change a reply makes by rewriting the code in another shape, or None.
     Each piece of code the reply quotes (a fence, its numbering dropped, or inline code), the
-    last first, then its numbered lines together whatever their numbers, is aligned to the span token by token; the first whose tokens are mostly the
-    code's own in order (``ALIGNED``), that changes something, leaves out no more than
-    ``DROPPED`` of the code's tokens between the ones it keeps and touches at most
+    last first, then its numbered lines together whatever their numbers, is aligned to the
+    span token by token; the first whose tokens are mostly the code's own in order
+    (``ALIGNED``), fit one place of it, change something, leave out no more than
+    ``DROPPED`` of the code's tokens between the ones they keep and touch at most
     ``MAX_LINES`` lines, is applied where its tokens align. Live (``bench/line_samples.py``),
     the 1.5B wrote the label table's fix as ``const ADDRESS_FOR = { invoice: 'billing', ...,
     label: 'shipping', };``: one line for five, the right fix, read before as no line at all."""
@@ -161,9 +162,9 @@ def _aligned(block: str, code: list[re.Match[str]], piece: str) -> str | None:
     """``block`` with the tokens ``piece`` changes, where they align; None when ``piece`` is
     not mostly the code's own tokens in order, or leaves out too much of it."""
     mine = list(_TOKEN.finditer(piece))
-    matcher = difflib.SequenceMatcher(None, [t.group() for t in code],
-                                      [t.group() for t in mine], autojunk=False)
-    ops = matcher.get_opcodes()
+    words = [t.group() for t in code]
+    ops = difflib.SequenceMatcher(None, words, [t.group() for t in mine],
+                                  autojunk=False).get_opcodes()
     while ops and ops[0][0] == "delete":  # the piece starts further into the code ...
         ops.pop(0)
     while ops and ops[-1][0] == "delete":  # ... or stops before its end
@@ -171,7 +172,6 @@ def _aligned(block: str, code: list[re.Match[str]], piece: str) -> str | None:
     kept = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag == "equal")
     if len(mine) < 3 or kept < ALIGNED * len(mine):
         return None
-    words = [t.group() for t in code]
     shown = words[ops[0][1]:ops[-1][2]]
     if sum(words[i:i + len(shown)] == shown for i in range(len(words))) > 1:
         return None  # the piece fits more than one place (`Decimal("0.14975")` in a rate table)
