@@ -429,3 +429,21 @@ def test_a_rewritten_piece_that_fits_more_than_one_place_changes_nothing():
 def test_a_change_said_as_a_substitution_is_made_on_the_one_line_holding_it(reply, fixed):
     new, why = line_edit(TABLE, _span("resolve.js", TABLE), reply)
     assert new == fixed and (why == "") == (fixed is not None)
+
+
+def test_a_substitution_said_of_the_bug_gives_way_to_the_corrected_code():
+    """Live (r38, solo): "it sets the `label` property to `'billing'` instead of `'shipping'`"
+    describes the bug; read as a fix it turned packingSlip to billing. The corrected table the
+    same reply gives at its end is the edit."""
+    lines = TABLE.splitlines()
+    span = Span(path="resolve.js", start=3, end=7, focus=6, text=tuple(lines[2:7]), why="found")
+    reply = ("The line `const ADDRESS_FOR = { invoice: 'billing', packingSlip: 'shipping', label: "
+             "'billing', };` is wrong because it sets the `label` property to `'billing'` instead "
+             "of `'shipping'`. The corrected line should be `const ADDRESS_FOR = { invoice: "
+             "'billing', packingSlip: 'shipping', label: 'shipping', };`.")
+    new, why = line_edit(TABLE, span, reply)
+    assert why == "" and new == TABLE.replace("label: 'billing'", "label: 'shipping'")
+    new, why = line_edit(TABLE, span, "It sets the `label` property to `'billing'` instead of "
+                         "`'shipping'` on line 6.")
+    assert new is None and "was given a new text" in why  # the bug, said alone: no edit
+

@@ -37,7 +37,8 @@ _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
 _QUOTED = re.compile(r"```[^\n`]*\n(.*?)```|`([^`\n]+)`", re.S)  # a fence, or inline code
 _SWAP = re.compile(
     r"(?:chang|replac|switch|updat)\w*\s+(?:\w+\s+){0,3}?`(?P<a>[^`\n]+)`\s+(?:to|with|into|by)\s+"
-    r"`(?P<b>[^`\n]+)`|`(?P<b2>[^`\n]+)`\s+instead\s+of\s+`(?P<a2>[^`\n]+)`"
+    r"`(?P<b>[^`\n]+)`|\bshould\s+(?:\w+\s+){0,3}?`(?P<b2>[^`\n]+)`\s+instead\s+of\s+"
+    r"`(?P<a2>[^`\n]+)`"
     r"|\bfrom\s+`(?P<a3>[^`\n]+)`\s+to\s+`(?P<b3>[^`\n]+)`", re.I)
 _NAMED = re.compile(r"\bline\s+(?:number\s+)?(\d{1,6})\b", re.I)
 RESEMBLES = 0.6  # how alike an unnumbered corrected line and the line it corrects must be
@@ -90,9 +91,10 @@ def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
 
 def _substituted(reply: str, lines: list[str], shown: dict[int, str]
                  ) -> tuple[int, str] | None:
-    """A change said as a substitution ("change `> needed` to `>= needed`", "`'shipping'`
-    instead of `'billing'`", "from `5000` to `500`"), the last first, made on the one line
-    of the code that holds the old text once — or, when several do, on the one the reply
+    """A change said as a substitution, one way only ("change `> needed` to `>= needed`",
+    "should read `'shipping'` instead of `'billing'`", "from `5000` to `500`"; not "it sets
+    `'billing'` instead of `'shipping'`", which says the bug), the last first, made on the
+    one line of the code that holds the old text once — or, when several do, on the one the reply
     names ("line 7"). Live (r37), the 1.5B wrote the label table's fix so: "line number 7 ...
     should read `'shipping'` instead of `'billing'`", with `'billing'` on two lines."""
     named = {int(m.group(1)) for m in _NAMED.finditer(reply)}
