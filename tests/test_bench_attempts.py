@@ -121,6 +121,37 @@ def test_a_prompt_the_run_asked_before_and_read_again_is_counted_with_its_readin
     assert "m: 2 of 7 samples read again a prompt their run had asked before: 14s" in lines[0]
 
 
+def _placed(index: int, place: str, ttft: float, gen: float) -> Sample:
+    return Sample(index=index, call_s=ttft + gen, ttft_s=ttft, prompt_tokens=800,
+                  cached_tokens=0 if ttft > 1 else 799, place=place)
+
+
+def test_samples_at_the_first_ones_place_and_elsewhere_are_costed_apart():
+    """The one-line request cycles over places (live r37, routed: 44 of samples 2..k asked
+    sample 1's very prompt, 92 another place's); each kind is costed against its attempt's
+    sample 1, prompt reading and generation apart, so the figure says whether a later sample
+    read a prompt or only generated."""
+    run = _rec("j", 300, (
+        _attempt(1, "one_line", samples=(_placed(1, "a.py:1-9", 6.0, 6.0),
+                                         _placed(2, "a.py:1-9", 0.1, 5.9),
+                                         _placed(3, "b.py:2-4", 2.0, 7.0),
+                                         _placed(4, "a.py:1-9", 2.5, 6.5))),), passed=False,
+        reason="the time budget of 300 s (run.time_budget_s) ran out")
+    c = summarize_attempts("m", [run]).samples
+    assert c.first_gen_s.median == pytest.approx(6.0)
+    assert c.same_place.samples == 2 and c.other_place.samples == 1
+    assert c.same_place.vs_first.median == pytest.approx((0.5 + 0.75) / 2)
+    assert c.same_place.ttft_s.median == pytest.approx(1.3)
+    assert c.same_place.gen_s.median == pytest.approx(6.2)
+    assert c.other_place.vs_first.median == pytest.approx(0.75)
+    assert (c.other_place.ttft_s.median, c.other_place.gen_s.median) == (2.0, 7.0)
+    (line,) = [x for x in sample_lines([summarize_attempts("m", [run])]) if "generates" in x]
+    assert line == ("m: sample 1 reads 6.00s and generates 6.00s; samples 2..k at sample 1's "
+                    "place (its very prompt): 2, 0.62× the first, reading 1.30s, generating "
+                    "6.20s; at another place: 1, 0.75× the first, reading 2.00s, generating "
+                    "7.00s")
+
+
 def test_the_table_and_the_csv_say_which_strategy_passed():
     console = Console(file=io.StringIO(), width=200)
     console.print(attempts_table([summarize_attempts("m", RECORDS)]))

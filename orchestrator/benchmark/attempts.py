@@ -21,6 +21,19 @@ from orchestrator.state import Sample
 BUDGETS_S: tuple[int, ...] = (30, 60, 120, 300)
 
 
+class PlaceCost(BaseModel):
+    """Samples 2..k asked at one kind of place against their attempt's sample 1: at its place
+    (the very same prompt) or at another (the one-line request cycling over places: a prompt
+    of its own past the shared task and failure)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    samples: int = 0
+    vs_first: Spread = Spread(median=None)  # per sample: its call time over its sample 1's
+    ttft_s: Spread = Spread(median=None)  # prompt reading
+    gen_s: Spread = Spread(median=None)  # the rest of the call: generation
+
+
 class SampleCost(BaseModel):
     """Best-of-k samples: sample 1 against samples 2..k of the same attempts."""
 
@@ -44,6 +57,10 @@ class SampleCost(BaseModel):
     asked_call_s: float = 0.0
     reread: int = 0
     reread_ttft_s: float = 0.0
+    # samples 2..k apart by where they asked, reading and generation apart
+    first_gen_s: Spread = Spread(median=None)
+    same_place: PlaceCost = PlaceCost()
+    other_place: PlaceCost = PlaceCost()
 
 
 class AttemptsSummary(BaseModel):
@@ -104,6 +121,8 @@ def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
     cold = [s for s in timed if 2 * s[0].cached_tokens < s[0].prompt_tokens]
     prompt = sum(x.prompt_tokens for x in laters)
     return seen.model_copy(update=dict(
+        first_gen_s=spread(_gen(x) for x in firsts if x.ttft_s is not None),
+        same_place=_place_cost(timed, same=True), other_place=_place_cost(timed, same=False),
         cold_attempts=len(cold), cold_later_vs_first=spread(map(_later_vs_first, cold)),
         attempts=len(sampled), first_s=spread(x.call_s for x in firsts),
         later_s=spread(x.call_s for x in laters),
@@ -111,6 +130,18 @@ def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
         first_ttft_s=spread(x.ttft_s for x in firsts if x.ttft_s is not None),
         later_ttft_s=spread(x.ttft_s for x in laters if x.ttft_s is not None),
         later_cached_share=sum(x.cached_tokens for x in laters) / prompt if prompt else None))
+
+
+def _gen(sample: Sample) -> float:
+    return max(0.0, sample.call_s - (sample.ttft_s or 0.0))
+
+
+def _place_cost(sampled: Sequence[Sequence[Sample]], *, same: bool) -> PlaceCost:
+    """Samples 2..k of ``sampled`` asked at (``same``) or away from their sample 1's place."""
+    pairs = [(x, s[0]) for s in sampled for x in s[1:] if (x.place == s[0].place) == same]
+    return PlaceCost(samples=len(pairs), vs_first=spread(x.call_s / f.call_s for x, f in pairs),
+                     ttft_s=spread(x.ttft_s for x, _ in pairs if x.ttft_s is not None),
+                     gen_s=spread(_gen(x) for x, _ in pairs if x.ttft_s is not None))
 
 
 def _read_again(record: RunRecord) -> list[Sample]:
@@ -183,4 +214,16 @@ def sample_lines(summaries: Sequence[AttemptsSummary]) -> list[str]:
             f"{c.first_s.median:.2f}s, samples 2..k {c.later_s.median or 0:.2f}s "
             f"({c.later_vs_first.median or 0:.2f}× the first{cold}){ttft}; cached prompt "
             f"tokens in samples 2..k: {_pct(c.later_cached_share)}")
+        if c.first_gen_s.median is not None and c.first_ttft_s.median is not None:
+            lines.append(
+                f"{s.role_map}: sample 1 reads {c.first_ttft_s.median:.2f}s and generates "
+                f"{c.first_gen_s.median:.2f}s; samples 2..k "
+                + "; ".join(_placed(where, p) for where, p in (
+                    ("at sample 1's place (its very prompt)", c.same_place),
+                    ("at another place", c.other_place)) if p.samples))
     return lines
+
+
+def _placed(where: str, p: PlaceCost) -> str:
+    return (f"{where}: {p.samples}, {p.vs_first.median or 0:.2f}× the first, reading "
+            f"{p.ttft_s.median or 0:.2f}s, generating {p.gen_s.median or 0:.2f}s")
