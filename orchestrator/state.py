@@ -379,6 +379,10 @@ class RunState(BaseModel):
     # preflight's): the failure a one-line request after an undone attempt is shown
     kept_verify: VerifyResult | None = None
     kept_feedback: str = ""
+    # the files the first attempt started from, and how many attempts in a row built on a kept
+    # partial fix without fixing more (``nodes._kept``: at ``PARTIAL_MISSES`` it is dropped)
+    start_tree: str = ""
+    kept_misses: int = 0
     # run.first_build = "before_plan": the planner was not asked before the first attempt; a
     # failing first attempt goes to it, and its plan to the attempts after
     plan_deferred: bool = False

@@ -376,3 +376,44 @@ async def test_an_attempt_that_fixes_one_failing_test_is_kept(fresh_sim, sample_
     assert "they were undone" not in prompts[1]
     branch = show(sample_repo, f"{result.branch}:stats.py")
     assert MEAN_RIGHT in branch and RIGHT_LINE in branch
+
+
+async def test_a_kept_partial_fix_that_leads_nowhere_is_dropped(fresh_sim, sample_repo):
+    """Live r39 (py-config-merge): a one-line answer set the default the failing test passes
+    in, which fixed that test and broke none, so it was kept, and the eight attempts after it
+    built on it (one wrote the right merge, failing only for that default). Here mean() and
+    median() fail; attempt 1 fixes mean() and the builder, shown that, gives the file back;
+    shown the start's files it fixes both. After ``PARTIAL_MISSES`` attempts on the partial fix
+    it is dropped, said so, and the next attempt starts from the start's files and passes."""
+    stats = sample_repo / "stats.py"
+    wrong_mean = "    return sum(values) / (len(values) + 1)\n"
+    start = stats.read_text(encoding="utf-8").replace(MEAN_RIGHT, wrong_mean)
+    stats.write_text(start, encoding="utf-8")
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam",
+                    "mean bug too"], cwd=sample_repo, check=True)
+    partial = start.replace(wrong_mean, MEAN_RIGHT)
+    head, _, _ = partial.rpartition(BUGGY_LINE)
+    both = head + RIGHT_LINE
+    shown_files: list[str] = []
+
+    def respond(req: ChatRequestView) -> Reply:
+        shown = req.messages[-1]["content"].split("stats.py\n```\n", 1)[1].split("```", 1)[0]
+        shown_files.append(shown)
+        if wrong_mean in shown:
+            return Reply(content=f"stats.py\n```python\n{partial if len(shown_files) == 1 else both}```\n")
+        return Reply(content=f"stats.py\n```python\n{shown}```\n")  # stuck on the partial
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **demo_run(
+        fresh_sim, sample_repo, "builder.one_shot=true", "builder.one_shot_attempts=2",
+        "builder.tool_loop=false", "run.max_attempts=6"))
+    assert result.status == "succeeded", result.reason
+    assert [(a.changed, a.passed) for a in result.attempt_log] == [
+        (True, False), (False, False), (False, False), (True, True)]
+    assert [wrong_mean in f for f in shown_files] == [True, False, False, True]
+    dropped = [e for e in events if e.kind == "warning" and e.category == "partial_dropped"]
+    assert len(dropped) == 1 and "the last 2 attempts built on a kept partial fix" in \
+        dropped[0].message
+    branch = show(sample_repo, f"{result.branch}:stats.py")
+    assert MEAN_RIGHT in branch and RIGHT_LINE in branch

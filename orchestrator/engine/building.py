@@ -106,7 +106,7 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
                      samples=samples, diagnosis=diagnosed)
     # a race's next round builds on its kept candidate (``race.py``): nothing is undone there
     keeps = not state.kept_tree and ctx.workspace is not None and spec.parallel <= 1
-    start = {"kept_tree": before} if keeps else {}
+    start = {"kept_tree": before, "start_tree": before} if keeps else {}
     return outcome, {**start, **built, "attempt_log": [*state.attempt_log, record]}
 
 

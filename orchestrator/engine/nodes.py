@@ -123,7 +123,7 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         ctx.ahead.prepare_commit(ctx.workspace, message, tree)
     if result.passed:
         return {"verify": result, "feedback": "", "worktree_tree": tree, "attempt_log": log}
-    kept, undone = _kept(state, tree, failures.failing(
+    kept, undone = _kept(ctx, state, tree, failures.failing(
         (c.command, c.exit_code, c.output) for c in checks))
     feedback = (text("pipeline", "tests_put_back", tests=", ".join(put_back)) + "\n"
                 if put_back else "")
@@ -132,17 +132,29 @@ async def verify(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
                            root=str(ctx.worktree)))
         for c in failed))
     feedback += undone + said
-    if kept:  # the failure of the files the next attempt starts from, for when one is undone
-        kept = {**kept, "kept_verify": result, "kept_feedback": said}
+    if kept.get("kept_tree") == tree:  # the failure of the files the next attempt starts
+        kept = {**kept, "kept_verify": result, "kept_feedback": said}  # from, when undone
     sig = " || ".join(failures.signature(c.command, c.exit_code, c.output) for c in failed)
     return {"verify": result, "feedback": feedback, "failures": [sig], "worktree_tree": tree,
             "attempt_log": log, **kept}
 
 
-def _kept(state: RunState, tree: str, failing: list[str]) -> tuple[dict[str, Any], str]:
+PARTIAL_MISSES = 2
+"""Attempts in a row that may build on a kept partial fix without fixing more before it is
+dropped and the next attempt starts from the start's files again. A partial fix can be a wrong
+one that one test happens to like: live (r39, py-config-merge) a one-line answer set the default
+timeout to the value the failing test passes in, which fixed that test and broke none, and the
+eight attempts after it built on it; one of them wrote the right merge, which failed only
+because of that default. Two is one round of the live maps' cycled requests (the line, then
+whole files with the facts)."""
+
+
+def _kept(ctx: RunContext, state: RunState, tree: str, failing: list[str]
+          ) -> tuple[dict[str, Any], str]:
     """Whether the next attempt starts from ``tree`` (its failing tests are fewer than the kept
-    tree's and none is new) or from the kept tree again (``building.undo`` puts it back); the
-    state's update and, when undone, what the builder is told."""
+    tree's and none is new) or from the kept tree again (``building.undo`` puts it back), or
+    from the start's files when a kept partial fix has led nowhere ``PARTIAL_MISSES`` times;
+    the state's update and, when undone, what the builder is told."""
     if not state.kept_tree:  # no attempt's start was taken (a judge's changes, no worktree)
         return {}, ""
     loc = state.localization
@@ -150,11 +162,20 @@ def _kept(state: RunState, tree: str, failing: list[str]) -> tuple[dict[str, Any
         failures.failing((c.command, c.exit_code, c.output) for c in loc.checks)
         if loc is not None and loc.checks else None)
     if base is None or set(failing) < set(base):
-        return {"kept_tree": tree, "kept_failing": failing}, ""
+        return {"kept_tree": tree, "kept_failing": failing, "kept_misses": 0}, ""
+    misses = state.kept_misses + 1 if state.kept_failing is not None else 0
+    if misses >= PARTIAL_MISSES and state.start_tree and state.start_tree != state.kept_tree:
+        ctx.telemetry.emit(Warned(role="verify", category="partial_dropped", message=(
+            f"the last {misses} attempts built on a kept partial fix (it left "
+            f"{len(state.kept_failing or [])} failing test(s)) and fixed nothing more: it is "
+            "dropped, the next attempt starts from the files of the start")))
+        return ({"kept_tree": state.start_tree, "kept_failing": None, "kept_verify": None,
+                 "kept_feedback": "", "kept_misses": 0},
+                text("pipeline", "undone", when=text("pipeline", "undone_start")) + "\n")
     if tree == state.kept_tree:
-        return {}, ""
+        return {"kept_misses": misses}, ""
     when = text("pipeline", "undone_start" if state.kept_failing is None else "undone_after")
-    return {}, text("pipeline", "undone", when=when) + "\n"
+    return {"kept_misses": misses}, text("pipeline", "undone", when=when) + "\n"
 
 
 def _judged(ctx: RunContext, state: RunState, *, passed: bool) -> list[Attempt]:
