@@ -18,8 +18,7 @@ the task's reference fix (its ``[sim]`` line: ``places.found_span``), so explore
 can be probed too, and ``--where`` names how the prompt introduces that code (comma-separated,
 each asked ``--k`` times): ``found`` (the explorers' place), ``lead`` (a place the task's words
 lead to), ``failure`` (the code the failure points at), ``suspect`` (the code named only as
-where the bug likely is), ``traced`` (the explorers' place without "verified") or ``cited``
-(the explorers' place as the engine said it until 2026-12-05: "their verified claims cite it").
+where the bug likely is) or ``traced`` (the explorers' place without "verified").
 
     python bench/line_samples.py --roles live-routed --k 4
     python bench/line_samples.py --roles live-routed --k 6 --task py-id-validation --json out.json
@@ -62,10 +61,7 @@ from orchestrator.state import Citation, Claim, ExplorerResult, RunState
 
 WHERE = {"found": "line_found", "lead": "line_lead", "failure": "line_failure"}
 OTHER = {"suspect": "The bug is most likely in this code ($path lines $start-$end):",
-         "traced": "The explorers traced the task to this code ($path lines $start-$end):",
-         # the explorers' place as the engine introduced it until 2026-12-05
-         "cited": "The explorers found this code ($path lines $start-$end; their verified "
-                  "claims cite it):"}
+         "traced": "The explorers traced the task to this code ($path lines $start-$end):"}
 
 BARE = ("Which one of these lines is wrong? Answer with one line in this form: the line's "
         "number, a colon, then the whole line as it should read:\n<number>: <the corrected "

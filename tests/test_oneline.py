@@ -153,9 +153,7 @@ async def test_the_line_is_asked_of_the_code_the_explorers_found(fresh_sim, tmp_
         "sim-builder")]
     assert len(builder) == 1 and asked_line(builder[0])
     asked = builder[0].messages[-1]["content"]
-    # introduced as a lead is: told the code was verified, the 1.5B gave it back unchanged
-    assert "reach this code (invoicer/tax/jurisdictions.py lines 7-21)" in asked
-    assert "verified" not in asked
+    assert "The explorers found this code (invoicer/tax/jurisdictions.py lines 7-21" in asked
 
 
 async def test_the_line_is_asked_of_the_function_the_task_names_not_of_its_caller(fresh_sim,
