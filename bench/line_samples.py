@@ -180,9 +180,9 @@ async def _reread(roles: RoleMap, tasks: list[Task], rows: list[dict[str, Any]])
             path, lines = r["span"].rsplit(":", 1)
             start, end = (int(x) for x in lines.split("-"))
             copy = materialize(task, Path(tmp) / f"{task.name}-{i}")
-            text = (copy / path).read_text(encoding="utf-8").splitlines()
+            source = (copy / path).read_text(encoding="utf-8").splitlines()
             span = Span(path=path, start=start, end=end, focus=start, why="found",
-                        text=tuple(text[start - 1:end]))
+                        text=tuple(source[start - 1:end]))
             changed, passed, _ = await _checked(roles, task, copy, span, r["reply"])
             print(f"{task.name:22} {r['where']:7} #{r['sample']} then changed={r['changed']!s:5} "
                   f"passed={r['passed']!s:5} now changed={changed!s:5} "

@@ -15,11 +15,11 @@ lines that differ count); a line's indentation is the file's, whatever the reply
 off goes to the line the text clearly corrects, and so does a corrected line given with no
 number at all (in backticks in the reason, or alone in a fence); a number outside the code
 shown, or text equal to one of its lines (a copy), changes nothing and is said. A change said
-as a substitution ("`'shipping'` instead of `'billing'`") is made on the one line that holds
-the old text. A reply that
-rewrites the code in another shape — a table folded onto one line, a function reprinted without
-numbers — is aligned to the code token by token, and its few changed tokens go where they
-align (``_rewritten``); the file keeps its own layout.
+as a substitution ("should read `'shipping'` instead of `'billing'`") is made on the one line
+that holds the old text. A reply that rewrites the code in another shape — a table folded
+onto one line, a function reprinted without numbers — is aligned to the code token by token,
+and its few changed tokens go where they align (``_rewritten``); the file keeps its own
+layout.
 """
 
 from __future__ import annotations

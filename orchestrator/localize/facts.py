@@ -9,9 +9,10 @@ sides with the values: "`page(items, 1, 3)` returned `[1, 2]`, the test expects 
 An error that is not an assertion becomes "`<line>` raised ZeroDivisionError: ...".
 
 unittest shortens long sequences and dicts on its first line (``Lists differ: ['202[56
-chars]s', ...]``) and prints their difference below it: its items are the fact ("`self.report("slow")` lacks `'... GET /api/orders
-... 1840 ms'`, which the test expects"; "has `'pension': Decimal('40.89')` where the test expects
-`'pension': Decimal('40.90')`"), not the shortened line.
+chars]s', ...]``) and prints their difference below it: its items are the fact
+("`self.report("slow")` lacks `'... GET /api/orders ... 1840 ms'`, which the test expects";
+"has `'pension': Decimal('40.89')` where the test expects `'pension': Decimal('40.90')`"), not
+the shortened line.
 """
 
 from __future__ import annotations
