@@ -132,3 +132,62 @@ async def test_a_stream_cut_off_midway_is_a_connection_error_as_over_the_sdks_tr
         cut.close()
     ours, sdks = failures
     assert type(ours) is type(sdks) is openai.APIConnectionError
+
+
+def _answering_once(sent: bytes, requests: list[bytes]) -> socket.socket:
+    """A server that reads each request whole (headers and body), sends ``sent`` and closes
+    the connection, as llama.cpp's server does after a streamed reply; ``requests`` gets each
+    request's body."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return  # the test closed the listener
+            with conn:
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                while len(body) < length:
+                    body += conn.recv(65536)
+                requests.append(body)
+                conn.sendall(sent)
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener
+
+
+async def test_a_call_right_after_a_stream_the_server_hung_up_on_is_sent_again_once():
+    """A server that closes the connection after each streamed reply, saying keep-alive (as
+    llama.cpp's does): back-to-back calls over our transport all succeed, each reaching the
+    server once, as over the SDK's default transport. Without the resend every second call
+    failed with "Connection error." (aiohttp wrote it to the closing connection)."""
+    import openai
+
+    from orchestrator.models.client import _http_client, post
+
+    events = b'data: {"choices": []}\n\ndata: [DONE]\n\n'
+    reply = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+             b"Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n"
+             + f"{len(events):x}\r\n".encode() + events + b"\r\n0\r\n\r\n")
+    for http_client in (_http_client(), None):
+        requests: list[bytes] = []
+        server = _answering_once(reply, requests)
+        sdk = openai.AsyncOpenAI(api_key="sk-test-key", max_retries=0, timeout=5,
+                                 base_url=f"http://127.0.0.1:{server.getsockname()[1]}/v1",
+                                 http_client=http_client)
+        try:
+            for n in range(6):
+                stream = await post(sdk, "/chat/completions", b'{"n": %d}' % n)
+                assert [event async for event in stream] == [{"choices": []}]
+        finally:
+            await sdk.close()
+            server.close()
+        assert requests == [b'{"n": %d}' % n for n in range(6)]

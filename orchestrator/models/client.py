@@ -101,14 +101,26 @@ class _Exact(httpx2.AsyncBaseTransport):
     Its table turns every ``aiohttp.ClientConnectionError`` into ``httpx.ConnectTimeout``, so a
     refused connection (a local server that is not running) or a server that hung up would
     reach the user as "Request timed out." (``openai.APITimeoutError``); here they are a
-    connection error again (``openai.APIConnectionError``), and real timeouts stay timeouts."""
+    connection error again (``openai.APIConnectionError``), and real timeouts stay timeouts.
+
+    A request that could not be written because its pooled connection was closing is sent once
+    more, on another connection, as the default transport does: the server never saw it.
+    llama.cpp's server closes the connection after a streamed reply without saying so, and a
+    call made right after one (an explorer's next turn) took that connection: in the kept live
+    runs r37-r41, 16 calls in 98 runs failed so, each then retried as a transient error."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self.inner = inner
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        with _renamed():
-            response = await self.inner.handle_async_request(request)
+        try:
+            with _renamed():
+                response = await self.inner.handle_async_request(request)
+        except httpx2.ReadError as exc:
+            if not _unsent(exc):
+                raise
+            with _renamed():
+                response = await self.inner.handle_async_request(request)
         if isinstance(response.stream, httpx2.AsyncByteStream):
             response.stream = _ExactStream(response.stream)
         return response
@@ -129,6 +141,15 @@ class _ExactStream(httpx2.AsyncByteStream):
     async def aclose(self) -> None:
         with _renamed():
             await self.inner.aclose()
+
+
+def _unsent(exc: BaseException) -> bool:
+    """Whether ``exc`` is aiohttp failing to write a request to a connection already closing
+    (its "Cannot write to closing transport"): nothing of the request left this process."""
+    cause = exc.__cause__
+    return (isinstance(cause, aiohttp.ClientOSError)
+            and isinstance(cause.__cause__ or cause.__context__,
+                           aiohttp.ClientConnectionResetError))
 
 
 @contextmanager
