@@ -82,8 +82,10 @@ async def test_a_request_sent_once_built_fails_as_the_sdk_would(tmp_path):
         hangup.close()
 
 
-def _hanging_up(sent: bytes) -> socket.socket:
-    """A server that reads each request, sends ``sent`` and closes the connection."""
+def _hanging_up(sent: bytes, requests: list[bytes] | None = None) -> socket.socket:
+    """A server that reads each request whole, sends ``sent`` and closes the connection (as
+    llama.cpp's server does after a streamed reply, saying keep-alive); ``requests`` gets each
+    request's body."""
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen()
@@ -95,7 +97,16 @@ def _hanging_up(sent: bytes) -> socket.socket:
             except OSError:
                 return  # the test closed the listener
             with conn:
-                conn.recv(65536)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = int(next((line.split(b":")[1] for line in head.split(b"\r\n")
+                                   if line.lower().startswith(b"content-length")), b"0"))
+                while len(body) < length:
+                    body += conn.recv(65536)
+                if requests is not None:
+                    requests.append(body)
                 conn.sendall(sent)
 
     threading.Thread(target=serve, daemon=True).start()
@@ -134,35 +145,6 @@ async def test_a_stream_cut_off_midway_is_a_connection_error_as_over_the_sdks_tr
     assert type(ours) is type(sdks) is openai.APIConnectionError
 
 
-def _answering_once(sent: bytes, requests: list[bytes]) -> socket.socket:
-    """A server that reads each request whole (headers and body), sends ``sent`` and closes
-    the connection, as llama.cpp's server does after a streamed reply; ``requests`` gets each
-    request's body."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-
-    def serve() -> None:
-        while True:
-            try:
-                conn, _ = listener.accept()
-            except OSError:
-                return  # the test closed the listener
-            with conn:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += conn.recv(65536)
-                head, _, body = data.partition(b"\r\n\r\n")
-                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                                  if line.lower().startswith(b"content-length")))
-                while len(body) < length:
-                    body += conn.recv(65536)
-                requests.append(body)
-                conn.sendall(sent)
-
-    threading.Thread(target=serve, daemon=True).start()
-    return listener
-
 
 async def test_a_call_right_after_a_stream_the_server_hung_up_on_is_sent_again_once():
     """A server that closes the connection after each streamed reply, saying keep-alive (as
@@ -179,7 +161,7 @@ async def test_a_call_right_after_a_stream_the_server_hung_up_on_is_sent_again_o
              + f"{len(events):x}\r\n".encode() + events + b"\r\n0\r\n\r\n")
     for http_client in (_http_client(), None):
         requests: list[bytes] = []
-        server = _answering_once(reply, requests)
+        server = _hanging_up(reply, requests)
         sdk = openai.AsyncOpenAI(api_key="sk-test-key", max_retries=0, timeout=5,
                                  base_url=f"http://127.0.0.1:{server.getsockname()[1]}/v1",
                                  http_client=http_client)
