@@ -145,7 +145,6 @@ async def test_a_stream_cut_off_midway_is_a_connection_error_as_over_the_sdks_tr
     assert type(ours) is type(sdks) is openai.APIConnectionError
 
 
-
 async def test_a_call_right_after_a_stream_the_server_hung_up_on_is_sent_again_once():
     """A server that closes the connection after each streamed reply, saying keep-alive (as
     llama.cpp's does): back-to-back calls over our transport all succeed, each reaching the
