@@ -366,6 +366,32 @@ def test_code_rewritten_in_another_shape_changes_only_the_tokens_it_changes(repl
     assert why == "" and new == TABLE.replace(old, fixed, 1)
 
 
+MERGE = ('DEFAULTS = {"timeout": 30, "retries": 3}\n\n\ndef load_settings(user):\n'
+         '    merged = dict(user)\n    merged.update(DEFAULTS)\n    return merged\n')
+
+
+def test_a_short_rewrite_that_keeps_each_lines_name_is_read_though_much_of_it_is_new():
+    """Live (r42, py-config-merge): the right fix as two unnumbered lines, 10 of its 16 tokens
+    the code's (under ``ALIGNED``), each line still assigning or calling what it did."""
+    reply = ("The problem lies in the `merged.update(DEFAULTS)` line.\n\nHere's the corrected line:"
+             "\n\n```python\nmerged = dict(DEFAULTS.copy())\nmerged.update(user)\n```\n\nThis "
+             "ensures that the original `DEFAULTS` dictionary remains unchanged.")
+    new, why = line_edit(MERGE, _span("config.py", MERGE), reply)
+    assert why == "" and new == MERGE.replace("dict(user)", "dict(DEFAULTS.copy())").replace(
+        "update(DEFAULTS)", "update(user)")
+
+
+@pytest.mark.parametrize("reply", [
+    # as much new, but a line calls another name (live, r39: a signature become a return)
+    "```\nmerged = dict(DEFAULTS)\nmerged.setdefault(user, 1)\n```",
+    # a line added next to the one it changes
+    "```\nmerged = dict(DEFAULTS)\nprint(merged)\nmerged.update(user)\n```",
+])
+def test_a_short_rewrite_that_renames_or_adds_lines_changes_nothing(reply):
+    new, why = line_edit(MERGE, _span("config.py", MERGE), reply)
+    assert new is None and "was given a new text" in why
+
+
 def test_a_reprint_numbered_from_the_wrong_line_is_read_by_its_tokens():
     """Live (r6): the label table (lines 3-7 here) reprinted numbered 7-11, no fence: its
     numbered lines read as a copy (7) and as lines outside the code (8-11)."""

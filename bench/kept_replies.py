@@ -1,0 +1,74 @@
+"""The one-line replies of kept live runs, as rows ``line_samples.py --reread`` reads again.
+
+``orchestrate bench live --keep --out DIR`` keeps each run's workspace: its events (each one-line
+sample's place, attempt, and whether it changed anything and passed) and its journal (each
+call's reply). This collects, for every ``sample_finished`` at a place (``path:start-end``), the
+task, the map, the reply and the live verdict; ``--reread`` then applies each reply with the
+reader as it is now to a fresh copy of the task's repository and checks it. The place is read
+from the task's own files: a sample asked over a kept partial fix is read against the start's
+files.
+
+    python bench/kept_replies.py /work/live/r37/out /work/live/r39/out --json replies.json
+    python bench/line_samples.py --roles live-routed --reread replies.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+_RUN = re.compile(r"^\d{4}-(?P<task>.+)-(?P<map>[\w:-]+?)-r\d+$")  # 0008-py-config-merge-live-routed-r1
+_PLACE = re.compile(r"^.+:\d+-\d+$")
+
+
+def replies(out: Path) -> list[dict[str, Any]]:
+    """The rows of every kept run under ``out`` (a ``bench live --out`` directory)."""
+    rows: list[dict[str, Any]] = []
+    for events in sorted(out.glob("runs/*/*/workspaces/*/events.jsonl")):
+        named = _RUN.match(events.parents[2].name)
+        if named is None:
+            continue
+        said = _replies(events.with_name("journal.sqlite"))
+        for line in events.read_text(encoding="utf-8").splitlines():
+            e = json.loads(line)
+            if e.get("kind") != "sample_finished" or not _PLACE.match(str(e.get("place"))):
+                continue
+            reply = said.get(e["session"])
+            if reply is None:
+                continue
+            rows.append({"task": named["task"], "map": named["map"], "run": str(out),
+                         "span": e["place"], "reply": reply, "where": "live",
+                         "attempt": e["attempt"], "sample": e["index"],
+                         "changed": e["changed"] is True, "passed": e["passed"] is True})
+    return rows
+
+
+def _replies(journal: Path) -> dict[str, str]:
+    """Each session's first reply, from a run's journal."""
+    db = sqlite3.connect(f"file:{journal}?mode=ro", uri=True)
+    try:
+        found = db.execute("SELECT t.session, c.reply FROM turns t JOIN calls c ON c.key = t.key "
+                           "WHERE t.turn = 0").fetchall()
+    finally:
+        db.close()
+    return {session: content for session, reply in found
+            if isinstance(content := json.loads(reply).get("content"), str)}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", type=Path, nargs="+", help="bench live --keep --out directories")
+    ap.add_argument("--json", type=Path, required=True)
+    args = ap.parse_args()
+    rows = [row for out in args.out for row in replies(out)]
+    args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
+    print(f"{len(rows)} one-line replies: {sum(r['changed'] for r in rows)} changed something, "
+          f"{sum(r['passed'] for r in rows)} passed")
+
+
+if __name__ == "__main__":
+    main()
