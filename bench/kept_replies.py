@@ -21,16 +21,21 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-_RUN = re.compile(r"^\d{4}-(?P<task>.+)-(?P<map>[\w:-]+?)-r\d+$")  # 0008-py-config-merge-live-routed-r1
+from orchestrator.benchmark.suite import load_suite
+
 _PLACE = re.compile(r"^.+:\d+-\d+$")
+_MAP = re.compile(r"^(?P<map>.+)-r\d+$")
 
 
-def replies(out: Path) -> list[dict[str, Any]]:
-    """The rows of every kept run under ``out`` (a ``bench live --out`` directory)."""
+def replies(out: Path, tasks: list[str]) -> list[dict[str, Any]]:
+    """The rows of every kept run of ``tasks`` under ``out`` (a ``bench live --out``
+    directory), whose runs are named ``0008-py-config-merge-live-routed-r1``."""
     rows: list[dict[str, Any]] = []
+    longest_first = sorted(tasks, key=len, reverse=True)
     for events in sorted(out.glob("runs/*/*/workspaces/*/events.jsonl")):
-        named = _RUN.match(events.parents[2].name)
-        if named is None:
+        name = events.parents[2].name
+        task = next((t for t in longest_first if name[5:].startswith(f"{t}-")), None)
+        if task is None or (named := _MAP.match(name[5 + len(task) + 1:])) is None:
             continue
         said = _replies(events.with_name("journal.sqlite"))
         for line in events.read_text(encoding="utf-8").splitlines():
@@ -40,7 +45,7 @@ def replies(out: Path) -> list[dict[str, Any]]:
             reply = said.get(e["session"])
             if reply is None:
                 continue
-            rows.append({"task": named["task"], "map": named["map"], "run": str(out),
+            rows.append({"task": task, "map": named["map"], "run": str(out),
                          "span": e["place"], "reply": reply, "where": "live",
                          "attempt": e["attempt"], "sample": e["index"],
                          "changed": e["changed"] is True, "passed": e["passed"] is True})
@@ -62,9 +67,11 @@ def _replies(journal: Path) -> dict[str, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", type=Path, nargs="+", help="bench live --keep --out directories")
+    ap.add_argument("--suite", default="live")
     ap.add_argument("--json", type=Path, required=True)
     args = ap.parse_args()
-    rows = [row for out in args.out for row in replies(out)]
+    tasks = [t.name for t in load_suite(args.suite).tasks]
+    rows = [row for out in args.out for row in replies(out, tasks)]
     args.json.write_text(json.dumps(rows, indent=1), encoding="utf-8")
     print(f"{len(rows)} one-line replies: {sum(r['changed'] for r in rows)} changed something, "
           f"{sum(r['passed'] for r in rows)} passed")
