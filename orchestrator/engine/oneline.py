@@ -47,10 +47,10 @@ _NUMBERS = re.compile(r"^[ \t]*\d{1,6}[ \t]*[|:][ \t]?", re.M)  # a reprint's ow
 ALIGNED = 0.75  # share of a rewrite's tokens that must be the code's own, in order
 # ... or this share, when each line it changes keeps the name that line assigns or calls: the
 # 1.5B swapped py-config-merge's two lines as `merged = dict(DEFAULTS.copy())` and
-# `merged.update(user)`, 10 of its 16 tokens the code's. Over the 635 one-line replies of the
-# kept live runs r37-r42 read again, two more edits pass (that swap, twice), one more fails and
-# none that passed is lost (the 0.6 share alone: ten more fail, among them `14| COMBINED_RATES =
-# {` for a rate table's first line and `return str(kg):` for a signature)
+# `merged.update(user)`, 10 of its 16 tokens the code's. Over the 816 one-line replies of the
+# kept live runs r37-r42 read again (bench/kept_replies.py), two more edits pass (that swap,
+# twice), one more fails and none that passed is lost (the 0.6 share alone, over 635 of them: ten
+# more fail, among them `14| COMBINED_RATES = {` for a table's first line, `return str(kg):`)
 HEADED = 0.6
 DROPPED = 8  # tokens of the code a rewrite may leave out between the ones it keeps
 
