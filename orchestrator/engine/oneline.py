@@ -158,18 +158,18 @@ def _rewritten(lines: list[str], span: Span, reply: str) -> str | None:
     if len(numbered_lines) > 1:  # a reprint numbered from elsewhere (7-11 for lines 4-8)
         pieces.append("\n".join(numbered_lines))
     for piece in pieces:
-        for share in (ALIGNED, HEADED):
-            new = _aligned(block, code, piece, share)
-            if new is None or new == block:
-                continue
-            old_lines, new_lines = block.splitlines(), new.splitlines()
-            changes = [op for op in difflib.SequenceMatcher(
-                None, old_lines, new_lines, autojunk=False).get_opcodes() if op[0] != "equal"]
-            if share < ALIGNED and not all(_headed(old_lines[i1:i2], new_lines[j1:j2])
-                                           for _, i1, i2, j1, j2 in changes):
-                continue
-            if sum(max(i2 - i1, j2 - j1) for _, i1, i2, j1, j2 in changes) <= MAX_LINES:
-                return "".join(lines[:span.start - 1]) + new + "".join(lines[end:])
+        aligned = _aligned(block, code, piece)
+        if aligned is None or aligned[0] == block:
+            continue
+        new, share = aligned
+        old_lines, new_lines = block.splitlines(), new.splitlines()
+        changes = [op for op in difflib.SequenceMatcher(
+            None, old_lines, new_lines, autojunk=False).get_opcodes() if op[0] != "equal"]
+        if share < ALIGNED and not all(_headed(old_lines[i1:i2], new_lines[j1:j2])
+                                       for _, i1, i2, j1, j2 in changes):
+            continue
+        if sum(max(i2 - i1, j2 - j1) for _, i1, i2, j1, j2 in changes) <= MAX_LINES:
+            return "".join(lines[:span.start - 1]) + new + "".join(lines[end:])
     return None
 
 
@@ -180,10 +180,10 @@ def _headed(old: list[str], new: list[str]) -> bool:
                                         for a, b in zip(old, new, strict=True))
 
 
-def _aligned(block: str, code: list[re.Match[str]], piece: str, share: float = ALIGNED
-             ) -> str | None:
-    """``block`` with the tokens ``piece`` changes, where they align; None when under
-    ``share`` of ``piece``'s tokens are the code's own in order, or it leaves out too much."""
+def _aligned(block: str, code: list[re.Match[str]], piece: str) -> tuple[str, float] | None:
+    """``block`` with the tokens ``piece`` changes, where they align, and the share of
+    ``piece``'s tokens that are the code's own in order; None when that share is under
+    ``HEADED``, or ``piece`` leaves out too much."""
     mine = list(_TOKEN.finditer(piece))
     words = [t.group() for t in code]
     ops = difflib.SequenceMatcher(None, words, [t.group() for t in mine],
@@ -193,7 +193,7 @@ def _aligned(block: str, code: list[re.Match[str]], piece: str, share: float = A
     while ops and ops[-1][0] == "delete":  # ... or stops before its end
         ops.pop()
     kept = sum(i2 - i1 for tag, i1, i2, _, _ in ops if tag == "equal")
-    if len(mine) < 3 or kept < share * len(mine):
+    if len(mine) < 3 or kept < HEADED * len(mine):
         return None
     shown = words[ops[0][1]:ops[-1][2]]
     if sum(words[i:i + len(shown)] == shown for i in range(len(words))) > 1:
@@ -220,7 +220,7 @@ def _aligned(block: str, code: list[re.Match[str]], piece: str, share: float = A
         else:  # after the token it follows, spaced as the piece spaces it
             at = code[i1 - 1].end()
             out = out[:at] + before + text + out[at:]
-    return out
+    return out, kept / len(mine)
 
 
 def _whole_lines(block: str, code: list[re.Match[str]], i1: int, i2: int) -> bool:
