@@ -17,11 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from orchestrator.benchmark.suite import load_suite
+from orchestrator.models.journal import kept_replies
 
 _PLACE = re.compile(r"^.+:\d+-\d+$")
 _MAP = re.compile(r"^(?P<map>.+)-r\d+$")
@@ -33,35 +33,24 @@ def replies(out: Path, tasks: list[str]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     longest_first = sorted(tasks, key=len, reverse=True)
     for events in sorted(out.glob("runs/*/*/workspaces/*/events.jsonl")):
-        name = events.parents[2].name
-        task = next((t for t in longest_first if name[5:].startswith(f"{t}-")), None)
-        if task is None or (named := _MAP.match(name[5 + len(task) + 1:])) is None:
+        rest = events.parents[2].name.partition("-")[2]  # after the run's index
+        task = next((t for t in longest_first if rest.startswith(f"{t}-")), None)
+        if task is None or (named := _MAP.match(rest[len(task) + 1:])) is None:
             continue
-        said = _replies(events.with_name("journal.sqlite"))
+        said = {session: done.content for (session, turn), done
+                in kept_replies(events.with_name("journal.sqlite")).items() if turn == 0}
         for line in events.read_text(encoding="utf-8").splitlines():
             e = json.loads(line)
             if e.get("kind") != "sample_finished" or not _PLACE.match(str(e.get("place"))):
                 continue
             reply = said.get(e["session"])
-            if reply is None:
+            if not isinstance(reply, str):
                 continue
             rows.append({"task": task, "map": named["map"], "run": str(out),
                          "span": e["place"], "reply": reply, "where": "live",
                          "attempt": e["attempt"], "sample": e["index"],
                          "changed": e["changed"] is True, "passed": e["passed"] is True})
     return rows
-
-
-def _replies(journal: Path) -> dict[str, str]:
-    """Each session's first reply, from a run's journal."""
-    db = sqlite3.connect(f"file:{journal}?mode=ro", uri=True)
-    try:
-        found = db.execute("SELECT t.session, c.reply FROM turns t JOIN calls c ON c.key = t.key "
-                           "WHERE t.turn = 0").fetchall()
-    finally:
-        db.close()
-    return {session: content for session, reply in found
-            if isinstance(content := json.loads(reply).get("content"), str)}
 
 
 def main() -> None:

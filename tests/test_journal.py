@@ -13,7 +13,14 @@ from conftest import run_env, sim_roles
 from messages_kit import FORMAT, TOOLS, history
 
 from orchestrator.models.base import Completion
-from orchestrator.models.journal import CallJournal, JournaledClient, RequestKeys, _key, turn_of
+from orchestrator.models.journal import (
+    CallJournal,
+    JournaledClient,
+    RequestKeys,
+    _key,
+    kept_replies,
+    turn_of,
+)
 from orchestrator.models.pool import ClientPool
 from orchestrator.sim import ModelBehavior, Reply
 from orchestrator.state import CallRecord
@@ -65,6 +72,10 @@ def test_a_journaled_reply_is_in_the_file_when_put_returns_and_a_new_process_fin
     assert again.get("k7").content == "reply 7"  # type: ignore[union-attr]
     assert again.check_repeat("s-1", 3, "other-key") and again.repeats == [("s-1", 3)]
     again.close()
+    before = path.read_bytes()
+    kept = kept_replies(path)  # a finished run's replies, the file left as it was
+    assert sorted(kept) == [("s-1", i) for i in range(20)]
+    assert kept[("s-1", 7)].content == "reply 7" and path.read_bytes() == before
 
 
 def test_a_journal_that_cannot_write_says_so_and_takes_no_more(tmp_path):

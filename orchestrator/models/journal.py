@@ -125,6 +125,18 @@ def _from_json(text: str) -> Completion:
     )
 
 
+def kept_replies(path: Path) -> dict[tuple[str, int], Completion]:
+    """The replies a finished run's journal holds, by (session, turn), read without writing
+    to it (``bench/kept_replies.py`` reads kept live runs so)."""
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    try:
+        rows = db.execute("SELECT t.session, t.turn, c.reply FROM turns t "
+                          "JOIN calls c ON c.key = t.key").fetchall()
+    finally:
+        db.close()
+    return {(session, turn): _from_json(reply) for session, turn, reply in rows}
+
+
 class CallJournal:
     """Completed calls of one run, keyed by session and the exact request.
 
