@@ -4,14 +4,17 @@ sessions against the sim, then the last turns of any session offering only ``sub
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
-from conftest import scenario_with
+from conftest import run_env, scenario_with, sim_roles
 from routing_kit import PLAN, call, planner_session, pool_for
 
+from orchestrator import api
 from orchestrator.config.definitions import load_agents
 from orchestrator.config.prompts import text
+from orchestrator.models.listing import Listings
 from orchestrator.models.toolmode import (
     JsonToolsClient,
     evidence,
@@ -276,6 +279,64 @@ async def test_citations_in_json_mode_are_limited_to_places_the_tools_showed(fre
     assert "one of the places you were shown" in seen[1].last_user_text()
     assert seen[1].system_text() == seen[0].system_text()
     assert "read_artifact" not in seen[1].system_text()  # no artifact named: not offered
+
+
+def _text(message: dict) -> str:
+    content = message.get("content")
+    if isinstance(content, list):  # the Responses API's parts
+        return "".join(str(part.get("text", "")) for part in content)
+    return str(content or "")
+
+
+async def test_tools_opened_by_a_refused_answer_are_listed_where_they_opened(fresh_sim,
+                                                                              sample_repo):
+    """Answer first, the first turn lists only submit. When that answer is refused, the search
+    tools are listed after the refusal, not in the system prompt: each request begins with the
+    whole of the one before (but for its closing notes), so a server's prompt cache reads only
+    the new turn. Live, listing them in the system prompt made llama.cpp read ~1,600 tokens
+    again, 8-23 s on the kit, for each refused explorer answer."""
+    seen: list[ChatRequestView] = []
+    unbacked = {"text": "the test suite class is StatsTest", "citations": [
+        {"path": "W1", "start_line": 9, "end_line": 15, "quote": ""}]}
+    backed = {"text": "StatsTest is the test class", "citations": [
+        {"path": "tests/test_stats.py", "start_line": 6, "end_line": 6, "quote": ""}]}
+    replies = [_submit(answer="x", claims=[unbacked]),
+               json.dumps({"tool": "search", "arguments": {"pattern": "class StatsTest"}}),
+               _submit(answer="tests/test_stats.py", claims=[backed])]
+    fresh_sim.set_scenario(scenario_with(**{"sim-explorer": _json_model(seen, replies)}))
+    roles = sim_roles(fresh_sim, 'models.explorer-sim.tools="json"')
+    result = await api.aexplore("Where is `median` tested?", repo=sample_repo, roles=roles,
+                                env=run_env(), split=False)
+    [e] = result.explorers
+    assert e.verified == 1 and e.tool_calls == 1 and len(seen) == 3
+    assert len({r.system_text() for r in seen}) == 1
+    assert "- submit:" in seen[0].system_text() and "- search(" not in seen[0].system_text()
+    more = text("toolmode", "more_tools")
+    assert more not in json.dumps(seen[0].messages)
+    for before, after in itertools.pairwise(seen):
+        n = len(before.messages)
+        assert after.messages[:n - 1] == before.messages[:n - 1]
+        assert _text(before.messages[-1]).startswith(_text(after.messages[n - 1]))
+    refusal = _text(seen[2].messages[len(seen[1].messages) - 1])
+    assert "none of your claims is backed" in refusal
+    assert refusal.index(more) < refusal.index("- search(")  # listed after the refusal ...
+    assert "Call only" not in refusal  # ... without the note that narrowed that turn's tools
+
+
+def test_a_listing_goes_back_to_the_system_prompt_once_the_history_before_it_changes():
+    listings = Listings()
+    [read, submit] = TOOLS
+    history = [{"role": "system", "content": "s"}, {"role": "user", "content": "q"}]
+    assert listings.update("e-1", [submit], history).tools() == [submit]
+    history += [{"role": "assistant", "content": "a"}, {"role": "user", "content": "refused"}]
+    listing = listings.update("e-1", [read], history)
+    assert listing.first == [submit] and [(g.at, g.tools) for g in listing.later] == [(3, (read,))]
+    assert listings.update("e-1", [read, submit], [*history, {"role": "user", "content": "n"}]
+                           ).later  # the history only grew: the listing stays where it was
+    masked = [*history[:3], {"role": "user", "content": "[masked]"}]  # or a fork's new session
+    listing = listings.update("e-1", [read, submit], masked)
+    assert listing.first == [submit, read] and not listing.later
+    assert listings.update("e-2", [read], history).first == [read]  # sessions apart
 
 
 async def test_calls_that_find_nothing_new_lead_to_submit_only(fresh_sim, sample_repo):

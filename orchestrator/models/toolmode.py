@@ -37,6 +37,7 @@ from orchestrator.models.base import (
     Route,
     ToolCallData,
 )
+from orchestrator.models.listing import Listing, Listings
 from orchestrator.tools.shown import places
 
 Structured = Literal["json_schema", "json_object", "prompt"]
@@ -202,10 +203,11 @@ def signature(name: str, params: Mapping[str, Any]) -> str:
 
 
 def tool_instruction(tools: Sequence[Mapping[str, Any]], structured: Structured, *,
-                     optional: bool = True) -> str:
+                     optional: bool = True, header: str = "instruction") -> str:
     """The system-prompt addendum that lists the tools; full schemas only when nothing enforces
-    them, else the argument names, and ``submit`` as a skeleton to fill in."""
-    lines = [text("toolmode", "instruction")]
+    them, else the argument names, and ``submit`` as a skeleton to fill in. ``header`` names
+    the template the listing opens with (``more_tools`` for tools offered after the first turn)."""
+    lines = [text("toolmode", header)]
     for tool in tools:
         fn = tool["function"]
         final = fn["name"] == FINAL_TOOL
@@ -345,16 +347,27 @@ class JsonToolsClient:
         self.repeats = repeats
         self.optional = optional
         self._calls = 0
-        self._tools: dict[str, list[Mapping[str, Any]]] = {}
+        self._listings = Listings()
 
-    def _listed(self, session: str, tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-        """Every tool this session was ever offered, in first-offered order: the system prompt
-        lists these, so it stays the same from turn to turn (a provider's prompt cache keeps
-        it) while the grammar and a closing note narrow what may be called now."""
-        known = self._tools.setdefault(session, [])
-        names = {t["function"]["name"] for t in known}
-        known += [t for t in tools if t["function"]["name"] not in names]
-        return known
+    def _prompt(self, messages: Sequence[Mapping[str, Any]], listing: Listing
+                ) -> list[dict[str, Any]]:
+        """The history rewritten, the first turn's tools in the system prompt and each tool
+        offered later after the message it first followed (``listing``), so the prompt only
+        grows from turn to turn (a provider's prompt cache keeps it) while the grammar and a
+        closing note narrow what may be called now."""
+        history = rewrite_history(messages, tool_instruction(listing.first, self.structured,
+                                                             optional=self.optional))
+        shift = len(history) - len(messages)  # the system message rewrite_history may add
+        for group in sorted(listing.later, key=lambda g: -g.at):
+            more = tool_instruction(group.tools, self.structured, optional=self.optional,
+                                    header="more_tools")
+            i = group.at + shift
+            if history[i].get("role") == "user":
+                history[i] = {**history[i], "content": f"{history[i].get('content') or ''}"
+                                                       f"\n\n{more}"}
+            else:
+                history.insert(i + 1, {"role": "user", "content": more})
+        return history
 
     @property
     def route(self) -> Route:
@@ -380,13 +393,12 @@ class JsonToolsClient:
         cited = evidence(messages) if self.structured == "json_schema" and final else []
         if cited and _asks_citations(final[0]):
             notes.append(text("toolmode", "grounded_note"))
-        listed = self._listed(session, tools)
-        if len(tools) < len(listed):
+        listing = self._listings.update(session, tools, messages)
+        if len(tools) < len(listing.tools()):
             notes.insert(0, text("toolmode", "call_only",
                                  names=", ".join(t["function"]["name"] for t in tools)))
-        instruction = tool_instruction(listed, self.structured, optional=self.optional)
         completion = await self.inner.complete(
-            with_notes(rewrite_history(messages, instruction), notes),
+            with_notes(self._prompt(messages, listing), notes),
             session=session,
             response_format=response_format_for(tools, self.structured, optional=self.optional,
                                                 cited=cited),
