@@ -103,11 +103,16 @@ class _Exact(httpx2.AsyncBaseTransport):
     reach the user as "Request timed out." (``openai.APITimeoutError``); here they are a
     connection error again (``openai.APIConnectionError``), and real timeouts stay timeouts.
 
-    A request that could not be written because its pooled connection was closing is sent once
-    more, on another connection, as the default transport does: the server never saw it.
-    llama.cpp's server closes the connection after a streamed reply without saying so, and a
-    call made right after one (an explorer's next turn) took that connection: in the kept live
-    runs r37-r41, 16 calls in 98 runs failed so, each then retried as a transient error."""
+    A request that got no reply because its pooled connection was already closed by the server
+    is sent once more, on another connection (the default transport meets this less often: it
+    asks the socket whether the server hung up before it reuses a connection, but the hang-up
+    can land just after the check). llama.cpp's server closes the connection after a streamed
+    reply without saying so, and a call made right after one (an explorer's next turn) took
+    that connection before the event loop had read the server's goodbye: aiohttp either could
+    not write the request ("Cannot write to closing transport"), or wrote it and read a reset
+    or the connection's end before any byte of a reply. In the kept live runs r37-r41, 16 calls in 98 runs failed so, each then retried as a
+    transient error. Only once: a second such end is the server's answer, and reaches the
+    caller as a connection error."""
 
     def __init__(self, inner: httpx2.AsyncBaseTransport) -> None:
         self.inner = inner
@@ -116,8 +121,8 @@ class _Exact(httpx2.AsyncBaseTransport):
         try:
             with _renamed():
                 response = await self.inner.handle_async_request(request)
-        except httpx2.ReadError as exc:
-            if not _unsent(exc):
+        except (httpx2.ReadError, httpx2.RemoteProtocolError) as exc:
+            if not _unanswered(exc):
                 raise
             with _renamed():
                 response = await self.inner.handle_async_request(request)
@@ -143,13 +148,16 @@ class _ExactStream(httpx2.AsyncByteStream):
             await self.inner.aclose()
 
 
-def _unsent(exc: BaseException) -> bool:
-    """Whether ``exc`` is aiohttp failing to write a request to a connection already closing
-    (its "Cannot write to closing transport"): nothing of the request left this process."""
+def _unanswered(exc: BaseException) -> bool:
+    """Whether ``exc`` is a connection that ended before any byte of the reply: aiohttp could
+    not write the request to a connection already closing (its ``ClientConnectionResetError``),
+    or wrote it to one the server had closed and read a reset or the connection's end
+    (``ServerDisconnectedError``) instead of a status line. Raised while waiting for the
+    reply's head, never from its body (``_ExactStream``)."""
     cause = exc.__cause__
-    return (isinstance(cause, aiohttp.ClientOSError)
-            and isinstance(cause.__cause__ or cause.__context__,
-                           aiohttp.ClientConnectionResetError))
+    return isinstance(cause, aiohttp.ServerDisconnectedError) or (
+        isinstance(cause, aiohttp.ClientOSError)
+        and isinstance(cause.__cause__ or cause.__context__, ConnectionResetError))
 
 
 @contextmanager
