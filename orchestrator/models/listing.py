@@ -5,8 +5,9 @@ are listed in the system prompt; a tool first offered later (an explorer's searc
 first answer is refused, ``read_artifact`` once an artifact is named) is listed after the message
 it first followed, and stays there on every later turn. Adding it to the system prompt instead
 would change the prompt's first few hundred tokens, and a server's prompt cache (llama.cpp keeps
-the longest shared prefix) would read the whole conversation again: live, 8-23 s on the kit for
-each refused explorer answer.
+the longest shared prefix) would read the whole conversation again: live, a refused explorer's
+next call took 10-15.4 s to its first token on the kit that way, 3.6-5.9 s with the listing kept
+(bench/results/live-suite r45, r46).
 
 When the history before a listing changes (a fork's fresh session, masked tool results), the
 prompt is new to the cache anyway: everything offered so far is listed in the system prompt again.
