@@ -7,6 +7,7 @@ from __future__ import annotations
 import socket
 import threading
 
+import openai
 import pytest
 from conftest import JsonHandler
 
@@ -25,8 +26,6 @@ async def test_a_request_sent_once_built_fails_as_the_sdk_would(tmp_path):
     SDK's ``post`` raises over its default transport, type and message: HTTP errors, a refused
     connection, a server that hangs up, a server that never answers."""
     from http.server import ThreadingHTTPServer
-
-    import openai
 
     from orchestrator.models.client import _OPTIONS, _http_client, post
 
@@ -82,13 +81,52 @@ async def test_a_request_sent_once_built_fails_as_the_sdk_would(tmp_path):
         hangup.close()
 
 
+def _read_request(conn: socket.socket) -> bytes | None:
+    """One HTTP request read whole from ``conn``: its body, or None when the client closed
+    the connection first."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(next((line.split(b":")[1] for line in head.split(b"\r\n")
+                       if line.lower().startswith(b"content-length")), b"0"))
+    while len(body) < length:
+        body += conn.recv(65536)
+    return body
+
+
+def _listening() -> socket.socket:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    return listener
+
+
+def _ours(server: socket.socket) -> openai.AsyncOpenAI:
+    """An SDK client over our transport to ``server``, no SDK retries."""
+    from orchestrator.models.client import _http_client
+
+    return openai.AsyncOpenAI(api_key="sk-test-key", max_retries=0, timeout=5,
+                              base_url=f"http://127.0.0.1:{server.getsockname()[1]}/v1",
+                              http_client=_http_client())
+
+
+async def _call(sdk: openai.AsyncOpenAI, n: int) -> None:
+    """Posts ``{"n": n}`` and checks the one streamed event comes back whole."""
+    from orchestrator.models.client import post
+
+    stream = await post(sdk, "/chat/completions", b'{"n": %d}' % n)
+    assert [event async for event in stream] == [{"choices": []}]
+
+
 def _hanging_up(sent: bytes, requests: list[bytes] | None = None) -> socket.socket:
     """A server that reads each request whole, sends ``sent`` and closes the connection (as
     llama.cpp's server does after a streamed reply, saying keep-alive); ``requests`` gets each
     request's body."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
+    listener = _listening()
 
     def serve() -> None:
         while True:
@@ -97,14 +135,9 @@ def _hanging_up(sent: bytes, requests: list[bytes] | None = None) -> socket.sock
             except OSError:
                 return  # the test closed the listener
             with conn:
-                data = b""
-                while b"\r\n\r\n" not in data:
-                    data += conn.recv(65536)
-                head, _, body = data.partition(b"\r\n\r\n")
-                length = int(next((line.split(b":")[1] for line in head.split(b"\r\n")
-                                   if line.lower().startswith(b"content-length")), b"0"))
-                while len(body) < length:
-                    body += conn.recv(65536)
+                body = _read_request(conn)
+                if body is None:
+                    continue
                 if requests is not None:
                     requests.append(body)
                 conn.sendall(sent)
@@ -117,8 +150,6 @@ async def test_a_stream_cut_off_midway_is_a_connection_error_as_over_the_sdks_tr
     """A server that stops after one streamed event (its body promised more): iterating the
     stream fails with ``APIConnectionError`` over our transport as over the SDK's default,
     which ``classify`` makes a transient error, retried and then failed over."""
-    import openai
-
     from orchestrator.models.client import _http_client, post
 
     cut = _hanging_up(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -152,9 +183,6 @@ async def test_a_call_right_after_a_stream_the_server_hung_up_on_is_sent_again_o
     wrote it to the closing connection, or wrote it and was reset). The SDK's default transport
     is not held to this: it checks a pooled connection before reusing it, and still failed one
     run in about sixty here (the server's close landing just after the check)."""
-    import openai
-
-    from orchestrator.models.client import _http_client, post
 
     events = b'data: {"choices": []}\n\ndata: [DONE]\n\n'
     reply = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -163,13 +191,10 @@ async def test_a_call_right_after_a_stream_the_server_hung_up_on_is_sent_again_o
     for _ in range(5):
         requests: list[bytes] = []
         server = _hanging_up(reply, requests)
-        sdk = openai.AsyncOpenAI(api_key="sk-test-key", max_retries=0, timeout=5,
-                                 base_url=f"http://127.0.0.1:{server.getsockname()[1]}/v1",
-                                 http_client=_http_client())
+        sdk = _ours(server)
         try:
             for n in range(6):
-                stream = await post(sdk, "/chat/completions", b'{"n": %d}' % n)
-                assert [event async for event in stream] == [{"choices": []}]
+                await _call(sdk, n)
         finally:
             await sdk.close()
             server.close()
@@ -183,23 +208,7 @@ def _scripted(reply: bytes, ends: list[str], answered: list[bytes]) -> socket.so
     (an orderly close). ``answered`` gets each answered request's body."""
     import struct
 
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()
-
-    def request(conn: socket.socket) -> bytes | None:
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = conn.recv(65536)
-            if not chunk:
-                return None
-            data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = int(next((line.split(b":")[1] for line in head.split(b"\r\n")
-                           if line.lower().startswith(b"content-length")), b"0"))
-        while len(body) < length:
-            body += conn.recv(65536)
-        return body
+    listener = _listening()
 
     def serve() -> None:
         while True:
@@ -208,7 +217,7 @@ def _scripted(reply: bytes, ends: list[str], answered: list[bytes]) -> socket.so
             except OSError:
                 return
             with conn:
-                while (body := request(conn)) is not None:
+                while (body := _read_request(conn)) is not None:
                     end = ends.pop(0) if ends else "answer"
                     if end == "reset":
                         conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
@@ -229,9 +238,6 @@ async def test_a_request_whose_connection_ends_before_any_reply_is_sent_once_mor
     any byte of a reply: our transport sends the request once more, on a new connection, and the
     call succeeds; a request ended so twice in a row fails as a connection error, sent twice
     and no more. (Without the resend the first case failed with "Connection error.".)"""
-    import openai
-
-    from orchestrator.models.client import _http_client, post
 
     events = b'data: {"choices": []}\n\ndata: [DONE]\n\n'
     reply = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
@@ -239,18 +245,14 @@ async def test_a_request_whose_connection_ends_before_any_reply_is_sent_once_mor
     answered: list[bytes] = []
     ends = ["answer", end, "answer", "answer", end, end]  # a word a request as received
     server = _scripted(reply, ends, answered)
-    sdk = openai.AsyncOpenAI(api_key="sk-test-key", max_retries=0, timeout=5,
-                             base_url=f"http://127.0.0.1:{server.getsockname()[1]}/v1",
-                             http_client=_http_client())
+    sdk = _ours(server)
     try:
         for n in range(3):
-            stream = await post(sdk, "/chat/completions", b'{"n": %d}' % n)
-            assert [event async for event in stream] == [{"choices": []}]
+            await _call(sdk, n)
         with pytest.raises(openai.APIConnectionError):
-            await post(sdk, "/chat/completions", b'{"n": 3}')
+            await _call(sdk, 3)
         assert ends == []  # the fourth call was sent twice, not a third time
-        stream = await post(sdk, "/chat/completions", b'{"n": 4}')
-        assert [event async for event in stream] == [{"choices": []}]
+        await _call(sdk, 4)
     finally:
         await sdk.close()
         server.close()
