@@ -73,27 +73,48 @@ def require_servers(maps: Sequence[tuple[str, RoleMap]], env: Mapping[str, str])
 
 
 async def evict_prompt_caches(role_map: RoleMap, env: Mapping[str, str]) -> list[str]:
-    """Send each local server a role of ``role_map`` uses one unrelated one-token request, so
-    that its prompt cache (llama.cpp keeps the last prompt's KV cache per slot) holds nothing of
-    the run before. Two maps that ask the same first prompt otherwise differ by the cache alone:
-    in live r8 the second map's first call read 400-550 cached tokens in 0.1 s where the first
-    read them in 4-8 s (and at temperature 0 a cached prompt can even answer differently).
-    That empties a server's slot; llama.cpp's host-memory prompt cache (``--cache-ram``, on by
-    default in its server) would restore the prompt all the same, so the live kit's
-    ``scripts/live-model/serve.py`` turns it off. Public endpoints are never called. Returns
-    what could not be evicted (the run goes on)."""
+    """Send each local server a role of ``role_map`` uses one unrelated one-token request per
+    slot, so that its prompt cache (llama.cpp keeps the last prompt's KV cache per slot) holds
+    nothing of the run before. Two maps that ask the same first prompt otherwise differ by the
+    cache alone: in live r8 the second map's first call read 400-550 cached tokens in 0.1 s
+    where the first read them in 4-8 s (and at temperature 0 a cached prompt can even answer
+    differently). A llama.cpp server says how many slots it has (``total_slots`` in ``/props``;
+    the live kit serves two, so that a run's two alternating prompts both stay cached) and each
+    gets its own request (``id_slot``); a server that does not say gets one. llama.cpp's
+    host-memory prompt cache (``--cache-ram``, on by default in its server) would restore the
+    prompt all the same, so the live kit's ``scripts/live-model/serve.py`` turns it off. Public
+    endpoints are never called. Returns what could not be evicted (the run goes on)."""
     failed: list[str] = []
     served = {(p.base_url or "", m.id): p.api_key_env for _, m, p in _loopback_models(role_map)}
     for (base_url, model), key_env in served.items():
         client = openai.AsyncOpenAI(base_url=base_url, api_key=env.get(key_env) or "local",
                                     timeout=60.0, max_retries=0)
         try:
-            await client.chat.completions.create(
-                model=model, max_tokens=1, temperature=0,
-                messages=[{"role": "system", "content": f"cache eviction {uuid.uuid4().hex}"},
-                          {"role": "user", "content": "ok"}])
+            slots = await _slots(client, base_url)
+            for slot in range(slots) if slots else [None]:
+                await client.chat.completions.create(
+                    model=model, max_tokens=1, temperature=0,
+                    messages=[{"role": "system", "content": f"cache eviction {uuid.uuid4().hex}"},
+                              {"role": "user", "content": "ok"}],
+                    extra_body=None if slot is None else {"id_slot": slot})
         except openai.OpenAIError as exc:
             failed.append(f"{model} at {base_url}: {type(exc).__name__}")
         finally:
             await client.close()
     return failed
+
+
+# a llama.cpp server with more slots than this is not one a bench evicts slot by slot
+MAX_SLOTS = 16
+
+
+async def _slots(client: openai.AsyncOpenAI, base_url: str) -> int | None:
+    """The number of slots a llama.cpp server at ``base_url`` keeps prompts in (``GET /props``
+    at its root), or None when it does not answer that with a number."""
+    root = base_url.rstrip("/").removesuffix("/v1")
+    try:
+        props = await client.get(f"{root}/props", cast_to=object)
+    except openai.OpenAIError:
+        return None
+    n = props.get("total_slots") if isinstance(props, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and 0 < n <= MAX_SLOTS else None

@@ -5,13 +5,15 @@
 # (setup.sh). Idempotent: a server already answering is left alone.
 #   usage: start.sh [0.5b|1.5b|all]   (default all)
 #   env:   LIVE_HOME (default ~/.cache/orchestrate-live), LIVE_CTX (default 8192),
-#          LIVE_SPEC (the 1.5B's speculative decoding, serve.py --spec; default ngram_simple)
+#          LIVE_SPEC (the 1.5B's speculative decoding, serve.py --spec; default ngram_simple),
+#          LIVE_SLOTS (prompts each server keeps cached at once, serve.py --slots; default 2)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 which="${1:-all}"
 home="${LIVE_HOME:-$HOME/.cache/orchestrate-live}"
 ctx="${LIVE_CTX:-8192}"
 spec="${LIVE_SPEC:-ngram_simple}"
+slots="${LIVE_SLOTS:-2}"
 mkdir -p "$home/run"
 bash "$here/setup.sh" "$which"
 
@@ -29,7 +31,7 @@ serve() {  # model-file port alias [serve.py options]
   local model=$1 port=$2 alias=$3 log="$home/run/$3.log"; shift 3
   if up "$port"; then echo "$alias: already serving on 127.0.0.1:$port"; return; fi
   nohup "$home/venv/bin/python" "$here/serve.py" "$home/models/$model.gguf" --port "$port" \
-    --alias "$alias" --ctx "$ctx" "$@" >"$log" 2>&1 &
+    --alias "$alias" --ctx "$ctx" --slots "$slots" "$@" >"$log" 2>&1 &
   echo $! >"$home/run/$alias.pid"
   for _ in $(seq 1 240); do
     if grep -q READY "$log" 2>/dev/null; then echo "$alias: $(grep READY "$log")"; return; fi
