@@ -11,7 +11,9 @@ at ``--rest`` degrees. Each answer is applied to a fresh copy of the repository 
 (``oneline.line_edit``) and checked by the task's acceptance commands (sandboxed). Prints a line
 per sample and, per task, the samples that passed; the 2nd..kth samples' wall time against the
 first's. ``--variant bare`` sends the request as it was before a reason was asked first (the
-line alone), to compare.
+line alone), to compare. ``--caps 256,640`` asks each prompt k times under each reply cap (the
+role's ``line_max_output`` by default), raised as the engine raises it for long code
+(``oneline.reply_cap``), and prints per cap the samples that passed and were cut.
 
 ``--at-fix`` asks instead of the place the explorers' verified claims would show if they cited
 the task's reference fix (its ``[sim]`` line: ``places.found_span``), so explore-needed tasks
@@ -108,8 +110,8 @@ def _fix_span(repo: Path, task: Task, loc: Localization) -> Span | None:
 
 async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
                 temps: tuple[float, float], tmp: Path, variant: str,
-                at_fix: bool = False, wheres: tuple[str, ...] = ("failure",)
-                ) -> list[dict[str, Any]]:
+                at_fix: bool = False, wheres: tuple[str, ...] = ("failure",),
+                caps: tuple[int | None, ...] = (None,)) -> list[dict[str, Any]]:
     repo = materialize(task, tmp / f"{task.name}-preflight")
     loc = await asyncio.to_thread(_localized, repo, task)
     if at_fix:
@@ -124,31 +126,42 @@ async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
     rows = []
     for where in wheres:
         prompt = _request(task, loc, span, variant, where, repo if at_fix else None)
-        rows += await _samples(pool, roles, role, task, k, temps, tmp, span, prompt, where)
+        for cap in caps:
+            rows += await _samples(pool, roles, role, task, k, temps, tmp, span, prompt, where,
+                                   cap)
     return rows
 
 
 async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
                    temps: tuple[float, float], tmp: Path, span: Span,
-                   prompt: list[dict[str, str]], where: str) -> list[dict[str, Any]]:
+                   prompt: list[dict[str, str]], where: str, max_output: int | None = None
+                   ) -> list[dict[str, Any]]:
     rows = []
     for i in range(1, k + 1):
         temperature = temps[0] if i == 1 else temps[1]
-        client = pool.for_role(role, temperature=temperature)
+        # as the engine asks: the cap, or room to reprint the code shown (``oneline.reply_cap``)
+        client = pool.for_role(role, temperature=temperature,
+                               max_output=oneline.reply_cap(max_output, span))
         started = time.monotonic()
         done = await client.complete(prompt, session=f"{role}-{task.name}-{where}-line-{i}")
-        copy = materialize(task, tmp / f"{task.name}-{where}-{i}")
-        changed, passed, why = await _checked(roles, task, copy, span, done.content or "")
+        copy = materialize(task, tmp / f"{task.name}-{where}-{max_output}-{i}")
+        said = done.content or ""
+        if done.finish_reason == "length":  # cut at its cap: the engine drops the last line
+            said = said[:said.rfind("\n") + 1]
+        changed, passed, why = await _checked(roles, task, copy, span, said)
         rec = done.record
         rows.append({"task": task.name, "where": where, "sample": i, "temperature": temperature,
                      "span": f"{span.path}:{span.start}-{span.end}", "changed": changed,
                      "passed": passed, "why": why, "reply": done.content or "",
+                     "output_tokens": done.record.output_tokens, "cap": max_output,
+                     "cut": done.finish_reason == "length",
                      "call_s": round(rec.duration_s, 2),
                      "ttft_s": None if rec.ttft_s is None else round(rec.ttft_s, 2),
                      "prompt_tokens": rec.prompt_tokens, "cached_tokens": rec.cached_tokens,
                      "wall_s": round(time.monotonic() - started, 2)})
         r = rows[-1]
-        print(f"{task.name:22} {where:7} {r['span']:22} #{i} t={temperature} "
+        print(f"{task.name:22} {where:7} {r['span']:22} cap={max_output} #{i} t={temperature} "
+              f"out={r['output_tokens']} "
               f"changed={r['changed']!s:5} passed={passed!s:5} {r['call_s']:5.1f}s cached={r['cached_tokens']}/"
               f"{r['prompt_tokens']} {r['reply'][-70:]!r}", flush=True)
     return rows
@@ -199,14 +212,14 @@ async def _reread(roles: RoleMap, tasks: list[Task], rows: list[dict[str, Any]])
 
 async def _run(roles: RoleMap, role: str, tasks: list[Task], k: int,
                temps: tuple[float, float], variant: str, at_fix: bool,
-               wheres: tuple[str, ...]) -> list[dict[str, Any]]:
+               wheres: tuple[str, ...], caps: tuple[int | None, ...]) -> list[dict[str, Any]]:
     pool = ClientPool(roles, dict(os.environ))
     rows: list[dict[str, Any]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for task in tasks:
                 rows += await _task(pool, roles, role, task, k, temps, Path(tmp), variant,
-                                    at_fix, wheres)
+                                    at_fix, wheres, caps)
     finally:
         await pool.aclose()
     return rows
@@ -225,6 +238,9 @@ def main() -> None:
                     help="ask of the place the explorers would show citing the reference fix")
     ap.add_argument("--where", default="failure",
                     help=f"how the code is introduced, a list of: {', '.join([*WHERE, *OTHER])}")
+    ap.add_argument("--caps", default="",
+                    help="reply caps in tokens to ask each prompt under, k samples each, e.g. "
+                    "256,512 (default: the role's line_max_output, as the engine asks)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--reread", type=Path,
                     help="read again the replies an earlier --json kept (no model asked)")
@@ -238,8 +254,10 @@ def main() -> None:
         raise SystemExit(f"unknown --where {', '.join(bad)}: choose from "
                          f"{', '.join([*WHERE, *OTHER])}")
     roles, tasks = chosen(args)
+    caps = tuple(int(c) for c in args.caps.split(",") if c) or (
+        roles.roles[args.role].line_max_output,)
     rows = asyncio.run(_run(roles, args.role, tasks, args.k, (args.first, args.rest),
-                           args.variant, args.at_fix, wheres))
+                           args.variant, args.at_fix, wheres, caps))
     for where in wheres if len(wheres) > 1 else ():
         mine = [r for r in rows if r["where"] == where]
         tasks_passed = {r["task"] for r in mine if r["passed"]}
@@ -247,6 +265,14 @@ def main() -> None:
               f"unchanged {sum(not r['changed'] for r in mine)}, first sample passed "
               f"{sum(r['passed'] for r in mine if r['sample'] == 1)}, tasks passed "
               f"{len(tasks_passed)}")
+    for cap in caps if len(caps) > 1 else ():
+        mine = [r for r in rows if r["cap"] == cap]
+        cut = [r for r in mine if r["cut"]]
+        print(f"cap {cap}: samples passed {sum(r['passed'] for r in mine)}/{len(mine)} "
+              f"(tasks {len({r['task'] for r in mine if r['passed']})}), cut at the cap "
+              f"{len(cut)} (passed {sum(r['passed'] for r in cut)}), unchanged "
+              f"{sum(not r['changed'] for r in mine)}, median call "
+              f"{statistics.median(r['call_s'] for r in mine):.1f} s")
     asks = list(dict.fromkeys((r["task"], r["where"]) for r in rows))  # a task per wording
     first = [r for r in rows if r["sample"] == 1 and r["passed"]]
     any_ = [n for n in asks if any(r["passed"] for r in rows if (r["task"], r["where"]) == n)]

@@ -149,8 +149,10 @@ class RoleSpec(_Strict):
         "further sample costs seconds where a whole-file one-shot costs tens.")
     line_max_output: int | None = Field(
         None, gt=0, description="Build roles with one_line: the one-line reply's token cap "
-        "(under the model's max_output; a reply cut there loses its unfinished last line). "
-        "None: the model's max_output. Mind reasoning models, whose reasoning counts.")
+        "(under the model's max_output; a reply cut there loses its unfinished last line), "
+        "raised for long code to room for a reason and the code reprinted whole "
+        "(engine/oneline.py: reply_cap). None: the model's max_output. Mind reasoning models, "
+        "whose reasoning counts.")
     tool_loop: bool = Field(
         True, description="Build roles with one_shot: false drops the tool loop from the "
         "strategy ladder. After the one-shot rungs (and the next models) the attempts then "

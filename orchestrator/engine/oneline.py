@@ -60,6 +60,28 @@ def numbered(span: Span) -> str:
     return "\n".join(f"{i:>4}| {t}" for i, t in enumerate(span.text, span.start))
 
 
+# room a one-line reply's reason takes before its lines (live, the 1.5B's passing one-line
+# replies were 60-190 tokens; reasons alone 50-120)
+REASON_TOKENS = 160
+# characters a token of reprinted numbered code: the 1.5B reprinted xp-invoice-tax's 15-line
+# rate table (770 characters) in a 450-token reply, 2.2 characters a token with its reason
+REPRINT_CHARS_PER_TOKEN = 2
+
+
+def reply_cap(cap: int | None, span: Span) -> int | None:
+    """The one-line reply's token cap for ``span``: ``cap`` (``line_max_output``), raised to
+    room for a reason and the code reprinted whole, numbered, when that is more. A reply is
+    read the same whether it gives a line or reprints the code with the line changed, and a
+    small model reprints a table rather than pick its line: cut at 256 tokens, the live 1.5B's
+    greedy reply to xp-invoice-tax's rate table stopped before Quebec's line and changed
+    nothing; given 640 it ended at 450 tokens with Quebec's rate corrected, and passed
+    (``bench/line_samples.py --caps 256,640``). Short code keeps ``cap``."""
+    if cap is None:
+        return None
+    shown = len(numbered(span)) + 1
+    return max(cap, REASON_TOKENS + -(-shown // REPRINT_CHARS_PER_TOKEN))
+
+
 def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
     """``current`` with the lines ``reply`` corrects (``N: text``, ``N| text``, for lines of
     ``span``) replaced, and "" — or None and why nothing changed."""

@@ -341,9 +341,10 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
               temperature: float | None, protected: frozenset[str], model_step: int = 0
               ) -> tuple[SessionOutcome, CallRecord]:
     """One call of ``prompt``; the reply's files are written into ``ctx.worktree``."""
-    # a one-line reply is a reason and a line or two: live, no reply longer than 170 tokens
-    # passed (r21-r29), and 13 of 693 ran on to the 1.5B's 800 (40 s of generation each)
-    cap = ctx.roles.roles[role].line_max_output if prompt.line is not None else None
+    # a one-line reply is a reason and a line or two: live, 13 of 693 ran on to the 1.5B's 800
+    # (40 s of generation each, r21-r29); capped, it still has room to reprint the code shown
+    cap = None if prompt.line is None else oneline.reply_cap(
+        ctx.roles.roles[role].line_max_output, prompt.line)
     client = ctx.pool.for_role(role, temperature=temperature, start=model_step, max_output=cap)
     account = Account(ctx.telemetry, role, session, ctx.agents[role].kind)
     window = client.route.model.context_window
