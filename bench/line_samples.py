@@ -145,15 +145,13 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
         started = time.monotonic()
         done = await client.complete(prompt, session=f"{role}-{task.name}-{where}-line-{i}")
         copy = materialize(task, tmp / f"{task.name}-{where}-{max_output}-{i}")
-        said = done.content or ""
-        if done.finish_reason == "length":  # cut at its cap: the engine drops the last line
-            said = said[:said.rfind("\n") + 1]
+        said = oneline.whole_lines(done.content or "", done.finish_reason)  # as the engine reads
         changed, passed, why = await _checked(roles, task, copy, span, said)
         rec = done.record
         rows.append({"task": task.name, "where": where, "sample": i, "temperature": temperature,
                      "span": f"{span.path}:{span.start}-{span.end}", "changed": changed,
                      "passed": passed, "why": why, "reply": done.content or "",
-                     "output_tokens": done.record.output_tokens, "cap": max_output,
+                     "output_tokens": rec.output_tokens, "cap": max_output,
                      "cut": done.finish_reason == "length",
                      "call_s": round(rec.duration_s, 2),
                      "ttft_s": None if rec.ttft_s is None else round(rec.ttft_s, 2),

@@ -79,7 +79,7 @@ async def evict_prompt_caches(role_map: RoleMap, env: Mapping[str, str]) -> list
     cache alone: in live r8 the second map's first call read 400-550 cached tokens in 0.1 s
     where the first read them in 4-8 s (and at temperature 0 a cached prompt can even answer
     differently). A llama.cpp server says how many slots it has (``total_slots`` in ``/props``;
-    the live kit serves two, so that a run's two alternating prompts both stay cached) and each
+    the live kit serves two, so that two prompts that differ early both stay cached) and each
     gets its own request (``id_slot``); a server that does not say gets one. llama.cpp's
     host-memory prompt cache (``--cache-ram``, on by default in its server) would restore the
     prompt all the same, so the live kit's ``scripts/live-model/serve.py`` turns it off. Public

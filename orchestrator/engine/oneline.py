@@ -82,6 +82,12 @@ def reply_cap(cap: int | None, span: Span) -> int | None:
     return max(cap, REASON_TOKENS + -(-shown // REPRINT_CHARS_PER_TOKEN))
 
 
+def whole_lines(reply: str, finish_reason: str | None) -> str:
+    """``reply`` without its last line when the reply was cut at its cap (``"length"``): that
+    line is unfinished, and written into the code it would be a syntax error."""
+    return reply[:reply.rfind("\n") + 1] if finish_reason == "length" else reply
+
+
 def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
     """``current`` with the lines ``reply`` corrects (``N: text``, ``N| text``, for lines of
     ``span``) replaced, and "" — or None and why nothing changed."""

@@ -357,9 +357,7 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     # the tests are parsed too, so that rewriting one is refused by the jail, and said
     unread = ""
     if prompt.line is not None:
-        said = completion.content or ""
-        if completion.finish_reason == "length":  # cut at its cap: its last line is unfinished
-            said = said[:said.rfind("\n") + 1]
+        said = oneline.whole_lines(completion.content or "", completion.finish_reason)
         changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, prompt.line, said)
     else:
         texts = {**shown.sources, **shown.tests}
