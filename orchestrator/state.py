@@ -369,7 +369,8 @@ class RunState(BaseModel):
     races: list[Race] = Field(default_factory=list)  # one per build that raced candidates
     explore_skipped: bool = False  # the preflight pinned the code, so no explorer ran
     attempt_log: list[Attempt] = Field(default_factory=list)  # one per build attempt
-    out_of_time: bool = False  # run.time_budget_s ran out during a build
+    out_of_time: bool = False  # run.time_budget_s ran out (``deadline.py``)
+    out_of_time_in: str = ""  # the step it stopped: "planning", "exploring", "building", a judge
     diagnosis: Diagnosis | None = None  # the plan's diagnosis, only once it checked
     # the tree the next build attempt starts from: the start's, or the last attempt's that
     # left fewer failing tests and none new (``building.undo``); "" before the first attempt

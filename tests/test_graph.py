@@ -6,6 +6,8 @@ from pathlib import Path
 
 from orchestrator.config.pipeline import Judge, Pipeline
 from orchestrator.engine.graph import (
+    _after_approve,
+    _after_gather,
     _to_approval,
     after_review,
     after_verify,
@@ -59,3 +61,16 @@ def test_routing():
     changes = RunState(task="t", review=Review(verdict="request_changes"), attempts=1)
     assert after_review(changes) == "build"
     assert after_review(changes.model_copy(update={"attempts": 3})) == "report"
+
+
+def test_a_spent_time_budget_routes_to_the_report():
+    """A planner, explorers or judge the time budget stopped (``deadline.py``): no explorer is
+    sent, no build starts, and a stopped judge's old verdict does not send the run back."""
+    asked = Plan(goal="g", steps=[], questions=["Where is `median`?"])
+    assert len(fan_out(RunState(task="t", plan=asked))) == 1  # type: ignore[arg-type]
+    stopped = RunState(task="t", plan=asked, out_of_time=True)
+    assert fan_out(stopped) == "gather"
+    assert _after_gather(stopped) == "report" and _after_approve(stopped) == "report"
+    assert _after_gather(RunState(task="t", plan=asked)) == "build"
+    changes = RunState(task="t", review=Review(verdict="request_changes"), attempts=1)
+    assert after_review(changes.model_copy(update={"out_of_time": True})) == "report"

@@ -184,9 +184,10 @@ class RunSettings(_Strict):
     time_budget_s: float | None = Field(
         None, gt=0, description="Wall time a run may take, from its start, spent across the "
         "build strategies (one-shot, the failure as facts, the tool loop, the next model); the "
-        "build under way is stopped 2 s before it (a tenth of a smaller budget), so the run's "
-        "finish falls within it, and the run fails, saying so. None: only max_attempts bounds "
-        "the builds.")
+        "step under way (a build, the planner, an explorer, a judge) is stopped 2 s before it (a "
+        "tenth of a smaller budget), so the run's finish falls within it, and the run fails, "
+        "saying where the time went (a stopped judge leaves a verified build a success, its "
+        "verdict missing). None: only max_attempts bounds the builds.")
     max_reviews: int = Field(1, ge=0, le=5)
     model_attempts: int = Field(
         3, ge=1, le=10, description="HTTP requests per model per call (the first included) "

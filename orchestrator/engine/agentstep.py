@@ -22,6 +22,7 @@ from pydantic import BaseModel
 from orchestrator.config.kinds import RUN_TOOL, Kind
 from orchestrator.config.prompts import text
 from orchestrator.engine import building
+from orchestrator.engine.deadline import OutOfTime, bounded
 from orchestrator.engine.preflight import preflight
 from orchestrator.engine.prompting import (
     acceptance_commands,
@@ -97,7 +98,10 @@ def agent_node(role: Role, kind: Kind, name: str | None = None) -> NodeFn:
             return dict(asked.update)
         task = ctx.agents[role].render_task(asked.template, **asked.values)
         n = step.session(state, role)
-        outcome, built = await _way(ctx, kind, asked, n)(ctx, state, asked, task, n)
+        try:
+            outcome, built = await _way(ctx, kind, asked, n)(ctx, state, asked, task, n)
+        except OutOfTime:  # a plan's or a judge's session: the run goes to its report
+            return {**asked.update, **_stopped(ctx, role, kind)}
         update = await step.apply(ctx, state, replace(asked, task=task), outcome.payload)
         return {**asked.update, **update, **built}
 
@@ -123,8 +127,18 @@ def _browses(ctx: RunContext, kind: Kind, asked: Asked) -> bool:
 
 async def _session(ctx: RunContext, state: RunState, asked: Asked, task: str, n: int, *,
                    tools: bool = True) -> tuple[SessionOutcome, Values]:
-    """One session of the role (without ``tools`` it can only submit)."""
-    return await run_session(ctx, asked.role, task, n=n, tools=tools), {}
+    """One session of the role (without ``tools`` it can only submit), within the run's time
+    budget (``deadline.bounded``)."""
+    return await bounded(ctx, lambda: run_session(ctx, asked.role, task, n=n, tools=tools)), {}
+
+
+def _stopped(ctx: RunContext, role: Role, kind: Kind) -> Values:
+    """What the state gains when the time budget stopped ``role``'s session, said as an event."""
+    where = "planning" if kind == "plan" else role
+    ctx.telemetry.emit(Warned(role=role, category="out_of_time", message=(
+        f"the time budget of {ctx.roles.run.time_budget_s:g} s (run.time_budget_s) ran out "
+        f"while {role} was {'planning' if kind == 'plan' else 'judging'}; the run stops")))
+    return {"out_of_time": True, "out_of_time_in": where}
 
 
 async def _build(ctx: RunContext, state: RunState, asked: Asked, task: str, n: int

@@ -9,9 +9,8 @@ attempt changed anything is measured (the worktree's tree before and after, the 
 left out, since verify puts those back; the trees are read by the run's open ``cat-file``,
 ``workspace/treediff.py``): an attempt that changed nothing is not a failed fix,
 so the same-failure stop does not count it (``graph._repeating``) and the next attempt climbs.
-``run.time_budget_s`` bounds the whole run: the builds stop ``finish_reserve`` before it (the
-attempt under way is stopped and the run fails, saying so), so that the run's finish (the tree
-read, the commit, the patch, the report) falls within the budget too. Each attempt starts from
+``run.time_budget_s`` bounds the whole run (``deadline.py``): the attempt under way is stopped
+when it runs out, and the run fails, saying so. Each attempt starts from
 the kept tree (``undo``): the start's, or the last attempt's that fixed a failing test and broke
 none; a failed attempt's other changes are undone, and the next prompt says so.
 """
@@ -25,6 +24,7 @@ from typing import Any
 from orchestrator.config.prompts import text
 from orchestrator.config.schema import RoleSpec
 from orchestrator.engine import leadlines, oneshot
+from orchestrator.engine.deadline import time_left
 from orchestrator.engine.ladder import ONE_SHOTS, Rung, rung_for
 from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import race, session_of, temperature_of
@@ -38,27 +38,6 @@ from orchestrator.state import Attempt, BuildReport, Role, RunState, Sample, Str
 from orchestrator.workspace.treediff import Unreadable, differs_outside
 
 Values = dict[str, Any]
-
-
-FINISH_RESERVE_S = 2.0
-"""Seconds kept back from a time budget for the run's finish once a build is stopped. In the
-r21 live suite, 19 runs stopped by the budget finished 0.03-0.93 s after it (a stopped stream
-closed, the tree read, the commit and the patch written): 2 s is twice the worst."""
-
-
-def finish_reserve(budget: float) -> float:
-    """What ``time_left`` keeps back of ``budget`` for the run's finish: ``FINISH_RESERVE_S``,
-    or a tenth of a budget too small to spare it."""
-    return min(FINISH_RESERVE_S, budget / 10)
-
-
-def time_left(ctx: RunContext) -> float | None:
-    """Seconds the builds may still take of ``run.time_budget_s`` (None: no budget): the
-    budget from the run's start, less the finish's reserve (``finish_reserve``)."""
-    budget = ctx.roles.run.time_budget_s
-    if budget is None:
-        return None
-    return budget - finish_reserve(budget) - (time.monotonic() - ctx.telemetry.started)
 
 
 def usable_steps(ctx: RunContext, role: Role) -> list[int]:
@@ -96,7 +75,8 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
         if left is None or (left > 0 and not timeout.expired()):
             raise  # a timeout of its own (a model call's), not the budget's
         strategy, diagnosed = rung.strategy, False
-        built = {"out_of_time": True, "worktree_tree": await ctx.worktree_tree()}
+        built = {"out_of_time": True, "out_of_time_in": "building",
+                 "worktree_tree": await ctx.worktree_tree()}
         outcome = SessionOutcome(session_of(role, n, 1), BuildReport(
             summary=text("pipeline", "out_of_time", budget=ctx.roles.run.time_budget_s)), 0, 0)
     after = built.get("worktree_tree") or await ctx.worktree_tree()

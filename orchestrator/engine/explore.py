@@ -8,7 +8,8 @@ a place it was never shown is dropped before verification, which stays as strict
 (``evidence/verify.py``).
 
 A refused call (key, unknown model) fails the run: the role map is wrong for every explorer. Any
-other error loses this explorer only; the run goes on and reports the loss.
+other error loses this explorer only; the run goes on and reports the loss. The run's time
+budget stops an explorer too (``deadline.py``); the run then goes to its report.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from langgraph.runtime import Runtime
 
 from orchestrator.config.prompts import text
 from orchestrator.engine.agentstep import NodeFn
+from orchestrator.engine.deadline import OutOfTime, bounded
 from orchestrator.engine.runtime import RunContext
 from orchestrator.engine.sessions import run_session
 from orchestrator.errors import BudgetExhausted, OrchestrateError
@@ -65,11 +67,15 @@ async def explore_one(role: Role, payload: ExploreTask, ctx: RunContext) -> dict
     limit = ctx.roles.run.explorer_timeout_s
     lost: RoleLoss | None = None
     try:
-        outcome = await asyncio.wait_for(
+        outcome = await bounded(ctx, lambda: asyncio.wait_for(
             run_session(ctx, role, task, n=index + 1, check=cited.check, submit_first=first),
-            limit)
+            limit))
     except (BudgetExhausted, ModelRefused):
         raise  # a budget stops the run resumably (this explorer runs again on resume)
+    except OutOfTime:  # the run's time budget: gather sends the run to its report
+        result = ExplorerResult(question=question, index=index, error=(
+            f"stopped by the run's time budget of {ctx.roles.run.time_budget_s:g} s "
+            "(run.time_budget_s)"))
     except TimeoutError:
         result = ExplorerResult(question=question, index=index,
                                 error=f"timed out after {limit:g}s (run.explorer_timeout_s)")

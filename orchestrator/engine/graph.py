@@ -40,7 +40,7 @@ def fan_out(state: RunState) -> list[Send] | Literal["gather", "report"]:
     if state.plan_rejected:
         return "report"
     questions = state.plan.questions if state.plan else []
-    if not questions or state.explore_skipped:  # the preflight pinned the code already
+    if not questions or state.explore_skipped or state.out_of_time:  # pinned, or no time
         return "gather"
     return [
         Send(EXPLORE_NODE, ExploreTask(question=q, index=i, task=state.task, tests=state.tests))
@@ -50,7 +50,12 @@ def fan_out(state: RunState) -> list[Send] | Literal["gather", "report"]:
 
 def _after_approve(state: RunState) -> Literal["build", "report"]:
     """A pipeline without explorers goes from the plan to the build."""
-    return "report" if state.plan_rejected else "build"
+    return "report" if state.plan_rejected or state.out_of_time else "build"
+
+
+def _after_gather(state: RunState) -> Literal["build", "report"]:
+    """The findings go to the build, unless the time budget ran out before it."""
+    return "report" if state.out_of_time else "build"
 
 
 def _to_approval(after: Callable[[RunState], Any]) -> Callable[[RunState], Any]:
@@ -97,6 +102,8 @@ def judge_routes(judges: Sequence[Judge]) -> tuple[Route, list[Route]]:
 
     def after_judge(i: int) -> Route:
         def route(state: RunState) -> str:
+            if state.out_of_time:  # the judge was stopped: its last verdict is not this one
+                return "report"
             said = verdict(state, judges[i])
             if said is not None and said.verdict == "request_changes":
                 return BUILD_NODE if state.attempts < state.max_attempts else "report"
@@ -175,7 +182,7 @@ def build_graph(
     g.add_conditional_edges("approve", inline(after), ahead)
     if pipeline.explore:
         g.add_edge(EXPLORE_NODE, "gather")
-        g.add_edge("gather", BUILD_NODE)
+        g.add_conditional_edges("gather", inline(_after_gather), [BUILD_NODE, "report"])
     g.add_edge(BUILD_NODE, "verify")
     judges = pipeline.judges
     after_verify, after_judges = judge_routes(judges)

@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from orchestrator.config.prompts import text
+from orchestrator.engine import deadline
 from orchestrator.engine.acceptance import run_checks
 from orchestrator.engine.agentstep import NodeFn, agent_node
 from orchestrator.engine.explore import explore_node
@@ -65,7 +66,19 @@ async def approve(state: RunState, runtime: Runtime[RunContext]) -> dict[str, An
 
 
 async def gather(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any]:
-    settings = runtime.context.roles.run
+    """The verified findings as the builder's digest, and leads from the task's words when
+    the failure pins no code; a run the time budget stopped goes to its report instead."""
+    if state.out_of_time:  # the planner was stopped
+        return {}
+    ctx = runtime.context
+    if deadline.spent(ctx):  # the explorers were stopped, or used it up
+        stopped = sum("run.time_budget_s" in (e.error or "") for e in state.explorers)
+        ctx.telemetry.emit(Warned(role=ctx.pipeline.explore, category="out_of_time", message=(
+            f"the time budget of {ctx.roles.run.time_budget_s:g} s (run.time_budget_s) ran out "
+            f"while the explorers searched ({stopped} of {len(state.explorers)} stopped); the "
+            "run stops")))
+        return {"out_of_time": True, "out_of_time_in": "exploring"}
+    settings = ctx.roles.run
     digest = build_digest(
         state.explorers,
         per_explorer_tokens=settings.digest_tokens_per_explorer,
@@ -224,17 +237,28 @@ async def report(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         tree = state.worktree_tree or None
         await ctx.ahead.commit(ws, _commit_message(ctx, state), tree)
         await asyncio.to_thread(ws.write_patch, tree)
+    budget = ctx.roles.run.time_budget_s
     if passed:
         reason = ("acceptance commands passed" if state.verify.checks  # type: ignore[union-attr]
                   else "no acceptance commands: the change is unverified")
+        if state.out_of_time:  # a judge was stopped: the result is the verified build's
+            reason += (f"; the time budget of {budget:g} s (run.time_budget_s) ran out while "
+                       f"{state.out_of_time_in} judged it, so its verdict is missing")
         if state.unaddressed:
             reason += (f"; the changes {state.unaddressed} requested were not made (no attempt "
                        "left, see run.max_attempts)")
         return {"status": "succeeded", "reason": reason}
     if state.out_of_time:
+        spent = f"the time budget of {budget:g} s (run.time_budget_s) ran out"
+        if not state.attempts:
+            return {"status": "failed", "reason": (
+                f"{spent} while {state.out_of_time_in or 'building'}, before any build attempt; "
+                "nothing was changed")}
+        again = "" if state.out_of_time_in in ("", "building") else (
+            f" (then while {state.out_of_time_in})")
         return {"status": "failed", "reason": (
-            f"the time budget of {ctx.roles.run.time_budget_s:g} s (run.time_budget_s) ran out "
-            f"after {state.attempts} attempt(s) without a verified pass" + ladder_note(state))}
+            f"{spent} after {state.attempts} attempt(s) without a verified pass{again}"
+            + ladder_note(state))}
     if state.verify is None:
         return {"status": "failed", "reason": "no acceptance result"}
     failing = [c for c in state.verify.checks if c.exit_code]
