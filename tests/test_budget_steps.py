@@ -7,6 +7,7 @@ requests the simulator recorded and the checkout before and after."""
 
 from __future__ import annotations
 
+import json
 import time
 
 from conftest import scenario_with, snapshot
@@ -14,7 +15,8 @@ from routing_kit import demo_run, show
 
 from orchestrator import api
 from orchestrator.faces.demo import DEMO_TASK
-from orchestrator.sim import ModelBehavior, Reply
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
+from orchestrator.sim.behaviors import explorer_cite
 
 SLOW = ModelBehavior(script=[Reply(content="thinking", delay_s=60.0)])
 
@@ -62,6 +64,29 @@ async def test_explorers_the_budget_outlasts_are_stopped_before_the_build(fresh_
     assert len(fresh_sim.state.requests_for("sim-explorer")) == 2
     said = [e for e in events if e.kind == "warning" and e.category == "out_of_time"]
     assert [e.role for e in said] == ["explorer"] and "(2 of 2 stopped)" in said[0].message
+    assert sorted(loss.code for loss in result.losses) == ["out_of_time", "out_of_time"]
+
+
+async def test_an_explore_the_budget_cuts_answers_with_what_finished_and_says_so(fresh_sim,
+                                                                                sample_repo):
+    """`orchestrate explore` under a budget: the explorer asked where median() is defined
+    answers at once, the other would take 60 s and is stopped. The answer keeps the first's
+    verified claim and exits 3 (an explorer lost), not 0."""
+    def respond(req: ChatRequestView) -> Reply:
+        if "`def median`" in json.dumps(req.messages):
+            return explorer_cite(req)
+        return Reply(content="thinking", delay_s=60.0)
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-explorer": ModelBehavior(respond=respond)}))
+    before = snapshot(sample_repo)
+    started = time.monotonic()
+    result = await api.aexplore("How does median() handle even lengths?", **demo_run(
+        fresh_sim, sample_repo, "run.time_budget_s=5"))
+    assert time.monotonic() - started < 30 and snapshot(sample_repo) == before
+    answered = {e.index: e for e in result.explorers}
+    assert answered[0].claims and not answered[1].claims
+    assert "stopped by the run's time budget of 5 s" in (answered[1].error or "")
+    assert result.exit_code == 3 and [loss.code for loss in result.losses] == ["out_of_time"]
 
 
 async def test_a_judge_the_budget_outlasts_leaves_the_verified_build_a_success(fresh_sim,
@@ -84,3 +109,4 @@ async def test_a_budget_with_time_to_spare_changes_nothing(fresh_sim, sample_rep
     verified = [e.verified for e in events if e.kind == "explorer_finished"]
     assert len(verified) == 2 and all(verified)
     assert not [e for e in events if e.kind == "warning" and e.category == "out_of_time"]
+    assert not result.losses

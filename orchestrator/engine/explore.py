@@ -72,10 +72,12 @@ async def explore_one(role: Role, payload: ExploreTask, ctx: RunContext) -> dict
             limit))
     except (BudgetExhausted, ModelRefused):
         raise  # a budget stops the run resumably (this explorer runs again on resume)
-    except OutOfTime:  # the run's time budget: gather sends the run to its report
+    except OutOfTime:  # the run's time budget: gather sends a run to its report
         result = ExplorerResult(question=question, index=index, error=(
             f"stopped by the run's time budget of {ctx.roles.run.time_budget_s:g} s "
             "(run.time_budget_s)"))
+        lost = RoleLoss(role=role, session=sid, code="out_of_time",
+                        message=f"{_where(ctx, role)} ({sid}): {result.error}")
     except TimeoutError:
         result = ExplorerResult(question=question, index=index,
                                 error=f"timed out after {limit:g}s (run.explorer_timeout_s)")
