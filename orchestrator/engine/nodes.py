@@ -71,13 +71,6 @@ async def gather(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     if state.out_of_time:  # the planner was stopped
         return {}
     ctx = runtime.context
-    if deadline.spent(ctx):  # the explorers were stopped, or used it up
-        stopped = sum("run.time_budget_s" in (e.error or "") for e in state.explorers)
-        ctx.telemetry.emit(Warned(role=ctx.pipeline.explore, category="out_of_time", message=(
-            f"the time budget of {ctx.roles.run.time_budget_s:g} s (run.time_budget_s) ran out "
-            f"while the explorers searched ({stopped} of {len(state.explorers)} stopped); the "
-            "run stops")))
-        return {"out_of_time": True, "out_of_time_in": "exploring"}
     settings = ctx.roles.run
     digest = build_digest(
         state.explorers,
@@ -85,6 +78,14 @@ async def gather(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         total_tokens=settings.digest_tokens_total,
         known=state.tests,
     )
+    if deadline.spent(ctx):  # the explorers were stopped, or used it up (an explore's answer
+        # is still what the others found)
+        stopped = sum("run.time_budget_s" in (e.error or "") for e in state.explorers)
+        ctx.telemetry.emit(Warned(role=ctx.pipeline.explore, category="out_of_time", message=(
+            f"the time budget of {settings.time_budget_s:g} s (run.time_budget_s) ran out "
+            f"while the explorers searched ({stopped} of {len(state.explorers)} stopped); the "
+            "run stops")))
+        return {"digest": digest, "out_of_time": True, "out_of_time_in": "exploring"}
     loc = state.localization
     if loc is None or loc.pinned or loc.passed:
         return {"digest": digest}
