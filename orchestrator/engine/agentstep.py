@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from orchestrator.config.kinds import RUN_TOOL, Kind
 from orchestrator.config.prompts import text
 from orchestrator.engine import building
-from orchestrator.engine.deadline import OutOfTime, bounded
+from orchestrator.engine.deadline import OutOfTime, bounded, ran_out
 from orchestrator.engine.preflight import preflight
 from orchestrator.engine.prompting import (
     acceptance_commands,
@@ -134,11 +134,10 @@ async def _session(ctx: RunContext, state: RunState, asked: Asked, task: str, n:
 
 def _stopped(ctx: RunContext, role: Role, kind: Kind) -> Values:
     """What the state gains when the time budget stopped ``role``'s session, said as an event."""
-    where = "planning" if kind == "plan" else role
-    ctx.telemetry.emit(Warned(role=role, category="out_of_time", message=(
-        f"the time budget of {ctx.roles.run.time_budget_s:g} s (run.time_budget_s) ran out "
-        f"while {role} was {'planning' if kind == 'plan' else 'judging'}; the run stops")))
-    return {"out_of_time": True, "out_of_time_in": where}
+    doing = "planning" if kind == "plan" else "judging"
+    ctx.telemetry.emit(Warned(role=role, category="out_of_time",
+                              message=f"{ran_out(ctx)} while {role} was {doing}; the run stops"))
+    return {"out_of_time": True, "out_of_time_in": "planning" if kind == "plan" else role}
 
 
 async def _build(ctx: RunContext, state: RunState, asked: Asked, task: str, n: int

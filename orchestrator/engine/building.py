@@ -24,7 +24,7 @@ from typing import Any
 from orchestrator.config.prompts import text
 from orchestrator.config.schema import RoleSpec
 from orchestrator.engine import leadlines, oneshot
-from orchestrator.engine.deadline import time_left
+from orchestrator.engine.deadline import OutOfTime, bounded
 from orchestrator.engine.ladder import ONE_SHOTS, Rung, rung_for
 from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import race, session_of, temperature_of
@@ -62,18 +62,11 @@ async def attempt(ctx: RunContext, state: RunState, role: Role, task: str, n: in
     started = time.monotonic()
     undone = await undo(ctx, state, role, n)
     before = await ctx.ahead.first_tree(ctx.worktree_tree)
-    left = time_left(ctx)
     samples: list[Sample] = []
-    timeout = asyncio.timeout(max(left, 0.0) if left is not None else None)
     try:
-        async with timeout:
-            if left is not None and left <= 0:
-                raise TimeoutError
-            strategy, outcome, built, diagnosed = await _run(ctx, state, role, task, n, rung,
-                                                             samples, undone=undone)
-    except TimeoutError:
-        if left is None or (left > 0 and not timeout.expired()):
-            raise  # a timeout of its own (a model call's), not the budget's
+        strategy, outcome, built, diagnosed = await bounded(ctx, lambda: _run(
+            ctx, state, role, task, n, rung, samples, undone=undone))
+    except OutOfTime:
         strategy, diagnosed = rung.strategy, False
         built = {"out_of_time": True, "out_of_time_in": "building",
                  "worktree_tree": await ctx.worktree_tree()}

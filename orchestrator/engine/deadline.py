@@ -46,6 +46,11 @@ def time_left(ctx: RunContext) -> float | None:
     return budget - finish_reserve(budget) - (time.monotonic() - ctx.telemetry.started)
 
 
+def ran_out(ctx: RunContext) -> str:
+    """What a stopped step's event and the run's reason begin with."""
+    return f"the time budget of {ctx.roles.run.time_budget_s:g} s (run.time_budget_s) ran out"
+
+
 def spent(ctx: RunContext) -> bool:
     """Whether the budget has run out (never, without one)."""
     left = time_left(ctx)

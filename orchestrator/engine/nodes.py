@@ -80,11 +80,10 @@ async def gather(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
     )
     if deadline.spent(ctx):  # the explorers were stopped, or used it up (an explore's answer
         # is still what the others found)
-        stopped = sum("run.time_budget_s" in (e.error or "") for e in state.explorers)
+        stopped = sum(loss.code == "out_of_time" for loss in ctx.telemetry.losses)
         ctx.telemetry.emit(Warned(role=ctx.pipeline.explore, category="out_of_time", message=(
-            f"the time budget of {settings.time_budget_s:g} s (run.time_budget_s) ran out "
-            f"while the explorers searched ({stopped} of {len(state.explorers)} stopped); the "
-            "run stops")))
+            f"{deadline.ran_out(ctx)} while the explorers searched ({stopped} of "
+            f"{len(state.explorers)} stopped); the run stops")))
         return {"digest": digest, "out_of_time": True, "out_of_time_in": "exploring"}
     loc = state.localization
     if loc is None or loc.pinned or loc.passed:
@@ -238,19 +237,18 @@ async def report(state: RunState, runtime: Runtime[RunContext]) -> dict[str, Any
         tree = state.worktree_tree or None
         await ctx.ahead.commit(ws, _commit_message(ctx, state), tree)
         await asyncio.to_thread(ws.write_patch, tree)
-    budget = ctx.roles.run.time_budget_s
     if passed:
         reason = ("acceptance commands passed" if state.verify.checks  # type: ignore[union-attr]
                   else "no acceptance commands: the change is unverified")
         if state.out_of_time:  # a judge was stopped: the result is the verified build's
-            reason += (f"; the time budget of {budget:g} s (run.time_budget_s) ran out while "
-                       f"{state.out_of_time_in} judged it, so its verdict is missing")
+            reason += (f"; {deadline.ran_out(ctx)} while {state.out_of_time_in} judged it, so "
+                       "its verdict is missing")
         if state.unaddressed:
             reason += (f"; the changes {state.unaddressed} requested were not made (no attempt "
                        "left, see run.max_attempts)")
         return {"status": "succeeded", "reason": reason}
     if state.out_of_time:
-        spent = f"the time budget of {budget:g} s (run.time_budget_s) ran out"
+        spent = deadline.ran_out(ctx)
         if not state.attempts:
             return {"status": "failed", "reason": (
                 f"{spent} while {state.out_of_time_in or 'building'}, before any build attempt; "
