@@ -50,6 +50,7 @@ from typing import Any
 
 from first_prompt import _localized, chosen, task_args
 
+from orchestrator.benchmark.reach import evict_prompt_caches
 from orchestrator.benchmark.spec import check_acceptance
 from orchestrator.benchmark.suite import Task, materialize
 from orchestrator.config.prompts import text
@@ -111,7 +112,8 @@ def _fix_span(repo: Path, task: Task, loc: Localization) -> Span | None:
 async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
                 temps: tuple[float, float], tmp: Path, variant: str,
                 at_fix: bool = False, wheres: tuple[str, ...] = ("failure",),
-                caps: tuple[int | None, ...] = (None,)) -> list[dict[str, Any]]:
+                caps: tuple[int | None, ...] = (None,), batches: tuple[int, ...] = (1,)
+                ) -> list[dict[str, Any]]:
     repo = materialize(task, tmp / f"{task.name}-preflight")
     loc = await asyncio.to_thread(_localized, repo, task)
     if at_fix:
@@ -127,41 +129,59 @@ async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
     for where in wheres:
         prompt = _request(task, loc, span, variant, where, repo if at_fix else None)
         for cap in caps:
-            rows += await _samples(pool, roles, role, task, k, temps, tmp, span, prompt, where,
-                                   cap)
+            for batch in batches:
+                if len(batches) > 1:  # each way's sample 1 reads the prompt cold
+                    await evict_prompt_caches(roles, os.environ)
+                rows += await _samples(pool, roles, role, task, k, temps, tmp, span, prompt,
+                                       where, cap, batch)
     return rows
 
 
 async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
                    temps: tuple[float, float], tmp: Path, span: Span,
-                   prompt: list[dict[str, str]], where: str, max_output: int | None = None
-                   ) -> list[dict[str, Any]]:
-    rows = []
-    for i in range(1, k + 1):
+                   prompt: list[dict[str, str]], where: str, max_output: int | None = None,
+                   batch: int = 1) -> list[dict[str, Any]]:
+    """k samples of ``prompt``: the first alone, the rest ``batch`` to a call (the engine's
+    ``sample_batch``); a call's time is shared by the samples it answered, its tokens are on
+    the first of them, and each sample's wall time is its share plus its own check."""
+    rows: list[dict[str, Any]] = []
+    i = 1
+    while i <= k:
         temperature = temps[0] if i == 1 else temps[1]
         # as the engine asks: the cap, or room to reprint the code shown (``oneline.reply_cap``)
         client = pool.for_role(role, temperature=temperature,
-                               max_output=oneline.reply_cap(max_output, span))
+                               max_output=oneline.reply_cap(max_output, span),
+                               choices=1 if i == 1 else min(batch, k - i + 1))
         started = time.monotonic()
-        done = await client.complete(prompt, session=f"{role}-{task.name}-{where}-line-{i}")
-        copy = materialize(task, tmp / f"{task.name}-{where}-{max_output}-{i}")
-        said = oneline.whole_lines(done.content or "", done.finish_reason)  # as the engine reads
-        changed, passed, why = await _checked(roles, task, copy, span, said)
-        rec = done.record
-        rows.append({"task": task.name, "where": where, "sample": i, "temperature": temperature,
-                     "span": f"{span.path}:{span.start}-{span.end}", "changed": changed,
-                     "passed": passed, "why": why, "reply": done.content or "",
-                     "output_tokens": rec.output_tokens, "cap": max_output,
-                     "cut": done.finish_reason == "length",
-                     "call_s": round(rec.duration_s, 2),
-                     "ttft_s": None if rec.ttft_s is None else round(rec.ttft_s, 2),
-                     "prompt_tokens": rec.prompt_tokens, "cached_tokens": rec.cached_tokens,
-                     "wall_s": round(time.monotonic() - started, 2)})
-        r = rows[-1]
-        print(f"{task.name:22} {where:7} {r['span']:22} cap={max_output} #{i} t={temperature} "
-              f"out={r['output_tokens']} "
-              f"changed={r['changed']!s:5} passed={passed!s:5} {r['call_s']:5.1f}s cached={r['cached_tokens']}/"
-              f"{r['prompt_tokens']} {r['reply'][-70:]!r}", flush=True)
+        done = await client.complete(prompt, session=f"{role}-{task.name}-{where}-b{batch}-{i}")
+        call_wall = time.monotonic() - started
+        replies = [(done.content, done.finish_reason),
+                   *((c.content, c.finish_reason) for c in done.more)]
+        rec, m = done.record, len(replies)
+        for j, (content, finish) in enumerate(replies):
+            began = time.monotonic()
+            copy = materialize(task, tmp / f"{task.name}-{where}-{max_output}-b{batch}-{i + j}")
+            said = oneline.whole_lines(content or "", finish)  # as the engine reads
+            changed, passed, why = await _checked(roles, task, copy, span, said)
+            rows.append({"task": task.name, "where": where, "sample": i + j, "batch": m,
+                         "way": batch,
+                         "temperature": temperature,
+                         "span": f"{span.path}:{span.start}-{span.end}", "changed": changed,
+                         "passed": passed, "why": why, "reply": content or "",
+                         "output_tokens": rec.output_tokens if j == 0 else 0, "cap": max_output,
+                         "cut": finish == "length",
+                         "call_s": round(rec.duration_s / m, 2),
+                         "ttft_s": None if rec.ttft_s is None else round(rec.ttft_s / m, 2),
+                         "prompt_tokens": rec.prompt_tokens if j == 0 else 0,
+                         "cached_tokens": rec.cached_tokens if j == 0 else 0,
+                         "wall_s": round(call_wall / m + time.monotonic() - began, 2)})
+            r = rows[-1]
+            print(f"{task.name:22} {where:7} {r['span']:22} cap={max_output} b={m} #{i + j} "
+                  f"t={temperature} out={r['output_tokens']} changed={r['changed']!s:5} "
+                  f"passed={passed!s:5} {r['call_s']:5.1f}s "
+                  f"cached={r['cached_tokens']}/{r['prompt_tokens']} {r['reply'][-70:]!r}",
+                  flush=True)
+        i += m
     return rows
 
 
@@ -210,14 +230,15 @@ async def _reread(roles: RoleMap, tasks: list[Task], rows: list[dict[str, Any]])
 
 async def _run(roles: RoleMap, role: str, tasks: list[Task], k: int,
                temps: tuple[float, float], variant: str, at_fix: bool,
-               wheres: tuple[str, ...], caps: tuple[int | None, ...]) -> list[dict[str, Any]]:
+               wheres: tuple[str, ...], caps: tuple[int | None, ...],
+               batches: tuple[int, ...] = (1,)) -> list[dict[str, Any]]:
     pool = ClientPool(roles, dict(os.environ))
     rows: list[dict[str, Any]] = []
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for task in tasks:
                 rows += await _task(pool, roles, role, task, k, temps, Path(tmp), variant,
-                                    at_fix, wheres, caps)
+                                    at_fix, wheres, caps, batches)
     finally:
         await pool.aclose()
     return rows
@@ -239,6 +260,10 @@ def main() -> None:
     ap.add_argument("--caps", default="",
                     help="reply caps in tokens to ask each prompt under, k samples each, e.g. "
                     "256,512 (default: the role's line_max_output, as the engine asks)")
+    ap.add_argument("--batch", default="1",
+                    help="samples 2..k asked this many to a call (the engine's sample_batch); "
+                    "a list, e.g. 1,2, asks each prompt k times each way, caches emptied "
+                    "before each, and compares the ways side by side")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--reread", type=Path,
                     help="read again the replies an earlier --json kept (no model asked)")
@@ -254,8 +279,10 @@ def main() -> None:
     roles, tasks = chosen(args)
     caps = tuple(int(c) for c in args.caps.split(",") if c) or (
         roles.roles[args.role].line_max_output,)
+    batches = tuple(int(b) for b in args.batch.split(",") if b) or (1,)
     rows = asyncio.run(_run(roles, args.role, tasks, args.k, (args.first, args.rest),
-                           args.variant, args.at_fix, wheres, caps))
+                           args.variant, args.at_fix, wheres, caps, batches))
+    _by_batch(rows, batches)
     for where in wheres if len(wheres) > 1 else ():
         mine = [r for r in rows if r["where"] == where]
         tasks_passed = {r["task"] for r in mine if r["passed"]}
@@ -286,6 +313,30 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+
+
+def _by_batch(rows: list[dict[str, Any]], batches: tuple[int, ...]) -> None:
+    """Per way of asking (--batch): sample 1's wall time, samples 2..k's (each its share of
+    its call plus its check) and their ratio; then each way's 2..k against one to a call."""
+    if len(batches) < 2:
+        return
+    later: dict[int, float] = {}
+    for b in batches:
+        mine = [r for r in rows if r["way"] == b]
+        firsts = [r["wall_s"] for r in mine if r["sample"] == 1]
+        rest = [r for r in mine if r["sample"] > 1]
+        if not firsts or not rest:
+            continue
+        first, later[b] = statistics.median(firsts), statistics.median(r["wall_s"] for r in rest)
+        reading = statistics.median(r["ttft_s"] or 0.0 for r in rest)
+        gen = statistics.median(r["call_s"] - (r["ttft_s"] or 0.0) for r in rest)
+        print(f"batch {b}: sample 1 {first:.1f} s, samples 2..k {later[b]:.1f} s each "
+              f"({later[b] / first:.2f}× the first; their call's share: reading {reading:.2f} s, "
+              f"generating {gen:.2f} s), passed {sum(r['passed'] for r in mine)}/{len(mine)}")
+    for b in batches[1:]:
+        if b in later and batches[0] in later:
+            print(f"samples 2..k at {b} to a call cost {later[b] / later[batches[0]]:.2f}× "
+                  f"those at {batches[0]}")
 
 
 if __name__ == "__main__":

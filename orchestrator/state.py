@@ -304,9 +304,12 @@ class Sample(Frozen):
 
     index: int = Field(description="1-based; sample 1 pays for reading the prompt.")
     temperature: float | None = None
-    call_s: float = Field(0.0, description="The model call's wall time.")
+    call_s: float = Field(0.0, description="The model call's wall time (its share: see batch).")
     ttft_s: float | None = Field(None, description="Time to its first token: reading the "
                                  "prompt (the rest of call_s is generation).")
+    batch: int = Field(1, description="Replies its call answered (sample_batch): call_s and "
+                       "ttft_s are the call's divided by this; its tokens are on the sample "
+                       "that asked the call.")
     checks_s: float = Field(0.0, description="The acceptance commands' wall time.")
     prompt_tokens: int = 0
     cached_tokens: int = Field(0, description="Prompt tokens the server served from its cache.")

@@ -147,6 +147,13 @@ class RoleSpec(_Strict):
         "rest at the role's highest, each answer checked in a worktree of its own; the first "
         "that passes is kept. A line is a few tokens and its prompt is short and cached: a "
         "further sample costs seconds where a whole-file one-shot costs tens.")
+    sample_batch: int = Field(
+        1, ge=1, le=8, description="Build roles with samples or line_samples: the samples after "
+        "the first that share a prompt and a temperature are asked this many to a call (Chat "
+        "Completions' n): the prompt is read once and, on llama.cpp, they are decoded together "
+        "(give its server at least this many slots, --parallel). Each reply is still checked in "
+        "a worktree of its own, in order, and the first that passes is kept. Over the "
+        "Responses API, which answers one reply a call, they are asked one by one.")
     line_max_output: int | None = Field(
         None, gt=0, description="Build roles with one_line: the one-line reply's token cap "
         "(under the model's max_output; a reply cut there loses its unfinished last line), "

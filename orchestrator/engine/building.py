@@ -209,9 +209,9 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
                                 policy=policy_of(ctx), protected=protected, samples=samples,
                                 model_step=rung.model_step, temperatures=temperatures)
         return strategy, outcome, prompt.diagnosed
-    outcome, _ = await oneshot.ask(ctx, role, session_of(role, n, 1), prompt,
-                                   temperature=temperature_of(temps, n),
-                                   protected=protected, model_step=rung.model_step)
+    outcome, _, _ = await oneshot.ask(ctx, role, session_of(role, n, 1), prompt,
+                                      temperature=temperature_of(temps, n),
+                                      protected=protected, model_step=rung.model_step)
     return strategy, outcome, prompt.diagnosed
 
 

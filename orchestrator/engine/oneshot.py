@@ -40,6 +40,7 @@ from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.localize import facts, failures
 from orchestrator.localize.candidates import file_factor
 from orchestrator.localize.localization import Localization, Span
+from orchestrator.models.base import Choice, Completion
 from orchestrator.record.events import Warned
 from orchestrator.session.account import Account, SessionOutcome
 from orchestrator.state import BuildReport, CallRecord, Role, RunState
@@ -338,19 +339,28 @@ def _spliced(root: Path, changed: dict[str, str], focus: Span | None) -> dict[st
 
 
 async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
-              temperature: float | None, protected: frozenset[str], model_step: int = 0
-              ) -> tuple[SessionOutcome, CallRecord]:
-    """One call of ``prompt``; the reply's files are written into ``ctx.worktree``."""
+              temperature: float | None, protected: frozenset[str], model_step: int = 0,
+              choices: int = 1, reply: Completion | None = None
+              ) -> tuple[SessionOutcome, CallRecord, tuple[Choice, ...]]:
+    """One call of ``prompt``; the reply's files are written into ``ctx.worktree``. With
+    ``choices`` > 1 the call asks for that many replies and returns the others (``more``) for
+    the samples after this one; such a further reply comes back as ``reply``: no call of its
+    own, its record the call's share (``samples.py``)."""
     # a one-line reply is a reason and a line or two: live, 13 of 693 ran on to the 1.5B's 800
     # (40 s of generation each, r21-r29); capped, it still has room to reprint the code shown
     cap = None if prompt.line is None else oneline.reply_cap(
         ctx.roles.roles[role].line_max_output, prompt.line)
-    client = ctx.pool.for_role(role, temperature=temperature, start=model_step, max_output=cap)
+    client = ctx.pool.for_role(role, temperature=temperature, start=model_step, max_output=cap,
+                               choices=choices)
     account = Account(ctx.telemetry, role, session, ctx.agents[role].kind)
     window = client.route.model.context_window
     account.started(client.route, window=window, purpose="one_shot")
-    ready = await ctx.ahead.first_build(prompt.messages, temperature) if not model_step else None
-    completion = await account.call(client, prompt.messages, window=window, ready=ready)
+    if reply is not None:
+        completion = reply
+    else:
+        ready = (await ctx.ahead.first_build(prompt.messages, temperature)
+                 if not model_step and choices == 1 else None)
+        completion = await account.call(client, prompt.messages, window=window, ready=ready)
     record = completion.record
     account.turns = 1
     shown = prompt.shown
@@ -389,7 +399,7 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     summary = (text("oneshot", "wrote", files=", ".join(written)) if written else
                text("oneshot", "wrote_nothing", why=why))
     report = BuildReport(summary=summary, files_changed=written)
-    return account.finished(report, prompt.messages), record
+    return account.finished(report, prompt.messages), record, completion.more
 
 
 def _both(first: CallRecord, then: CallRecord) -> CallRecord:
@@ -411,6 +421,7 @@ async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
     prompt = await prompt_for(ctx, state, n, restate=restate)
     if prompt is None:
         return None
-    outcome, _ = await ask(ctx, role, session_of(role, n, 1), prompt, temperature=temperature,
-                           protected=protected, model_step=model_step)
+    outcome, _, _ = await ask(ctx, role, session_of(role, n, 1), prompt,
+                              temperature=temperature, protected=protected,
+                              model_step=model_step)
     return outcome

@@ -32,7 +32,7 @@ class RolePool(Protocol):
     """Where nodes get each role's model client (a ``ClientPool``, maybe journaled)."""
 
     def for_role(self, role: Role, *, temperature: float | None = None, start: int = 0,
-                 max_output: int | None = None) -> ModelClient: ...
+                 max_output: int | None = None, choices: int = 1) -> ModelClient: ...
 
 
 @dataclass

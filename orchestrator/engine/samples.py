@@ -21,9 +21,18 @@ import time
 from collections.abc import Sequence
 
 from orchestrator.engine import oneshot
-from orchestrator.engine.race import FATAL, CandidateRun, adopt, attempt, best, prepare
+from orchestrator.engine.race import (
+    FATAL,
+    CandidateRun,
+    adopt,
+    attempt,
+    best,
+    prepare,
+    temperature_of,
+)
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import OrchestrateError
+from orchestrator.models.base import Choice, Completion
 from orchestrator.record.events import SampleFinished
 from orchestrator.session.account import SessionOutcome
 from orchestrator.state import CallRecord, Role, Sample
@@ -70,20 +79,33 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
                     tree: str, runs: list[CandidateRun], samples: list[Sample],
                     commands: list[str], policy: CommandPolicy, protected: frozenset[str],
                     model_step: int, temperatures: tuple[float, ...]) -> None:
-    """Sample after sample, each checked in its own worktree, until one passes."""
+    """Sample after sample, each checked in its own worktree, until one passes. Samples 2..k
+    that share a prompt and a temperature are asked ``sample_batch`` to a call: the call's
+    further replies are held for the samples next, each still checked on its own."""
+    batch = ctx.roles.roles[role].sample_batch
+    held: dict[int, Completion] = {}  # further replies of calls made, by the sample they answer
+    shares: dict[int, int] = {}  # how many samples the call that answered sample i answered
     for index in range(1, k + 1):
-        prompt = prompts[min(index, len(prompts)) - 1]
+        prompt = _prompt_at(prompts, index)
         run = await prepare(ctx, role, n, index, tree, temperatures)
         runs.append(run)
         calls: list[CallRecord] = []
+        more: list[tuple[Choice, ...]] = []
+        reply = held.pop(index, None)
+        answers = [index] if reply is not None else _answers(prompts, temperatures, index, k,
+                                                             batch)
+        choices = len(answers)
 
         async def session(own: RunContext, i: int, temperature: float | None,
                           calls: list[CallRecord] = calls, run: CandidateRun = run,
-                          prompt: oneshot.Prompt = prompt) -> SessionOutcome:
-            outcome, record = await oneshot.ask(own, role, run.session, prompt,
-                                                temperature=temperature, protected=protected,
-                                                model_step=model_step)
+                          prompt: oneshot.Prompt = prompt, reply: Completion | None = reply,
+                          choices: int = choices, more: list[tuple[Choice, ...]] = more
+                          ) -> SessionOutcome:
+            outcome, record, others = await oneshot.ask(
+                own, role, run.session, prompt, temperature=temperature, protected=protected,
+                model_step=model_step, choices=choices, reply=reply)
             calls.append(record)
+            more.append(others)
             return outcome
 
         try:
@@ -92,12 +114,43 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
             raise
         except Exception as exc:  # one sample's failure is not the attempt's
             run.error = " ".join(str(exc).split())[:500] or type(exc).__name__
+        if reply is None:  # this sample's own call: it answered itself and the ones it holds
+            further = [_further(c, calls[0]) for c in more[0]] if more and calls else []
+            held.update(zip(answers[1:], further, strict=False))
+            shares.update(dict.fromkeys(answers[:1 + len(further)], 1 + len(further)))
         sample = _sample(run, calls, changed=bool(run.tree) and run.tree != tree,
-                         place=_place(prompt))
+                         place=_place(prompt), share=shares.get(index, 1))
         samples.append(sample)
         _announce(ctx, role, run, sample, n)
         if run.passed:
             break
+
+
+def _prompt_at(prompts: Sequence[oneshot.Prompt], index: int) -> oneshot.Prompt:
+    return prompts[min(index, len(prompts)) - 1]
+
+
+def _answers(prompts: Sequence[oneshot.Prompt], temperatures: tuple[float, ...], index: int,
+             k: int, batch: int) -> list[int]:
+    """The samples sample ``index``'s call answers: itself alone when it is sample 1 (it reads
+    the prompt and may pass alone), else up to ``batch`` of those from it on that share its
+    prompt and temperature (interleaved places, ``building.interleaved``, may lie between:
+    their replies wait for their turn)."""
+    if index == 1 or batch <= 1:
+        return [index]
+    prompt, temperature = _prompt_at(prompts, index), temperature_of(temperatures, index)
+    alike = [i for i in range(index + 1, k + 1) if _prompt_at(prompts, i) is prompt
+             and temperature_of(temperatures, i) == temperature]
+    return [index, *alike][:batch]
+
+
+def _further(choice: Choice, record: CallRecord) -> Completion:
+    """A further reply of ``record``'s call, as a completion of its own: no tokens of its own
+    (the call's record holds them all), the call's times (each sample takes its share)."""
+    return Completion(content=choice.content, tool_calls=(), finish_reason=choice.finish_reason,
+                      record=record.model_copy(update={
+                          "prompt_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
+                          "reasoning_tokens": 0, "cost_usd": 0.0}))
 
 
 def _place(prompt: oneshot.Prompt) -> str:
@@ -106,11 +159,12 @@ def _place(prompt: oneshot.Prompt) -> str:
     return "" if line is None else f"{line.path}:{line.start}-{line.end}"
 
 
-def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool, place: str = ""
-            ) -> Sample:
+def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool, place: str = "",
+            share: int = 1) -> Sample:
     call = calls[-1] if calls else CallRecord(role="", session="", requested_model="")
-    return Sample(index=run.index, temperature=run.temperature, call_s=round(call.duration_s, 3),
-                  ttft_s=None if call.ttft_s is None else round(call.ttft_s, 3),
+    return Sample(index=run.index, temperature=run.temperature,
+                  call_s=round(call.duration_s / share, 3), batch=share,
+                  ttft_s=None if call.ttft_s is None else round(call.ttft_s / share, 3),
                   checks_s=round(sum(c.duration_s for c in run.checks or []), 3),
                   prompt_tokens=call.prompt_tokens, cached_tokens=call.cached_tokens,
                   output_tokens=call.output_tokens, changed=changed, passed=run.passed,
@@ -121,6 +175,7 @@ def _announce(ctx: RunContext, role: Role, run: CandidateRun, sample: Sample, n:
     ctx.telemetry.emit(SampleFinished(
         role=role, session=run.session, attempt=n, index=sample.index,
         temperature=sample.temperature, call_s=sample.call_s, ttft_s=sample.ttft_s,
+        batch=sample.batch,
         checks_s=sample.checks_s,
         prompt_tokens=sample.prompt_tokens, cached_tokens=sample.cached_tokens,
         output_tokens=sample.output_tokens, changed=sample.changed, passed=sample.passed,

@@ -39,6 +39,9 @@ class Route:
     service_tier: str | None
     effort: str | None
     step: int = 0  # position in the role's fallback chain
+    # replies asked of one call (the Chat Completions ``n``: samples that share one reading of
+    # the prompt); the Responses API has no such field and answers one
+    choices: int = 1
 
     @property
     def api(self) -> Api:
@@ -59,14 +62,25 @@ class ToolCallData:
 
 
 @dataclass(frozen=True)
+class Choice:
+    """One more reply of a call that asked for several (``Route.choices``): text only."""
+
+    content: str | None
+    finish_reason: str | None
+
+
+@dataclass(frozen=True)
 class Completion:
-    """A finished model reply; ``reasoning`` is what the session carries to the next turn."""
+    """A finished model reply; ``reasoning`` is what the session carries to the next turn;
+    ``more`` the call's other replies when it asked for several (their tokens are in
+    ``record``, which is the whole call's)."""
 
     content: str | None
     tool_calls: tuple[ToolCallData, ...]
     finish_reason: str | None
     record: CallRecord
     reasoning: Mapping[str, Any] | None = None
+    more: tuple[Choice, ...] = ()
 
 
 class ModelClient(Protocol):
@@ -107,6 +121,7 @@ class Streamed:
     served_model: str | None
     served_tier: str | None
     reasoning_items: tuple[Mapping[str, Any], ...] = ()
+    more: tuple[Choice, ...] = ()
 
 
 class Fold(Protocol):

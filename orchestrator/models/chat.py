@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orchestrator.models import repair
-from orchestrator.models.base import REASONING, Route, Streamed, ToolCallData, Usage, Wire
+from orchestrator.models.base import (
+    REASONING,
+    Choice,
+    Route,
+    Streamed,
+    ToolCallData,
+    Usage,
+    Wire,
+)
 from orchestrator.models.encode import Encoded, body, dumps, dumps_masked
 from orchestrator.models.errors import Transient, where
 
@@ -38,6 +46,8 @@ class ChatRequests:
         }
         if model.temperature is not None:
             rest["temperature"] = model.temperature
+        if route.choices > 1:
+            rest["n"] = route.choices
         if tools:
             lists["tools"] = self._tools.joined(tools)
         if response_format:
@@ -68,6 +78,8 @@ class ChatFold:
     served_tier: str | None = None
     first_token: float | None = None
     pieces: int = 0
+    # the other replies of a call that asked for several (``n``), by their index: text, finish
+    others: dict[int, tuple[list[str], list[str]]] = field(default_factory=dict)
 
     def add(self, chunk: Mapping[str, Any], now: float) -> bool:
         """Fold one chunk (its JSON) in; True when it carried output (for time to first token)."""
@@ -75,12 +87,27 @@ class ChatFold:
         self.served_tier = chunk.get("service_tier") or self.served_tier
         if chunk.get("usage"):
             self.usage = chunk["usage"]
-        choices = chunk.get("choices")
-        if not choices:
-            return False
-        choice = choices[0]
-        self.finish = choice.get("finish_reason") or self.finish
+        out = False
+        for choice in chunk.get("choices") or ():
+            out = self._choice(choice) or out
+        if out:
+            self.pieces += 1
+            if self.first_token is None:
+                self.first_token = now
+        return out
+
+    def _choice(self, choice: Mapping[str, Any]) -> bool:
+        index = choice.get("index") or 0
         delta = choice.get("delta") or {}
+        if index:  # another reply of the same call: its text and finish, no tool calls
+            text, finish = self.others.setdefault(index, ([], []))
+            if choice.get("finish_reason"):
+                finish[:] = [choice["finish_reason"]]
+            if delta.get("content"):
+                text.append(delta["content"])
+                return True
+            return False
+        self.finish = choice.get("finish_reason") or self.finish
         out = False
         if delta.get("content"):
             self.content.append(delta["content"])
@@ -94,10 +121,6 @@ class ChatFold:
                 slot["name"] += fn.get("name") or ""
                 slot["arguments"] += fn.get("arguments") or ""
             out = True
-        if out:
-            self.pieces += 1
-            if self.first_token is None:
-                self.first_token = now
         return out
 
     def result(self) -> Streamed:
@@ -106,8 +129,11 @@ class ChatFold:
                             f"after {self.pieces} pieces")
         calls = tuple(ToolCallData(c["id"] or f"call_{i}", c["name"], repair.arguments(c["arguments"]))
                       for i, c in sorted(self.calls.items()))
+        # another reply cut off without its finish is left out: it ended mid-answer
+        more = tuple(Choice("".join(text) or None, finish[0])
+                     for _, (text, finish) in sorted(self.others.items()) if finish)
         return Streamed("".join(self.content) or None, calls, self.finish, _usage(self.usage),
-                        self.served_model, self.served_tier)
+                        self.served_model, self.served_tier, more=more)
 
 
 def _usage(u: Mapping[str, Any] | None) -> Usage:

@@ -233,6 +233,7 @@ class OpenAIModelClient:
             finish_reason=reply.finish,
             record=self._record(reply, acc.first_token, session, started, time.monotonic()),
             reasoning=reasoning,
+            more=reply.more,
         )
 
     def _record(self, reply: Streamed, first_token: float | None, session: str, started: float,

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator.models.base import Completion, ModelClient, Progress, Route, ToolCallData
+from orchestrator.models.base import Choice, Completion, ModelClient, Progress, Route, ToolCallData
 from orchestrator.models.fallback import demote
 from orchestrator.record.sqlite import connect
 from orchestrator.state import CallRecord, Role
@@ -110,6 +110,7 @@ def _reply_json(completion: Completion) -> str:
         "finish_reason": completion.finish_reason,
         "reasoning": completion.reasoning,
         "record": completion.record.model_dump(mode="json"),
+        "more": [vars(c) for c in completion.more],
     })
 
 
@@ -122,6 +123,7 @@ def _from_json(text: str) -> Completion:
         finish_reason=data["finish_reason"],
         record=record,
         reasoning=data.get("reasoning"),
+        more=tuple(Choice(**c) for c in data.get("more") or ()),
     )
 
 
@@ -339,9 +341,10 @@ class JournaledPool:
         self.journal = journal
 
     def for_role(self, role: Role, *, temperature: float | None = None, start: int = 0,
-                 max_output: int | None = None) -> ModelClient:
+                 max_output: int | None = None, choices: int = 1) -> ModelClient:
         return JournaledClient(self._pool.for_role(role, temperature=temperature, start=start,
-                                                   max_output=max_output), self.journal)
+                                                   max_output=max_output, choices=choices),
+                               self.journal)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._pool, name)

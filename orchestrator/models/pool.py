@@ -60,7 +60,8 @@ class ClientPool:
         self._unkeyed: set[tuple[str, str]] = set()
 
     def route(self, role: Role, alias: str, step: int = 0, *,
-              temperature: float | None = None, max_output: int | None = None) -> Route:
+              temperature: float | None = None, max_output: int | None = None,
+              choices: int = 1) -> Route:
         spec = self.roles.roles[role]
         model = self.roles.models[alias]
         if temperature is not None:  # a racing candidate's own sampling (agentstep's race)
@@ -78,6 +79,8 @@ class ClientPool:
             service_tier=provider.tiers.get(spec.tier),
             effort=spec.effort,
             step=step,
+            # the Responses API answers one reply a call: there the samples are asked one by one
+            choices=choices if (model.api or provider.api) == "chat" else 1,
         )
 
     def check_credentials(self, roles: Sequence[Role]) -> None:
@@ -97,31 +100,35 @@ class ClientPool:
         return self._sdks[provider_name]
 
     def client(self, role: Role, alias: str, step: int = 0, *,
-               temperature: float | None = None, max_output: int | None = None
-               ) -> OpenAIModelClient:
-        route = self.route(role, alias, step, temperature=temperature, max_output=max_output)
+               temperature: float | None = None, max_output: int | None = None,
+               choices: int = 1) -> OpenAIModelClient:
+        route = self.route(role, alias, step, temperature=temperature, max_output=max_output,
+                           choices=choices)
         return OpenAIModelClient(self.sdk(route.provider_name), route)
 
     def member(self, role: Role, alias: str, step: int = 0, *,
-               temperature: float | None = None, max_output: int | None = None) -> ModelClient:
+               temperature: float | None = None, max_output: int | None = None,
+               choices: int = 1) -> ModelClient:
         """One link of a chain: the model's client, speaking JSON tools if the model needs it."""
-        client = self.client(role, alias, step, temperature=temperature, max_output=max_output)
+        client = self.client(role, alias, step, temperature=temperature, max_output=max_output,
+                             choices=choices)
         model = client.route.model
         if model.tools != "json":
             return client
         return JsonToolsClient(client, model.structured, optional=model.tool_args == "all")
 
     def for_role(self, role: Role, *, temperature: float | None = None, start: int = 0,
-                 max_output: int | None = None) -> ModelClient:
+                 max_output: int | None = None, choices: int = 1) -> ModelClient:
         """A fresh ``FallbackClient`` over ``roles.chain(role)`` (one per session), from its
         model at ``start`` on (a build's ``next_model`` rung); ``temperature`` overrides every
         chain model's (a racing candidate's or a sample's sampling), ``max_output`` lowers
-        each one's reply cap (the one-line request's, ``builder.line_max_output``)."""
+        each one's reply cap (the one-line request's, ``builder.line_max_output``), ``choices``
+        asks each call for that many replies (``builder.sample_batch``; chat models only)."""
         aliases = self.roles.chain(role)
         usable = [a for i, a in enumerate(aliases)
                   if i == start or (i > start and self._has_key(role, a))]
         chain = [self.member(role, alias, aliases.index(alias), temperature=temperature,
-                             max_output=max_output) for alias in usable]
+                             max_output=max_output, choices=choices) for alias in usable]
         return FallbackClient(*chain, routing=self.routing)
 
     def _has_key(self, role: Role, alias: str) -> bool:

@@ -255,8 +255,9 @@ class SampleFinished(EventBase):
     attempt: int
     index: int
     temperature: float | None = None
-    call_s: float = Field(description="The model call's wall time.")
+    call_s: float = Field(description="The model call's wall time (its share: see batch).")
     ttft_s: float | None = Field(None, description="Its time to first token (prompt reading).")
+    batch: int = Field(1, description="Replies its call answered (sample_batch).")
     checks_s: float = 0.0
     wall_s: float = 0.0
     prompt_tokens: int = 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -48,7 +49,16 @@ def parse(body: dict[str, Any]) -> Parsed | FaultSpec:
             isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages):
         return FaultSpec(status=400, message="'messages' must be a non-empty array of message "
                          "objects", type="invalid_request_error", param="messages")
+    n = body.get("n", 1)
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= 128):
+        return FaultSpec(status=400, message=f"Invalid value for 'n': {n!r}; expected an "
+                         "integer from 1 to 128.", type="invalid_request_error", param="n")
     return Parsed(body)
+
+
+def asked(parsed: Parsed) -> int:
+    """How many replies the request asks for (Chat Completions' ``n``)."""
+    return parsed.chat.get("n") or 1
 
 
 def overflow(window: int, prompt: int) -> FaultSpec:
@@ -62,9 +72,11 @@ class ChatReply:
     """One reply turned into OpenAI's completion and chunk objects."""
 
     def __init__(self, reply: Reply, *, model: str, tier: str, prompt: int, completion: int,
-                 reasoning: int, request: Parsed, cached: int = 0) -> None:
+                 reasoning: int, request: Parsed, cached: int = 0,
+                 more: Sequence[Reply] = ()) -> None:
         body = request.chat
         self.reply, self.model, self.tier = reply, model, tier
+        self.more = tuple(more)  # the further replies a request with n > 1 asked for (text)
         self.id = f"chatcmpl-sim{uuid.uuid4().hex[:20]}"
         self.created = int(time.time())
         options = body.get("stream_options") or {}
@@ -95,17 +107,21 @@ class ChatReply:
                 {"id": cid, "type": "function", "function": {"name": name, "arguments": args}}
                 for cid, name, args in self.calls
             ]
+        further = [{"index": i, "logprobs": None, "finish_reason": r.effective_finish_reason,
+                    "message": {"role": "assistant", "content": r.content, "refusal": None}}
+                   for i, r in enumerate(self.more, 1)]
         return {
             **self._envelope("chat.completion"),
             "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": self.reply.effective_finish_reason}],
+                         "finish_reason": self.reply.effective_finish_reason}, *further],
             "usage": self.usage,
         }
 
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+    def _chunk(self, delta: dict[str, Any], finish: str | None = None, index: int = 0) -> bytes:
         chunk = {
             **self._envelope("chat.completion.chunk"),
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+            "choices": [{"index": index, "delta": delta, "logprobs": None,
+                         "finish_reason": finish}],
         }
         return sse(chunk | ({"usage": None} if self.include_usage else {}))
 
@@ -128,6 +144,10 @@ class ChatReply:
         out: list[Frame] = [(self._chunk({"role": "assistant", "content": "", "refusal": None}),
                              "meta")]
         out += [(self._chunk(d), "delta") for d in self.deltas()]
+        for i, r in enumerate(self.more, 1):  # each further reply's text, after the first's
+            out += [(self._chunk({"content": p}, index=i), "delta")
+                    for p in pieces(r.content or "", CONTENT_CHUNK_CHARS)]
+            out.append((self._chunk({}, r.effective_finish_reason, index=i), "meta"))
         out.append((self._chunk({}, self.reply.effective_finish_reason), "end"))
         if self.include_usage:
             out.append((sse({**self._envelope("chat.completion.chunk"), "choices": [],

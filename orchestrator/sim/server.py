@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import itertools
 import json
 import threading
 import time
@@ -105,16 +106,10 @@ class SimState:
             return [r for r in self.requests if r.model == model]
 
     def overlapped(self, model: str) -> bool:
-        spans = sorted(
-            (r.started, r.finished if r.finished is not None else float("inf"))
-            for r in self.requests_for(model)
-        )
-        latest_end = float("-inf")
-        for start, end in spans:
-            if start < latest_end:
-                return True
-            latest_end = max(latest_end, end)
-        return False
+        """Whether a request of ``model`` started before an earlier one had finished."""
+        spans = sorted((r.started, r.finished or float("inf")) for r in self.requests_for(model))
+        ends = itertools.accumulate((end for _, end in spans), max)  # the latest end so far
+        return any(start < end for (start, _), end in zip(spans[1:], ends, strict=False))
 
     def clear(self) -> None:
         with self._lock:
@@ -261,8 +256,9 @@ class _SimApp:
         limit = self._limit(wire, rec, behavior)
         if limit is not None:
             return _error(limit)
-        try:
-            reply = behavior.reply_for(ChatRequestView.from_body(parsed.chat), sim.nth(rec))
+        try:  # n > 1 (Chat Completions): the behaviour answers again for each further reply
+            view, nth = ChatRequestView.from_body(parsed.chat), sim.nth(rec)
+            reply, *more = [behavior.reply_for(view, nth) for _ in range(chat.asked(parsed))]
         except Exception as exc:  # a broken behaviour should look like a server fault
             return _error(FaultSpec(status=500, type="server_error",
                                     message=f"sim behaviour failed: {type(exc).__name__}: {exc}"))
@@ -270,7 +266,7 @@ class _SimApp:
             await asyncio.sleep(reply.delay_s)
         if reply.error is not None:
             return _error(reply.error)
-        return await self._complete(wire, rec, parsed, behavior, reply, scenario)
+        return await self._complete(wire, rec, parsed, behavior, [reply, *more], scenario)
 
     def _limit(self, wire: _Wire, rec: RecordedRequest,
                behavior: ModelBehavior) -> FaultSpec | None:
@@ -284,15 +280,17 @@ class _SimApp:
         return None
 
     async def _complete(self, wire: _Wire, rec: RecordedRequest, parsed: Parsed,
-                        behavior: ModelBehavior, reply: Reply, scenario: Scenario) -> Response:
-        reasoning = behavior.reasoning_tokens
+                        behavior: ModelBehavior, replies: list[Reply], scenario: Scenario
+                        ) -> Response:
+        reasoning, (reply, *more) = behavior.reasoning_tokens, replies
         completion = wire.reply(
-            reply,
+            reply, **({"more": more} if more else {}),
             model=reply.served_model or behavior.served_model or rec.model,
             tier=reply.served_tier or behavior.served_tier or parsed.chat.get("service_tier")
             or "default",
             prompt=rec.prompt_tokens,
-            completion=count_completion_tokens(reply, scenario.tokenizer) + reasoning,
+            completion=sum(count_completion_tokens(r, scenario.tokenizer) for r in replies)
+            + reasoning,
             reasoning=reasoning,
             request=parsed,
             cached=rec.cached_tokens,
