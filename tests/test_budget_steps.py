@@ -8,14 +8,16 @@ requests the simulator recorded and the checkout before and after."""
 from __future__ import annotations
 
 import json
+import subprocess
 import time
+from pathlib import Path
 
 from conftest import scenario_with, snapshot
 from routing_kit import demo_run, show
 
 from orchestrator import api
 from orchestrator.faces.demo import DEMO_TASK
-from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
 from orchestrator.sim.behaviors import explorer_cite
 
 SLOW = ModelBehavior(script=[Reply(content="thinking", delay_s=60.0)])
@@ -111,3 +113,48 @@ async def test_a_budget_with_time_to_spare_changes_nothing(fresh_sim, sample_rep
     assert len(verified) == 2 and all(verified)
     assert not [e for e in events if e.kind == "warning" and e.category == "out_of_time"]
     assert not result.losses
+
+
+AUDITOR = """\
+---
+name: test-auditor
+kind: check
+description: Runs the tests itself before it judges.
+tools: [read, search, run]
+---
+You audit test runs.
+"""
+STAMP = "sleep 61.25"  # a command line no other process here has
+
+
+def _auditor_writes_then_hangs(req: ChatRequestView) -> Reply:
+    return Reply(tool_calls=[ToolCallSpec(name="run", arguments={
+        "command": f"echo scratch > auditor-was-here.txt && {STAMP}"})])
+
+
+async def test_a_judge_cut_mid_command_leaves_no_file_and_no_process(fresh_sim, sample_repo):
+    """A team's check role runs a command that writes into the worktree and then hangs past
+    the budget: the run ends by the budget on the build's files alone (the judge's file is not
+    in the result branch) and the command's processes are gone."""
+    (sample_repo / ".orchestrate/agents").mkdir(parents=True)
+    (sample_repo / ".orchestrate/agents/test-auditor.md").write_text(AUDITOR)
+    (sample_repo / "roles.toml").write_text(
+        '[pipeline]\nsteps = ["planner", "explorer", "builder", "test-auditor", "reviewer"]\n'
+        '[models.checker-sim]\nprovider = "sim"\nid = "sim-checker"\ncontext_window = 16_000\n'
+        'max_output = 2_000\n[roles.test-auditor]\nmodel = "checker-sim"\n')
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "add", "."], cwd=sample_repo, check=True)
+    subprocess.run([*git, "commit", "-qm", "team roles"], cwd=sample_repo, check=True)
+    result, events = await _run(fresh_sim, sample_repo, 10, **{
+        "sim-checker": ModelBehavior(respond=_auditor_writes_then_hangs)})
+    assert result.status == "succeeded", result.reason
+    assert "ran out while test-auditor judged it, so its verdict is missing" in result.reason
+    files = subprocess.run(["git", "show", "--name-only", "--format=", result.branch],
+                           cwd=sample_repo, capture_output=True, text=True, check=True).stdout
+    assert files.split() == ["stats.py"]
+    worktree = Path(result.run_dir) / "worktree"  # the run's own tree, as `orchestrate show` has it
+    assert (worktree / "stats.py").is_file() and not (worktree / "auditor-was-here.txt").exists()
+    assert fresh_sim.state.requests_for("sim-checker")  # it did run its command
+    warned = [e.message for e in events if e.kind == "warning"]
+    assert any("test-auditor's commands changed files" in w for w in warned), warned
+    assert subprocess.run(["pgrep", "-f", STAMP], capture_output=True).returncode == 1

@@ -101,6 +101,8 @@ def agent_node(role: Role, kind: Kind, name: str | None = None) -> NodeFn:
         try:
             outcome, built = await _way(ctx, kind, asked, n)(ctx, state, asked, task, n)
         except OutOfTime:  # a plan's or a judge's session: the run goes to its report
+            # a judge cut mid-command may have written files: the result stays the build's
+            await _discard_changes(ctx, state, role)
             return {**asked.update, **_stopped(ctx, role, kind)}
         update = await step.apply(ctx, state, replace(asked, task=task), outcome.payload)
         return {**asked.update, **update, **built}

@@ -361,7 +361,7 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
         ready = (await ctx.ahead.first_build(prompt.messages, temperature)
                  if not model_step and choices == 1 else None)
         completion = await account.call(client, prompt.messages, window=window, ready=ready)
-    record = completion.record
+    record, more = completion.record, completion.more  # more: the replies for later samples
     account.turns = 1
     shown = prompt.shown
     # the tests are parsed too, so that rewriting one is refused by the jail, and said
@@ -380,6 +380,8 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
                 f"one-shot reply named {named} and stopped: asked once more for its text")))
             again = [*prompt.messages, {"role": "assistant", "content": completion.content or ""},
                      {"role": "user", "content": text("oneshot", "go_on", path=named)}]
+            if choices > 1:  # one reply to this sample's own question
+                client = ctx.pool.for_role(role, temperature=temperature, start=model_step)
             completion = await account.call(client, again, window=window)
             account.turns = 2
             changed = parse_files(completion.content or "", texts)
@@ -399,7 +401,7 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     summary = (text("oneshot", "wrote", files=", ".join(written)) if written else
                text("oneshot", "wrote_nothing", why=why))
     report = BuildReport(summary=summary, files_changed=written)
-    return account.finished(report, prompt.messages), record, completion.more
+    return account.finished(report, prompt.messages), record, more
 
 
 def _both(first: CallRecord, then: CallRecord) -> CallRecord:
