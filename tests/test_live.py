@@ -257,3 +257,19 @@ def test_the_kits_speculative_decoding_drafts_a_whole_file_fix():
     assert not answers["none"][1].get("draft_n")
     drafted = answers["ngram_simple"][1]
     assert drafted["draft_n"] >= drafted["draft_n_accepted"] > 0, drafted
+
+
+async def test_a_call_for_two_replies_gets_two_from_one_reading_of_the_prompt(live_url):
+    """``sample_batch = 2`` on llama.cpp: one streamed call with n = 2 through the model client
+    folds two whole replies (the kit's server keeps two slots; the second copies the first's
+    prompt instead of reading it again)."""
+    pool = ClientPool(live_roles(live_url), run_env())
+    ask = [{"role": "user", "content": "Name one prime number between 10 and 20. One word."}]
+    try:
+        done = await pool.for_role("builder", temperature=0.8, choices=2).complete(
+            ask, session="batch-1")
+    finally:
+        await pool.aclose()
+    assert done.content and done.finish_reason in ("stop", "length")
+    assert len(done.more) == 1 and done.more[0].content, done.more
+    assert done.record.prompt_tokens > 0
