@@ -1,0 +1,6 @@
+export ORCHESTRATE_LIVE_KEY=local
+export PYTHONPATH=/work/live/r57/code
+cd /work/live/r57
+bash /work/live/r57/code/scripts/live-model/start.sh all > servers.log 2>&1
+/work/main/.venv/bin/python -m orchestrator bench live --roles live-routed --roles live-solo --keep --out /work/live/r57/out \
+  --task xp-catalog-sort --task xp-invoice-tax --task xp-js-label-address --task xp-js-weekly-runs > bench.log 2>&1
