@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 from conftest import scenario_with, snapshot
-from routing_kit import demo_run, show
+from routing_kit import call, demo_run, show
 
 from orchestrator import api
 from orchestrator.faces.demo import DEMO_TASK
-from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
 from orchestrator.sim.behaviors import explorer_cite
 
 SLOW = ModelBehavior(script=[Reply(content="thinking", delay_s=60.0)])
@@ -128,8 +128,7 @@ STAMP = "sleep 61.25"  # a command line no other process here has
 
 
 def _auditor_writes_then_hangs(req: ChatRequestView) -> Reply:
-    return Reply(tool_calls=[ToolCallSpec(name="run", arguments={
-        "command": f"echo scratch > auditor-was-here.txt && {STAMP}"})])
+    return call("run", command=f"echo scratch > auditor-was-here.txt && {STAMP}")
 
 
 async def test_a_judge_cut_mid_command_leaves_no_file_and_no_process(fresh_sim, sample_repo):

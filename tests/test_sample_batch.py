@@ -41,9 +41,22 @@ def _builder(original: str, right_at: int, lines: list[str]):
     return respond
 
 
+async def _run(sim, repo, right_at: int, *sets: str):
+    """A demo run whose ``right_at``-th one-line reply is the fix, with ``sample_batch = 2``
+    and ``sets``: its result, the file as it was and the line numbers the replies gave."""
+    original = (repo / "stats.py").read_text(encoding="utf-8")
+    lines: list[str] = []
+    sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
+        respond=_builder(original, right_at, lines))}))
+    result = await api.arun(DEMO_TASK, **demo_run(sim, repo, *SETS, "builder.sample_batch=2",
+                                                  *sets))
+    assert result.status == "succeeded", result.reason
+    return result, original, lines
+
+
 def _line_requests(sim) -> list:
     return [r for r in sim.state.requests_for("sim-builder")
-            if asked_line(ChatRequestView.from_body(r.body))]
+            if asked_line(ChatRequestView.from_body(r.chat))]
 
 
 async def test_samples_two_and_three_come_from_one_call_and_the_third_passes(fresh_sim,
@@ -53,13 +66,7 @@ async def test_samples_two_and_three_come_from_one_call_and_the_third_passes(fre
     byte; the second of its replies is the fix, the run passes on it and sample 4 is never
     asked. The call's time is shared by its two samples, its tokens are on the one that
     asked it."""
-    original = (sample_repo / "stats.py").read_text(encoding="utf-8")
-    lines: list[str] = []
-    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
-        respond=_builder(original, 3, lines))}))
-    result = await api.arun(DEMO_TASK, **demo_run(fresh_sim, sample_repo, *SETS,
-                                                  "builder.sample_batch=2"))
-    assert result.status == "succeeded", result.reason
+    result, original, lines = await _run(fresh_sim, sample_repo, 3)
     head, _, tail = original.rpartition(BUGGY_LINE)
     assert show(sample_repo, f"{result.branch}:stats.py") == head + RIGHT_LINE + tail
     asked = _line_requests(fresh_sim)
@@ -79,13 +86,7 @@ async def test_a_first_reply_that_passes_leaves_the_one_it_holds_unchecked(fresh
                                                                           sample_repo):
     """The batch's first reply is the fix: the run passes on sample 2 and the reply held for
     sample 3 is never checked (no worktree, no sample of its own)."""
-    original = (sample_repo / "stats.py").read_text(encoding="utf-8")
-    lines: list[str] = []
-    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
-        respond=_builder(original, 2, lines))}))
-    result = await api.arun(DEMO_TASK, **demo_run(fresh_sim, sample_repo, *SETS,
-                                                  "builder.sample_batch=2"))
-    assert result.status == "succeeded", result.reason
+    result, _, lines = await _run(fresh_sim, sample_repo, 2)
     assert len(_line_requests(fresh_sim)) == 2 and len(lines) == 3
     samples = result.attempt_log[1].samples
     assert [(s.index, s.batch, s.passed) for s in samples] == [(1, 1, False), (2, 2, True)]
@@ -94,16 +95,8 @@ async def test_a_first_reply_that_passes_leaves_the_one_it_holds_unchecked(fresh
 async def test_over_the_responses_api_the_samples_are_asked_one_by_one(fresh_sim, sample_repo):
     """The Responses API has no ``n``: the same role map asks sample after sample there, and
     the run still passes on sample 3."""
-    original = (sample_repo / "stats.py").read_text(encoding="utf-8")
-    lines: list[str] = []
-    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
-        respond=_builder(original, 3, lines))}))
-    result = await api.arun(DEMO_TASK, **demo_run(fresh_sim, sample_repo, *SETS,
-                                                  "builder.sample_batch=2",
-                                                  "models.builder-sim.api=responses"))
-    assert result.status == "succeeded", result.reason
-    asked = [r for r in fresh_sim.state.requests_for("sim-builder")
-             if asked_line(ChatRequestView.from_body(r.chat))]
+    result, _, _ = await _run(fresh_sim, sample_repo, 3, "models.builder-sim.api=responses")
+    asked = _line_requests(fresh_sim)
     assert [r.api for r in asked] == ["responses"] * 3
     assert all("n" not in r.body for r in asked)
     samples = result.attempt_log[1].samples

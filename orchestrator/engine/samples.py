@@ -83,15 +83,15 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
     that share a prompt and a temperature are asked ``sample_batch`` to a call: the call's
     further replies are held for the samples next, each still checked on its own."""
     batch = ctx.roles.roles[role].sample_batch
-    held: dict[int, Completion] = {}  # further replies of calls made, by the sample they answer
-    shares: dict[int, int] = {}  # how many samples the call that answered sample i answered
+    # further replies of calls made, by the sample they answer, with how many their call gave
+    held: dict[int, tuple[Completion, int]] = {}
     for index in range(1, k + 1):
         prompt = _prompt_at(prompts, index)
         run = await prepare(ctx, role, n, index, tree, temperatures)
         runs.append(run)
         calls: list[CallRecord] = []
         more: list[tuple[Choice, ...]] = []
-        reply = held.pop(index, None)
+        reply, share = held.pop(index, (None, 1))
         answers = [index] if reply is not None else _answers(prompts, temperatures, index, k,
                                                              batch)
         choices = len(answers)
@@ -116,10 +116,10 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
             run.error = " ".join(str(exc).split())[:500] or type(exc).__name__
         if reply is None:  # this sample's own call: it answered itself and the ones it holds
             further = [_further(c, calls[0]) for c in more[0]] if more and calls else []
-            held.update(zip(answers[1:], further, strict=False))
-            shares.update(dict.fromkeys(answers[:1 + len(further)], 1 + len(further)))
+            share = 1 + len(further)
+            held.update((i, (c, share)) for i, c in zip(answers[1:], further, strict=False))
         sample = _sample(run, calls, changed=bool(run.tree) and run.tree != tree,
-                         place=_place(prompt), share=shares.get(index, 1))
+                         place=_place(prompt), share=share)
         samples.append(sample)
         _announce(ctx, role, run, sample, n)
         if run.passed:

@@ -78,8 +78,9 @@ class ChatFold:
     served_tier: str | None = None
     first_token: float | None = None
     pieces: int = 0
-    # the other replies of a call that asked for several (``n``), by their index: text, finish
-    others: dict[int, tuple[list[str], list[str]]] = field(default_factory=dict)
+    # the other replies of a call that asked for several (``n``), by their index
+    other_text: dict[int, list[str]] = field(default_factory=dict)
+    other_finish: dict[int, str] = field(default_factory=dict)
 
     def add(self, chunk: Mapping[str, Any], now: float) -> bool:
         """Fold one chunk (its JSON) in; True when it carried output (for time to first token)."""
@@ -100,11 +101,10 @@ class ChatFold:
         index = choice.get("index") or 0
         delta = choice.get("delta") or {}
         if index:  # another reply of the same call: its text and finish, no tool calls
-            text, finish = self.others.setdefault(index, ([], []))
             if choice.get("finish_reason"):
-                finish[:] = [choice["finish_reason"]]
+                self.other_finish[index] = choice["finish_reason"]
             if delta.get("content"):
-                text.append(delta["content"])
+                self.other_text.setdefault(index, []).append(delta["content"])
                 return True
             return False
         self.finish = choice.get("finish_reason") or self.finish
@@ -130,8 +130,8 @@ class ChatFold:
         calls = tuple(ToolCallData(c["id"] or f"call_{i}", c["name"], repair.arguments(c["arguments"]))
                       for i, c in sorted(self.calls.items()))
         # another reply cut off without its finish is left out: it ended mid-answer
-        more = tuple(Choice("".join(text) or None, finish[0])
-                     for _, (text, finish) in sorted(self.others.items()) if finish)
+        more = tuple(Choice("".join(self.other_text.get(i, ())) or None, finish)
+                     for i, finish in sorted(self.other_finish.items()))
         return Streamed("".join(self.content) or None, calls, self.finish, _usage(self.usage),
                         self.served_model, self.served_tier, more=more)
 

@@ -79,8 +79,7 @@ class ClientPool:
             service_tier=provider.tiers.get(spec.tier),
             effort=spec.effort,
             step=step,
-            # the Responses API answers one reply a call: there the samples are asked one by one
-            choices=choices if (model.api or provider.api) == "chat" else 1,
+            choices=choices,  # the chat wire asks for them (n); the Responses wire cannot
         )
 
     def check_credentials(self, roles: Sequence[Role]) -> None:
