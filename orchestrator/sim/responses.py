@@ -15,6 +15,7 @@ import binascii
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.sim.chat import (
@@ -181,7 +182,9 @@ class ResponsesReply:
     """One reply as a ``response`` object and as the events that stream it."""
 
     def __init__(self, reply: Reply, *, model: str, tier: str, prompt: int, completion: int,
-                 reasoning: int, request: Parsed, cached: int = 0) -> None:
+                 reasoning: int, request: Parsed, cached: int = 0,
+                 more: Sequence[Reply] = ()) -> None:
+        assert not more, "the Responses API has no n: a request asks one reply"
         self.reply, self.model, self.tier = reply, model, tier
         self.id = f"resp_sim{uuid.uuid4().hex[:24]}"
         self.created = int(time.time())

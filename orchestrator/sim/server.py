@@ -284,7 +284,7 @@ class _SimApp:
                         ) -> Response:
         reasoning, (reply, *more) = behavior.reasoning_tokens, replies
         completion = wire.reply(
-            reply, **({"more": more} if more else {}),
+            reply, more=more,
             model=reply.served_model or behavior.served_model or rec.model,
             tier=reply.served_tier or behavior.served_tier or parsed.chat.get("service_tier")
             or "default",
