@@ -5,7 +5,7 @@
 # (setup.sh). Idempotent: a server already answering is left alone.
 #   usage: start.sh [0.5b|1.5b|all]   (default all)
 #   env:   LIVE_HOME (default ~/.cache/orchestrate-live), LIVE_CTX (default 8192),
-#          LIVE_SPEC (the 1.5B's speculative decoding, serve.py --spec; default ngram_simple),
+#          LIVE_SPEC (the 1.5B's speculative decoding, serve.py --spec; default ngram_simple; several joined by commas),
 #          LIVE_SLOTS (prompts each server keeps cached at once, serve.py --slots; default 2)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
