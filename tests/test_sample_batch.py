@@ -171,3 +171,37 @@ def test_a_call_answers_the_samples_that_share_its_prompt_and_temperature():
     assert _answers([p], temps, 2, 4, 1) == [2]
     assert _answers([p, lead, p, lead, p], temps, 3, 5, 2) == [3, 5]
     assert _answers([p], (0.3, 0.9, 0.6), 2, 3, 2) == [2]  # another temperature: alone
+
+
+async def test_a_batched_reply_that_names_its_file_and_stops_is_followed_up_with_one_reply(
+        fresh_sim, sample_repo):
+    """Whole-file samples two to a call: sample 2's reply names stats.py and stops, so it is
+    asked once more in its own session — with one reply, not two (a second reply to that
+    question would be held for sample 3 in place of the call's own). Sample 3 passes on the
+    call's second reply, the fix."""
+    original = (sample_repo / "stats.py").read_text(encoding="utf-8")
+    head, _, tail = original.rpartition(BUGGY_LINE)
+    fixed = head + RIGHT_LINE + tail
+    replies = [f"stats.py\n```python\n{original}```\n",  # sample 1, alone: given back
+               "```\nstats.py\n```",                   # sample 2: named and stopped
+               f"stats.py\n```python\n{fixed}```\n",   # sample 3, held from the same call
+               f"stats.py\n```python\n{original}```\n"]  # sample 2's follow-up: given back
+    given: list[str] = []
+
+    def respond(req: ChatRequestView) -> Reply:
+        given.append(replies[len(given)])
+        return Reply(content=given[-1])
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
+    result = await api.arun(DEMO_TASK, **demo_run(
+        fresh_sim, sample_repo, "builder.one_shot=true", "builder.samples=3",
+        "builder.sample_batch=2", "builder.temperatures=[0.2, 0.8, 0.8]"))
+    assert result.status == "succeeded", result.reason
+    assert show(sample_repo, f"{result.branch}:stats.py") == fixed
+    bodies = [r.body for r in fresh_sim.state.requests_for("sim-builder")]
+    assert [b.get("n") for b in bodies] == [None, 2, None]
+    assert "Now write it" in bodies[2]["messages"][-1]["content"]
+    assert len(given) == 4
+    samples = result.attempt_log[0].samples
+    assert [(s.index, s.batch, s.changed, s.passed) for s in samples] == [
+        (1, 1, False, False), (2, 2, False, False), (3, 2, True, True)]

@@ -40,7 +40,7 @@ from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.localize import facts, failures
 from orchestrator.localize.candidates import file_factor
 from orchestrator.localize.localization import Localization, Span
-from orchestrator.models.base import Choice, Completion
+from orchestrator.models.base import Choice, Completion, ModelClient
 from orchestrator.record.events import Warned
 from orchestrator.session.account import Account, SessionOutcome
 from orchestrator.state import BuildReport, CallRecord, Role, RunState
@@ -350,8 +350,12 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     # (40 s of generation each, r21-r29); capped, it still has room to reprint the code shown
     cap = None if prompt.line is None else oneline.reply_cap(
         ctx.roles.roles[role].line_max_output, prompt.line)
-    client = ctx.pool.for_role(role, temperature=temperature, start=model_step, max_output=cap,
-                               choices=choices)
+
+    def asking(replies: int) -> ModelClient:
+        return ctx.pool.for_role(role, temperature=temperature, start=model_step,
+                                 max_output=cap, choices=replies)
+
+    client = asking(choices)
     account = Account(ctx.telemetry, role, session, ctx.agents[role].kind)
     window = client.route.model.context_window
     account.started(client.route, window=window, purpose="one_shot")
@@ -380,9 +384,9 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
                 f"one-shot reply named {named} and stopped: asked once more for its text")))
             again = [*prompt.messages, {"role": "assistant", "content": completion.content or ""},
                      {"role": "user", "content": text("oneshot", "go_on", path=named)}]
-            if choices > 1:  # one reply to this sample's own question
-                client = ctx.pool.for_role(role, temperature=temperature, start=model_step)
-            completion = await account.call(client, again, window=window)
+            # one reply: the question is this sample's own
+            completion = await account.call(client if choices == 1 else asking(1), again,
+                                            window=window)
             account.turns = 2
             changed = parse_files(completion.content or "", texts)
             record = _both(record, completion.record)
