@@ -264,6 +264,79 @@ def test_the_line_request_shows_a_function_from_the_constant_just_above_it_only(
     assert line_span(alone, fn, body) == fn  # a constant of another file is not this one's
 
 
+def _unit(body: str, name: str, path: str = "m.py") -> Span:
+    """The span of the top-level definition ``name`` of ``body``: its line to the last
+    indented line after it."""
+    lines = body.splitlines()
+    start = next(n for n, line in enumerate(lines, 1)
+                 if re.match(rf"(def|function|const)\s+{name}\b", line))
+    end = start
+    while end < len(lines) and lines[end][:1] in (" ", "}"):
+        end += 1
+    return Span(path=path, start=start, end=end, focus=start,
+                text=tuple(lines[start - 1:end]), why="")
+
+
+def test_a_found_place_is_shown_from_the_definitions_above_it_that_it_uses():
+    """xp-parcel-weight (live r60): shown ``to_kg`` alone, the 1.5B invented KG_PER's pound
+    factor. The place is shown from KG_PER, through ``_factor`` which it calls; a function
+    that uses nothing above it, or whose uses lie too far up, is shown as it was."""
+    from orchestrator.benchmark import load_suite
+    from orchestrator.engine.places import FOUND_LINES, NEAR_USES, with_uses
+
+    task = next(t for t in load_suite("live").tasks if t.name == "xp-parcel-weight")
+    body = (task.repo / task.sim.path).read_text(encoding="utf-8")
+    to_kg = _unit(body, "to_kg", task.sim.path)
+    shown = with_uses(to_kg, body)
+    assert (shown.start, shown.end, shown.focus) == (3, to_kg.end, to_kg.focus)
+    assert shown.text[0].startswith("KG_PER = ") and shown.text[-1] == to_kg.text[-1]
+    assert with_uses(_unit(body, "_factor"), body) == _unit(body, "_factor")  # uses nothing
+    # from the earliest definition it uses, directly or through another: not from one unused
+    uses_cm = "A = 1\nB_TABLE = {1: 2}\n\n\ndef f(x):\n    return x\n\n\ndef g(x):\n" \
+              "    return f(x) * 2\n"
+    assert with_uses(_unit(uses_cm, "g"), uses_cm).start == 5  # from f, not from A or B_TABLE
+    far = "LIMIT = 3\n" + "\n" * NEAR_USES + "def check(x):\n    return x < LIMIT\n"
+    assert with_uses(_unit(far, "check"), far) == _unit(far, "check")
+    long = "RATES = {\n" + "    1: 2,\n" * FOUND_LINES + "}\n\n\ndef rate(p):\n" \
+           "    return RATES[p]\n"
+    assert with_uses(_unit(long, "rate"), long) == _unit(long, "rate")  # over FOUND_LINES
+    js = "'use strict';\nconst ADDRESS_FOR = {\n  label: 'billing',\n};\n\n" \
+         "function addressFor(order, document) {\n  return ADDRESS_FOR[document];\n}\n"
+    assert with_uses(_unit(js, "addressFor", "r.js"), js).start == 2  # the table it reads
+
+
+def test_a_lead_that_shows_an_earlier_lead_whole_takes_its_turn(monkeypatch):
+    """xp-loyalty-tier's leads: the TIERS table (3-8) and ``tier_for`` (11-16), which reads
+    it. ``tier_for`` shown from TIERS holds the table's lead: one place, in the table's turn,
+    not two; the other leads as they were."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from orchestrator.benchmark import load_suite
+    from orchestrator.engine import leadlines
+    from orchestrator.localize.leads import leads
+    from orchestrator.localize.retrieve import Retriever
+
+    task = next(t for t in load_suite("live").tasks if t.name == "xp-loyalty-tier")
+    refs = [f"{w.path}:{w.start}-{w.end}" for w in leads(Retriever(task.repo), task.instruction)]
+    table, tier_for = "loyalty/program/tiers.py:3-8", "loyalty/program/tiers.py:11-16"
+    assert {table, tier_for} <= set(refs)
+
+    async def no_found_place(*_):  # the explorers found nothing: the leads alone
+        return None
+    monkeypatch.setattr(leadlines, "line_prompt_for", no_found_place)
+    monkeypatch.setattr(leadlines, "failure_output", lambda *_: "FAILED (failures=1)")
+    state = SimpleNamespace(localization=SimpleNamespace(pinned=False), leads=refs,
+                            task=task.instruction)
+    monkeypatch.setattr(leadlines, "failure_facts", lambda *_: "")
+    prompts = asyncio.run(leadlines.line_prompts_for(SimpleNamespace(worktree=task.repo),
+                                                     state, 1))
+    shown = [f"{p.line.path}:{p.line.start}-{p.line.end}" for p in prompts if p.line]
+    assert "loyalty/program/tiers.py:3-16" in shown and table not in shown
+    assert shown.index("loyalty/program/tiers.py:3-16") == refs.index(table)
+    assert len(shown) == len(refs) - 1
+
+
 def test_the_focus_is_the_definition_the_task_names_else_its_file_else_the_first():
     from orchestrator.engine.places import focus_span
     from orchestrator.localize.localization import Localization
