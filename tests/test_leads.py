@@ -137,8 +137,7 @@ async def test_when_the_explorers_cite_a_caller_the_line_is_asked_of_each_lead_o
     ``run_payroll``, the caller. The builder copies whole files back and, asked for a line,
     corrects ``to_cents`` when it is shown it and otherwise gives a shown line back as it is.
     The one-line attempt asks of the explorers' place first, then of the task's first lead
-    (``to_cents`` from the constant and the helper it uses, its prompt the same as the first
-    but for the code at its end), which passes;
+    (``to_cents``, its prompt the same as the first but for the code at its end), which passes;
     each sample says where it pointed, and nothing is asked after the pass."""
     task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
     fix = task.sim.new.strip()
@@ -157,8 +156,7 @@ async def test_when_the_explorers_cite_a_caller_the_line_is_asked_of_each_lead_o
     line = result.attempt_log[-1]
     places = [s.place for s in line.samples]
     assert places[0].startswith("payroll/app.py:")  # the explorers' place first
-    # to_cents from the definitions it uses (CENT, money), to_quarter_hours's lead with it
-    assert places[1:] == ["payroll/money/amounts.py:6-25"] and line.samples[-1].passed
+    assert places[1:] == ["payroll/money/amounts.py:17-19"] and line.samples[-1].passed
     assert not line.samples[0].passed
     fixed = (tmp_path / "repo").joinpath(task.sim.path)  # the user's checkout: untouched
     assert task.sim.old in fixed.read_text(encoding="utf-8")
@@ -175,7 +173,7 @@ async def test_when_the_explorers_cite_a_caller_the_line_is_asked_of_each_lead_o
     assert len(heads) == 1
     assert "test_half_cent_is_rounded_up" in lines[0][-1]["content"]  # the preflight's failure
     assert "The task's words and the calls they lead to reach this code " \
-           "(payroll/money/amounts.py lines 6-25)" in lines[-1][-1]["content"]
+           "(payroll/money/amounts.py lines 17-19)" in lines[-1][-1]["content"]
 
 
 def test_the_explorers_place_is_sampled_between_the_leads_each_lead_once():
@@ -307,11 +305,11 @@ async def test_an_explore_needed_task_spends_its_attempts_on_new_draws_of_the_li
     first, second = result.attempt_log
     places = [s.place for s in first.samples]  # the explorers' place, then each lead once
     assert places[0].startswith("payroll/app.py:") and len(set(places)) == len(places) > 2
-    assert "payroll/money/amounts.py:6-25" in places
+    assert "payroll/money/amounts.py:17-19" in places
     # the second round asks the same places again, from the first lead on, up to the pass,
     # as new draws
     assert [s.place for s in second.samples] == (places[1:] + places[:1])[:len(second.samples)]
-    assert second.samples[-1].place == "payroll/money/amounts.py:6-25"
+    assert second.samples[-1].place == "payroll/money/amounts.py:17-19"
     assert first.samples[0].temperature == 0.0  # the first round at the role's temperatures
     assert {s.temperature for s in second.samples} == {0.6}  # new draws at the highest
     asked = [ChatRequestView.from_body(r.body) for r in fresh_sim.state.requests_for("sim-builder")]

@@ -116,5 +116,5 @@ async def test_the_one_line_reply_is_capped_and_a_cut_last_line_is_not_written(
     whole = model.models[model.roles["builder"].model].max_output
     assert lines and all(64 <= b["max_completion_tokens"] < whole / 4 for b in lines)
     cut = [s for a in result.attempt_log for s in a.samples
-           if s.place == "payroll/money/amounts.py:6-25"]
+           if s.place == "payroll/money/amounts.py:17-19"]
     assert [(s.changed, s.passed) for s in cut] == [(False, False), (True, True)]

@@ -18,7 +18,7 @@ from orchestrator.engine.oneshot import (
     line_prompt_for,
     read_source,
 )
-from orchestrator.engine.places import FOUND_LINES, with_uses
+from orchestrator.engine.places import FOUND_LINES
 from orchestrator.engine.runtime import RunContext
 from orchestrator.localize.localization import Span
 from orchestrator.state import RunState
@@ -28,10 +28,8 @@ from orchestrator.tools.jail import Jail
 async def line_prompts_for(ctx: RunContext, state: RunState, n: int) -> list[Prompt]:
     """The one-line requests of attempt ``n``: ``line_prompt_for``'s, then, when the failure
     pins no code, one for each place the task's words lead to (``state.leads``,
-    ``localize/leads.py``) that it does not show, from the definitions above it that it uses
-    (``places.with_uses``: a lead that shows an earlier one whole takes its turn). Each is
-    built once and differs from the others only at its end (the code shown), so a server's
-    cache serves the rest."""
+    ``localize/leads.py``) that it does not show. Each is built once and differs from the
+    others only at its end (the code shown), so a server's cache serves the rest."""
     first = await line_prompt_for(ctx, state, n)
     loc = state.localization
     output = failure_output(ctx, state)
@@ -40,23 +38,12 @@ async def line_prompts_for(ctx: RunContext, state: RunState, n: int) -> list[Pro
     spans = await asyncio.to_thread(lead_spans, ctx.worktree, state.leads)
     prompts = [first] if first is not None else []
     said = failure_facts(loc, state)
-    found = len(prompts)
     for span, body in spans:
         if any(p.line is not None and p.line.path == span.path and p.line.start <= span.end
                and span.start <= p.line.end for p in prompts):
-            continue  # the explorers' place or an earlier lead shows it already
-        shown = with_uses(span, body)
-        prompt = Prompt(line_messages(state.task, said, output, shown, "line_lead"),
-                        Shown({span.path: body}, {}), line=shown)
-        # an earlier lead this one now shows whole (a table the function uses) gives way to it
-        held = [i for i, p in enumerate(prompts[found:], found) if p.line is not None
-                and p.line.path == shown.path and shown.start <= p.line.start
-                and p.line.end <= shown.end]
-        if held:
-            prompts[held[0]] = prompt
-            prompts = [p for i, p in enumerate(prompts) if i not in held[1:]]
-        else:
-            prompts.append(prompt)
+            continue  # the explorers' place shows it already
+        prompts.append(Prompt(line_messages(state.task, said, output, span, "line_lead"),
+                              Shown({span.path: body}, {}), line=span))
     return prompts
 
 

@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 
 from orchestrator.config.prompts import text
 from orchestrator.engine import oneline
-from orchestrator.engine.places import defined, focus_span, found_span, line_span, with_uses
+from orchestrator.engine.places import defined, focus_span, found_span, line_span
 from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import session_of
 from orchestrator.engine.replyfiles import fenced, parse_files, relabelled, stalled
@@ -232,10 +232,9 @@ def facts_said(reports: Sequence[failures.FailureReport]) -> str:
 
 
 async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | None:
-    """The one-line request of attempt ``n`` (``oneline.py``): the code the explorers found
-    (from the definitions above it that it uses, ``places.with_uses``), or else the function
-    the failure points at (``places.line_span``), as the file is now, numbered; ``None`` when
-    there is no such code or nothing failed."""
+    """The one-line request of attempt ``n`` (``oneline.py``): the code the explorers found, or
+    else the function the failure points at (``places.line_span``), as the file is now,
+    numbered; ``None`` when there is no such code or nothing failed."""
     loc = state.localization
     output = failure_output(ctx, state)
     if loc is None or not output:
@@ -244,8 +243,6 @@ async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | 
     if shown is None:
         return None
     span = None if loc.pinned else await asyncio.to_thread(found_span, state, shown.sources)
-    if span is not None:
-        span = with_uses(span, shown.sources[span.path])
     where = "line_found"
     pinned = focus_span(loc, state.task)
     if span is None and pinned is not None and pinned.path in shown.sources:

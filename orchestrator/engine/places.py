@@ -20,7 +20,6 @@ from orchestrator.state import RunState
 
 FOUND_LINES = 40  # the explorers' place shown as the focus: at most this many lines
 NEAR_CONSTANT = 12  # a constant this far above the function is shown with it (one-line request)
-NEAR_USES = 24  # lines above a found place searched for the definitions it uses (``with_uses``)
 
 
 def found_span(state: RunState, sources: Mapping[str, str]) -> Span | None:
@@ -101,37 +100,3 @@ def line_span(loc: Localization, span: Span, body: str) -> Span:
                                and 0 < span.start - c.start <= NEAR_CONSTANT)])
     return span.model_copy(update={"start": start,
                                    "text": tuple(body.splitlines()[start - 1:span.end])})
-
-
-_WORD = re.compile(r"[A-Za-z_$][\w$]*")
-
-
-def with_uses(span: Span, body: str) -> Span:
-    """``span`` (a place the failure does not pin) as the one-line request shows it, ``body``
-    being its file as it is now: from the earliest module-level definition at most
-    ``NEAR_USES`` lines above it that it uses, directly or through another such definition
-    (a constant table, a helper), when the whole stays within ``FOUND_LINES`` lines. Shown
-    ``to_kg`` alone (``value / _factor(KG_PER, ...)``), the live 1.5B said KG_PER's pound
-    factor was 2.90 and never that the division was the bug (xp-parcel-weight, r60)."""
-    lines = body.splitlines()
-    if not 0 < span.start <= span.end <= len(lines):
-        return span
-    above: dict[str, int] = {}  # a module-level name defined above the span -> its line
-    for n in range(max(1, span.start - NEAR_USES), span.start):
-        line = lines[n - 1]
-        name = None if line[:1].isspace() else defined(line)
-        if name is not None:
-            above.setdefault(name, n)
-    start = span.start
-    used = set(_WORD.findall("\n".join(lines[start - 1:span.end])))
-    while True:
-        earlier = [n for name, n in above.items()
-                   if name in used and n < start and span.end - n + 1 <= FOUND_LINES]
-        if not earlier:
-            break
-        new = min(earlier)
-        used |= set(_WORD.findall("\n".join(lines[new - 1:start - 1])))
-        start = new
-    if start == span.start:
-        return span
-    return span.model_copy(update={"start": start, "text": tuple(lines[start - 1:span.end])})
