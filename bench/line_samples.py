@@ -16,7 +16,9 @@ role's ``line_max_output`` by default), raised as the engine raises it for long 
 (``oneline.reply_cap``), and prints per cap the samples that passed and were cut.
 
 ``--at-fix`` asks instead of the place the explorers' verified claims would show if they cited
-the task's reference fix (its ``[sim]`` line: ``places.found_span``), so explore-needed tasks
+the task's reference fix (its ``[sim]`` line: ``places.found_span``; ``--with-uses`` from the
+module-level definitions above it that it uses, a variant the engine does not ask: live it
+passed 7 of 18 samples against 11 of 18, ``results/line-samples/r62-place-uses``), so explore-needed tasks
 can be probed too, and ``--where`` names how the prompt introduces that code (comma-separated,
 each asked ``--k`` times): ``found`` (the explorers' place), ``lead`` (a place the task's words
 lead to), ``failure`` (the code the failure points at), ``suspect`` (the code named only as
@@ -40,6 +42,7 @@ import argparse
 import asyncio
 import json
 import os
+import re
 import statistics
 import tempfile
 import time
@@ -57,7 +60,7 @@ from orchestrator.config.prompts import text
 from orchestrator.config.schema import RoleMap
 from orchestrator.engine import oneline
 from orchestrator.engine.oneshot import facts_said, failure_output, line_messages, shown_files
-from orchestrator.engine.places import focus_span, found_span, line_span
+from orchestrator.engine.places import FOUND_LINES, defined, focus_span, found_span, line_span
 from orchestrator.localize.localization import Localization, Span
 from orchestrator.models.pool import ClientPool
 from orchestrator.state import Citation, Claim, ExplorerResult, RunState
@@ -92,9 +95,47 @@ def _request(task: Task, loc: Localization, span: Span, variant: str, where: str
     return messages
 
 
-def _fix_span(repo: Path, task: Task, loc: Localization) -> Span | None:
+NEAR_USES = 24  # lines above a place searched for the definitions it uses (--with-uses)
+
+
+_WORD = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def with_uses(span: Span, body: str) -> Span:
+    """``span`` (a place the failure does not pin) as ``--with-uses`` shows it, ``body`` being
+    its file as it is now: from the earliest module-level definition at most
+    ``NEAR_USES`` lines above it that it uses, directly or through another such definition
+    (a constant table, a helper), when the whole stays within ``FOUND_LINES`` lines. Tried
+    because the live 1.5B, shown ``to_kg`` alone (``value / _factor(KG_PER, ...)``), said
+    KG_PER's pound factor was 2.90 (xp-parcel-weight, r60); at the fix it did worse so."""
+    lines = body.splitlines()
+    if not 0 < span.start <= span.end <= len(lines):
+        return span
+    above: dict[str, int] = {}  # a module-level name defined above the span -> its line
+    for n in range(max(1, span.start - NEAR_USES), span.start):
+        line = lines[n - 1]
+        name = None if line[:1].isspace() else defined(line)
+        if name is not None:
+            above.setdefault(name, n)
+    start = span.start
+    used = set(_WORD.findall("\n".join(lines[start - 1:span.end])))
+    while True:
+        earlier = [n for name, n in above.items()
+                   if name in used and n < start and span.end - n + 1 <= FOUND_LINES]
+        if not earlier:
+            break
+        new = min(earlier)
+        used |= set(_WORD.findall("\n".join(lines[new - 1:start - 1])))
+        start = new
+    if start == span.start:
+        return span
+    return span.model_copy(update={"start": start, "text": tuple(lines[start - 1:span.end])})
+
+
+def _fix_span(repo: Path, task: Task, loc: Localization, uses: bool = False) -> Span | None:
     """The place the engine shows when the explorers' verified claims cite the line the task's
-    reference fix changes (``places.found_span``)."""
+    reference fix changes (``places.found_span``); with ``uses``, from the definitions above
+    it that it uses (``with_uses``, a variant the engine does not ask)."""
     if task.sim is None:
         return None
     body = (repo / task.sim.path).read_text(encoding="utf-8")
@@ -106,18 +147,19 @@ def _fix_span(repo: Path, task: Task, loc: Localization) -> Span | None:
     state = RunState(task=task.instruction, localization=loc,
                      explorers=[ExplorerResult(question="q", index=1, claims=[Claim(text="t",
                                                                             citations=[cite])])])
-    return found_span(state, {task.sim.path: body})
+    span = found_span(state, {task.sim.path: body})
+    return with_uses(span, body) if span is not None and uses else span
 
 
 async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
                 temps: tuple[float, float], tmp: Path, variant: str,
-                at_fix: bool = False, wheres: tuple[str, ...] = ("failure",),
+                at_fix: str = "", wheres: tuple[str, ...] = ("failure",),
                 caps: tuple[int | None, ...] = (None,), batches: tuple[int, ...] = (1,)
                 ) -> list[dict[str, Any]]:
     repo = materialize(task, tmp / f"{task.name}-preflight")
     loc = await asyncio.to_thread(_localized, repo, task)
     if at_fix:
-        span = _fix_span(repo, task, loc)
+        span = _fix_span(repo, task, loc, uses=at_fix == "uses")
     else:
         span = focus_span(loc, task.instruction) if shown_files(repo, loc) is not None else None
         if span is not None and span.text:
@@ -229,7 +271,7 @@ async def _reread(roles: RoleMap, tasks: list[Task], rows: list[dict[str, Any]])
 
 
 async def _run(roles: RoleMap, role: str, tasks: list[Task], k: int,
-               temps: tuple[float, float], variant: str, at_fix: bool,
+               temps: tuple[float, float], variant: str, at_fix: str,
                wheres: tuple[str, ...], caps: tuple[int | None, ...],
                batches: tuple[int, ...] = (1,)) -> list[dict[str, Any]]:
     pool = ClientPool(roles, dict(os.environ))
@@ -255,6 +297,9 @@ def main() -> None:
                     "line); bare: the line alone, as it was asked before")
     ap.add_argument("--at-fix", action="store_true",
                     help="ask of the place the explorers would show citing the reference fix")
+    ap.add_argument("--with-uses", action="store_true",
+                    help="with --at-fix: that place from the module-level definitions above it "
+                    "that it uses (a variant tried and set aside: r62-place-uses)")
     ap.add_argument("--where", default="failure",
                     help=f"how the code is introduced, a list of: {', '.join([*WHERE, *OTHER])}")
     ap.add_argument("--caps", default="",
@@ -281,7 +326,8 @@ def main() -> None:
         roles.roles[args.role].line_max_output,)
     batches = tuple(int(b) for b in args.batch.split(",") if b) or (1,)
     rows = asyncio.run(_run(roles, args.role, tasks, args.k, (args.first, args.rest),
-                           args.variant, args.at_fix, wheres, caps, batches))
+                           args.variant, ("uses" if args.with_uses else "found")
+                           if args.at_fix else "", wheres, caps, batches))
     _by_batch(rows, batches)
     for where in wheres if len(wheres) > 1 else ():
         mine = [r for r in rows if r["where"] == where]
