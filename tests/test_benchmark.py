@@ -97,10 +97,12 @@ def test_printed_comparison_puts_pass_rates_next_to_every_speedup(bench2):
     text = console.export_text()
     lines = [line for line in text.splitlines() if "bench-fast vs bench-careful" in line]
     assert lines == ["bench-fast vs bench-careful: pass rate bench-fast 50%, bench-careful 100%"]
-    block = text.split(lines[0], 1)[1].splitlines()[1:4]
+    block = text.split(lines[0], 1)[1].splitlines()[1:5]
     assert "at equal accuracy bench-fast is" in block[0] and "2 task(s) both solved" in block[0]
-    assert "pass rate within" in block[1]
-    assert block[2].strip().startswith("raw speed-up, all runs incl. failures (not accuracy-matched)")
+    # each simulated builder passes at its first call: the split names them, and no rest
+    assert block[1].strip() == "of those, 2 passed at both maps' first build call"
+    assert "pass rate within" in block[2]
+    assert block[3].strip().startswith("raw speed-up, all runs incl. failures (not accuracy-matched)")
     assert "bench-careful: builtin, 2 repeat(s)" in text and "js-range" in text
 
 
@@ -227,6 +229,36 @@ def test_speedup_spread_is_over_repeats():
     assert pair.speedup == pytest.approx(2.0)
     s = pair.speedup_by_repeat
     assert (s.low, s.median, s.high, s.n) == (1.0, 2.0, 4.0, 3)
+
+
+def test_the_speedup_is_split_at_the_tasks_both_maps_passed_at_their_first_build_call():
+    """Where both maps ask one builder the same first call and it passes, the two runs are the
+    same run: the comparison names those tasks and gives the median over the others apart."""
+    from orchestrator.benchmark.report import comparison_lines
+    from orchestrator.state import Attempt, Sample
+
+    def run(task: str, role_map: str, wall: float, attempts: int, samples: int = 0,
+            repeat: int = 0) -> RunRecord:
+        log = tuple(Attempt(n=n, strategy="one_shot", duration_s=wall / attempts,
+                            passed=n == attempts,
+                            samples=[Sample(index=k + 1) for k in range(samples)])
+                    for n in range(1, attempts + 1))
+        return _rec(task, role_map, repeat, True, wall).model_copy(
+            update={"attempt_log": log, "attempts": attempts})
+    a = [run("one", "a", 12, 1), run("sampled", "a", 30, 1, samples=3),
+         run("later", "a", 40, 2), run("mixed", "a", 10, 1), run("mixed", "a", 50, 3, repeat=1)]
+    b = [run("one", "b", 12.6, 1), run("sampled", "b", 45, 1, samples=1),
+         run("later", "b", 80, 2), run("mixed", "b", 10, 1), run("mixed", "b", 10, 1, repeat=1)]
+    pair = compare_pair("a", a, "b", b)
+    # one sample of one attempt is a first call; a second sample, or attempt, is not, in any
+    # passing repeat
+    assert pair.first_call_both == ("one",)
+    assert pair.speedup_rest == pytest.approx(statistics.median([45 / 30, 80 / 40, 10 / 30]))
+    said = "\n".join(comparison_lines(pair))
+    assert "of those, 1 passed at both maps' first build call; over the other 3: 1.50×" in said
+    none = compare_pair("a", a[2:3], "b", b[2:3])
+    assert none.first_call_both == () and "first build call" not in "\n".join(
+        comparison_lines(none))
 
 
 def test_spread_of_nothing_and_of_one_value():

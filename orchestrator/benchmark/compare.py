@@ -89,6 +89,11 @@ class PairComparison(BaseModel):
     pass_at_budget_a_by_repeat: Spread
     pass_at_budget_b_by_repeat: Spread
     raw_speedup: float | None
+    # the tasks both solved whose every pass, under both maps, came at the first build call (one
+    # request, no second attempt or sample): where both maps ask one builder the same first
+    # call, those ratios are 1 by construction, whatever the other roles cost
+    first_call_both: tuple[str, ...] = ()
+    speedup_rest: float | None = None  # the median ratio over the other tasks both solved
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -166,11 +171,22 @@ def _budget_rates(records: Sequence[RunRecord], budget: float | None) -> tuple[f
     return _passed_within(records, budget), spread(per_repeat)
 
 
+def first_call_tasks(records: Sequence[RunRecord]) -> set[str]:
+    """The tasks whose every passing run passed at its first build call: one attempt, one
+    request (no second sample)."""
+    passing = [r for r in records if r.passed]
+    return {r.task for r in passing} - {
+        r.task for r in passing
+        if len(r.attempt_log) != 1 or len(r.attempt_log[0].samples) > 1}
+
+
 def compare_pair(a_name: str, a: Sequence[RunRecord], b_name: str,
                  b: Sequence[RunRecord]) -> PairComparison:
     times_a, times_b = task_times(a), task_times(b)
     both = tuple(t for t in times_a if t in times_b)
     by_task = [times_b[t] / times_a[t] for t in both if times_a[t] > 0]
+    first = first_call_tasks(a) & first_call_tasks(b)
+    rest = [times_b[t] / times_a[t] for t in both if t not in first and times_a[t] > 0]
     solved_medians = [_median(list(times.values())) for times in (times_a, times_b)]
     budget = max((m for m in solved_medians if m is not None), default=None)
     at_a, at_a_rep = _budget_rates(a, budget)
@@ -184,6 +200,7 @@ def compare_pair(a_name: str, a: Sequence[RunRecord], b_name: str,
         pass_at_budget_a=at_a, pass_at_budget_b=at_b,
         pass_at_budget_a_by_repeat=at_a_rep, pass_at_budget_b_by_repeat=at_b_rep,
         raw_speedup=raw_b / raw_a if raw_a and raw_b is not None else None,
+        first_call_both=tuple(t for t in both if t in first), speedup_rest=_median(rest),
     )
 
 

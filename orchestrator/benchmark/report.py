@@ -203,6 +203,12 @@ def comparison_lines(c: PairComparison) -> list[str]:
             f"  at equal accuracy {c.a} is {c.speedup:.2f}× as fast as {c.b}: median over the "
             f"{len(c.both_solved)} task(s) both solved (per repeat {_times(c.speedup_by_repeat)}; "
             f"per task {_times(c.speedup_by_task)})")
+        if c.first_call_both:
+            rest = len(c.both_solved) - len(c.first_call_both)
+            lines.append(
+                f"  of those, {len(c.first_call_both)} passed at both maps' first build call"
+                + (f"; over the other {rest}: {c.speedup_rest:.2f}×"
+                   if rest and c.speedup_rest is not None else ""))
     if c.budget_s is not None:
         lines.append(
             f"  pass rate within {c.budget_s:.2f}s (the slower map's median time on solved tasks): "
