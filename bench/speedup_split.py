@@ -25,6 +25,7 @@ from pathlib import Path
 
 from suite_figures import merged  # bench/ is the script's folder, on sys.path when it runs
 
+from orchestrator.benchmark.compare import passed_at_first_call
 from orchestrator.benchmark.records import RunRecord
 
 
@@ -33,19 +34,13 @@ def build_s(rec: RunRecord) -> float:
     return sum(a.duration_s for a in rec.attempt_log)
 
 
-def first_call(rec: RunRecord) -> bool:
-    """Passed at its first build call: attempt 1, one request (no second sample)."""
-    log = rec.attempt_log
-    return rec.outcome == "passed" and len(log) == 1 and len(log[0].samples) <= 1
-
-
 def rows(records: list[RunRecord], a: str, b: str) -> list[dict[str, object]]:
     """One row per task and repeat that both maps passed."""
     held = {(r.task, r.role_map, r.repeat): r for r in records}
     out: list[dict[str, object]] = []
     for (task, role_map, repeat), ra in held.items():
         rb = held.get((task, b, repeat))
-        if role_map != a or rb is None or ra.outcome != "passed" or rb.outcome != "passed":
+        if role_map != a or rb is None or not ra.passed or not rb.passed:
             continue
         out.append({
             "task": task, "repeat": repeat,
@@ -53,7 +48,7 @@ def rows(records: list[RunRecord], a: str, b: str) -> list[dict[str, object]]:
             "a_strategy": ra.attempt_log[-1].strategy if ra.attempt_log else "",
             "b_s": rb.wall_s, "b_build_s": build_s(rb), "b_calls": rb.calls,
             "b_strategy": rb.attempt_log[-1].strategy if rb.attempt_log else "",
-            "both_first_call": first_call(ra) and first_call(rb),
+            "both_first_call": passed_at_first_call(ra) and passed_at_first_call(rb),
             "ratio": rb.wall_s / ra.wall_s if ra.wall_s else None,
             "ceiling": rb.wall_s / build_s(ra) if build_s(ra) else None,
             "others": ((rb.wall_s - build_s(rb)) / (ra.wall_s - build_s(ra))

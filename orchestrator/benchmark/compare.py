@@ -171,13 +171,16 @@ def _budget_rates(records: Sequence[RunRecord], budget: float | None) -> tuple[f
     return _passed_within(records, budget), spread(per_repeat)
 
 
+def passed_at_first_call(rec: RunRecord) -> bool:
+    """``rec`` passed at its first build call: one attempt, one request (no second sample)."""
+    log = rec.attempt_log
+    return rec.passed and len(log) == 1 and len(log[0].samples) <= 1
+
+
 def first_call_tasks(records: Sequence[RunRecord]) -> set[str]:
-    """The tasks whose every passing run passed at its first build call: one attempt, one
-    request (no second sample)."""
+    """The tasks whose every passing run passed at its first build call."""
     passing = [r for r in records if r.passed]
-    return {r.task for r in passing} - {
-        r.task for r in passing
-        if len(r.attempt_log) != 1 or len(r.attempt_log[0].samples) > 1}
+    return {r.task for r in passing} - {r.task for r in passing if not passed_at_first_call(r)}
 
 
 def compare_pair(a_name: str, a: Sequence[RunRecord], b_name: str,
