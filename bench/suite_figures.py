@@ -18,6 +18,7 @@ part is missing from the pair figures on that part's tasks, never counted as fai
 from __future__ import annotations
 
 import argparse
+from fnmatch import fnmatch
 import sys
 from pathlib import Path
 
@@ -26,14 +27,20 @@ from rich.console import Console
 from orchestrator.benchmark.attempts import summarize_attempts
 from orchestrator.benchmark.compare import compare_all
 from orchestrator.benchmark.records import RunRecord
-from orchestrator.benchmark.report import BenchReport, print_report
+from orchestrator.benchmark.report import BenchReport, print_report, reaches
+from orchestrator.benchmark.suite import PACKAGED, Suite, load_suite
+from orchestrator.errors import ConfigError
 
 
 def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = (),
-           as_repeats: bool = False) -> tuple[BenchReport, dict[tuple[str, str, int], Path]]:
+           as_repeats: bool = False, suite: str | None = None, tasks_like: tuple[str, ...] = ()
+           ) -> tuple[BenchReport, dict[tuple[str, str, int], Path]]:
     """One report over every record of ``paths`` (only ``maps`` when given; with ``common``,
     only the tasks every role map ran; with ``as_repeats``, a later record of a task and map
-    already held is the next repeat, not a replacement); where each kept record came from."""
+    already held is the next repeat, not a replacement; with ``tasks_like``, only the tasks
+    whose name matches one of these shell patterns); where each kept record came from.
+    The one-line samples are set against the reference fixes of ``suite`` (a directory, or a
+    packaged suite's name; by default the packaged suite the files name, if they name one)."""
     reports = []
     for path in paths:
         try:
@@ -50,7 +57,8 @@ def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = (
         tasks += [t for t in report.tasks if t not in tasks]
         order += [m for m in report.role_maps if m not in order]
         for rec in report.records:
-            if maps and rec.role_map not in maps:
+            if maps and rec.role_map not in maps or \
+                    tasks_like and not any(fnmatch(rec.task, p) for p in tasks_like):
                 continue
             key = (rec.task, rec.role_map, rec.repeat)
             if as_repeats and key in records:
@@ -89,8 +97,21 @@ def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = (
         records=tuple(ordered), summaries=summaries, comparisons=pairs,
         attempts=tuple(summarize_attempts(m, [r for r in ordered if r.role_map == m])
                        for m in order),
+        reach=_reach(suite, [r.suite for r in reports], order, ordered),
         notes=tuple(notes))
     return report, {key: path for key, path in source.items() if key in records}
+
+
+def _reach(suite: str | None, named: list[str], order: list[str], records: list[RunRecord]):
+    """``report.reaches`` over ``suite``, else over the one packaged suite the files ran."""
+    names = set(named)
+    if suite is None and (len(names) != 1 or not names <= set(PACKAGED)):
+        return ()
+    try:
+        tasks: Suite = load_suite(suite or names.pop())
+    except ConfigError as exc:
+        raise SystemExit(f"--suite: {exc}") from None
+    return reaches(tasks, order, records)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -99,16 +120,23 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the merged report as JSON")
     parser.add_argument("--map", action="append", default=[], dest="maps",
                         help="only this role map (repeat; the order is the report's)")
+    parser.add_argument("--tasks", action="append", default=[], dest="tasks_like",
+                        metavar="PATTERN", help="only the tasks whose name matches this shell "
+                        "pattern (repeat), e.g. 'xp-*'")
     parser.add_argument("--common", action="store_true",
                         help="only the tasks every role map ran")
     parser.add_argument("--as-repeats", action="store_true",
                         help="keep a later run of a task and map as its next repeat, not as a "
                         "replacement (two runs of the suite: figures over both)")
+    parser.add_argument("--suite", help="set the one-line samples against this suite's "
+                        "reference fixes (a directory or a packaged suite's name; by default "
+                        "the packaged suite the files ran)")
     parser.add_argument("--show-sources", action="store_true",
                         help="print which file each kept record came from")
     args = parser.parse_args(argv)
     report, source = merged(args.files, common=args.common, maps=tuple(args.maps),
-                            as_repeats=args.as_repeats)
+                            as_repeats=args.as_repeats, suite=args.suite,
+                            tasks_like=tuple(args.tasks_like))
     if args.json:
         print(report.model_dump_json(indent=2))
         return 0

@@ -25,6 +25,7 @@ from orchestrator.benchmark.attempts import (
     summarize_attempts,
 )
 from orchestrator.benchmark.compare import MapSummary, PairComparison, Spread, compare_all
+from orchestrator.benchmark.fixplace import FixReach, fix_lines, reach_lines, summarize_reach
 from orchestrator.benchmark.records import RunRecord, csv_row
 from orchestrator.benchmark.suite import Suite
 
@@ -47,6 +48,8 @@ class BenchReport(BaseModel):
     summaries: tuple[MapSummary, ...]
     comparisons: tuple[PairComparison, ...]
     attempts: tuple[AttemptsSummary, ...] = ()
+    # where each map's one-line samples were asked against the tasks' reference fixes
+    reach: tuple[FixReach, ...] = ()
     files: dict[str, str] = Field(default_factory=dict)
     notes: tuple[str, ...] = ()
     repos: str | None = None
@@ -76,7 +79,17 @@ def build_report(suite: Suite, order: Sequence[str], records: Sequence[RunRecord
                        attempts=tuple(summarize_attempts(name, [r for r in ordered
                                                                if r.role_map == name])
                                       for name in order),
-                       repos=repos)
+                       reach=reaches(suite, order, ordered), repos=repos)
+
+
+def reaches(suite: Suite, order: Sequence[str], records: Sequence[RunRecord]
+            ) -> tuple[FixReach, ...]:
+    """Per map, its one-line samples against the ``suite``'s reference fixes (``fixplace``);
+    none when no record asked one on a task with a fix."""
+    fixes = fix_lines(suite)
+    out = tuple(summarize_reach(name, [r for r in records if r.role_map == name], fixes)
+                for name in order)
+    return out if any(r.samples for r in out) else ()
 
 
 def write_csv(report: BenchReport, path: Path) -> Path:
@@ -230,6 +243,8 @@ def print_report(report: BenchReport, console: Console | None = None) -> None:
         console.print(attempts_table(report.attempts))
         for line in sample_lines(report.attempts):
             console.print(line, highlight=False, markup=False)
+    for line in reach_lines(report.reach):
+        console.print(line, highlight=False, markup=False)
     for c in report.comparisons:
         for line in comparison_lines(c):
             console.print(line, highlight=False, markup=False)
