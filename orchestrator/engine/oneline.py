@@ -125,15 +125,13 @@ def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
     return "".join(lines), ""
 
 
-def again(current: str, span: Span, reply: str, why: str) -> tuple[str, str]:
+def again(current: str, span: Span, reply: str, why: str) -> str:
     """What a one-line ``reply`` that changed nothing (``why``, ``line_edit``'s) is told when
-    asked once more (``line_again``), and what it did, for the run's log: the line it gave back
-    as it reads, else why."""
+    asked once more (``line_again``): the line it gave back as it reads, else why."""
     same = given_back(current, span, reply)
     if same is not None:
-        return (text("oneshot", "line_again_same", line=same),
-                f"line {same} given back as it reads")
-    return text("oneshot", "line_again", why=why.rstrip(".")), why
+        return text("oneshot", "line_again_same", line=same)
+    return text("oneshot", "line_again", why=why.rstrip("."))
 
 
 def given_back(current: str, span: Span, reply: str) -> int | None:

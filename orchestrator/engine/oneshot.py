@@ -278,7 +278,7 @@ def line_messages(task: str, said: str, output: str, span: Span, where: str = "l
 
 
 def _line_changed(root: Path, span: Span, reply: str, *, again: bool = False
-                  ) -> tuple[dict[str, str], str, tuple[str, str] | None]:
+                  ) -> tuple[dict[str, str], str, str | None]:
     """The file ``reply``'s corrected lines make of ``span``'s file, or nothing, why, and
     (with ``again``) what it is asked next (``oneline.again``)."""
     current = read_source(Jail(root), span.path)
@@ -389,8 +389,8 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
             again=ctx.roles.roles[role].line_again)
         if nudge is not None:
             ctx.telemetry.emit(Warned(role=role, session=account.session, message=(
-                f"one-line reply changed nothing ({nudge[1]}): asked once more")))
-            completion = await once_more(completion.content or "", nudge[0])
+                f"one-line reply changed nothing ({unread}): asked once more")))
+            completion = await once_more(completion.content or "", nudge)
             record = _both(record, completion.record)
             said = oneline.whole_lines(completion.content or "", completion.finish_reason)
             changed, unread, _ = await asyncio.to_thread(_line_changed, ctx.worktree,
