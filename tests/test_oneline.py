@@ -325,16 +325,16 @@ async def test_a_corrected_line_never_reaches_a_file_through_a_link_or_a_fifo(tm
     root.mkdir()
     before = outside.read_bytes()
     (root / "rates.py").symlink_to(outside)
-    changed, why, _ = _line_changed(root, SPAN, '3: "QC": 15,')
+    changed, why = _line_changed(root, SPAN, '3: "QC": 15,')
     assert changed == {} and "cannot be read" in why
     (root / "rates.py").unlink()
     os.mkfifo(root / "rates.py")
-    changed, why, _ = _line_changed(root, SPAN, '3: "QC": 15,')
+    changed, why = _line_changed(root, SPAN, '3: "QC": 15,')
     assert changed == {} and "cannot be read" in why
     (root / "rates.py").unlink()
     os.link(outside, root / "linked.py")  # a hard link: the edit replaces the worktree's name
     linked = SPAN.model_copy(update={"path": "linked.py"})
-    changed, why, _ = _line_changed(root, linked, '3: "QC": 15,  # GST + QST')
+    changed, why = _line_changed(root, linked, '3: "QC": 15,  # GST + QST')
     written, refused = await write_files(root, {**changed, "../outside.py": "x = 1\n",
                                                 str(outside): "x = 1\n"}, frozenset())
     assert written == ["linked.py"] and len(refused) == 2

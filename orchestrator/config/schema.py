@@ -147,13 +147,6 @@ class RoleSpec(_Strict):
         "rest at the role's highest, each answer checked in a worktree of its own; the first "
         "that passes is kept. A line is a few tokens and its prompt is short and cached: a "
         "further sample costs seconds where a whole-file one-shot costs tens.")
-    line_again: bool = Field(
-        False, description="Build roles with one_line: a one-line reply that changes nothing "
-        "(it gives a line back as it reads, or no corrected line) is answered once, in the "
-        "same conversation, with what it did and the form a corrected line takes, and the "
-        "second reply is the sample's. The server's cache holds the prompt and the reply: it "
-        "costs the second reply's generation. Live, 140 of the routed map's 308 one-line "
-        "samples at the reference fix's lines changed nothing (r42-r62).")
     sample_batch: int = Field(
         1, ge=1, le=8, description="Build roles with samples or line_samples: the samples after "
         "the first that share a prompt and a temperature are asked this many to a call (Chat "

@@ -27,7 +27,6 @@ from __future__ import annotations
 import difflib
 import re
 
-from orchestrator.config.prompts import text
 from orchestrator.localize.localization import Span
 
 MARGIN = 0.2  # how much more a corrected line must resemble another line to go there
@@ -123,37 +122,6 @@ def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
         ending = old[len(old.rstrip("\r\n")):] or "\n"
         lines[n - 1] = f"{indent}{new.strip()}{ending}" if new.strip() else ending
     return "".join(lines), ""
-
-
-def again(current: str, span: Span, reply: str, why: str) -> str:
-    """What a one-line ``reply`` that changed nothing (``why``, ``line_edit``'s) is told when
-    asked once more (``line_again``): the line it gave back as it reads, else why."""
-    same = given_back(current, span, reply)
-    if same is not None:
-        return text("oneshot", "line_again_same", line=same)
-    return text("oneshot", "line_again", why=why.rstrip("."))
-
-
-def given_back(current: str, span: Span, reply: str) -> int | None:
-    """The line of ``span`` that ``reply`` gives back as it reads now (``N: text`` with a
-    shown line's own text, under its number or another: the 1.5B miscounts, or that text alone
-    in a fence or backticks) when it corrects none; None when it gives none so. Live, 140 of
-    the routed map's 308 one-line samples at the reference fix's lines changed nothing."""
-    lines = current.splitlines(keepends=True)
-    shown = {k: _flat(lines[k - 1]) for k in range(span.start, min(span.end, len(lines)) + 1)}
-    if line_edit(current, span, reply)[0] is not None:
-        return None
-    said = [(int(m.group(1)), _flat(_unquoted(m.group(2))))
-            for m in _LINE.finditer(reply or "")]
-    for block in (q for m in _QUOTED.finditer(reply or "") for q in m.groups() if q):
-        if len(body := [x for x in block.splitlines() if x.strip()]) == 1:
-            numbered = _LINE.match(body[0])
-            said.append((0, _flat(_unquoted(numbered.group(2) if numbered else body[0]))))
-    for n, line in said:
-        found = [k for k, t in shown.items() if t and t == line]
-        if found:
-            return n if n in found else found[0]
-    return None
 
 
 def _substituted(reply: str, lines: list[str], shown: dict[int, str]

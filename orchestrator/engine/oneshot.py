@@ -277,17 +277,13 @@ def line_messages(task: str, said: str, output: str, span: Span, where: str = "l
             {"role": "user", "content": body}]
 
 
-def _line_changed(root: Path, span: Span, reply: str, *, again: bool = False
-                  ) -> tuple[dict[str, str], str, str | None]:
-    """The file ``reply``'s corrected lines make of ``span``'s file, or nothing, why, and
-    (with ``again``) what it is asked next (``oneline.again``)."""
+def _line_changed(root: Path, span: Span, reply: str) -> tuple[dict[str, str], str]:
+    """The file ``reply``'s corrected lines make of ``span``'s file, or nothing and why."""
     current = read_source(Jail(root), span.path)
     if current is None:
-        return {}, f"{span.path} cannot be read", None
+        return {}, f"{span.path} cannot be read"
     new, why = oneline.line_edit(current, span, reply)
-    if new is not None:
-        return {span.path: new}, "", None
-    return {}, why, oneline.again(current, span, reply, why) if again else None
+    return ({span.path: new}, "") if new is not None else ({}, why)
 
 
 def _focus_text(span: Span, key: str) -> str:
@@ -372,39 +368,26 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     record, more = completion.record, completion.more  # more: the replies for later samples
     account.turns = 1
     shown = prompt.shown
-
-    async def once_more(said: str, asked: str) -> Completion:
-        """The reply to ``asked`` after this one (the cached prefix: it costs generation)."""
-        again = [*prompt.messages, {"role": "assistant", "content": said},
-                 {"role": "user", "content": asked}]
-        account.turns = 2  # one reply: the question is this sample's own
-        return await account.call(client if choices == 1 else asking(1), again, window=window)
-
     # the tests are parsed too, so that rewriting one is refused by the jail, and said
     unread = ""
     if prompt.line is not None:
         said = oneline.whole_lines(completion.content or "", completion.finish_reason)
-        changed, unread, nudge = await asyncio.to_thread(
-            _line_changed, ctx.worktree, prompt.line, said,
-            again=ctx.roles.roles[role].line_again)
-        if nudge is not None:
-            ctx.telemetry.emit(Warned(role=role, session=account.session, message=(
-                f"one-line reply changed nothing ({unread}): asked once more")))
-            completion = await once_more(completion.content or "", nudge)
-            record = _both(record, completion.record)
-            said = oneline.whole_lines(completion.content or "", completion.finish_reason)
-            changed, unread, _ = await asyncio.to_thread(_line_changed, ctx.worktree,
-                                                         prompt.line, said)
+        changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, prompt.line, said)
     else:
         texts = {**shown.sources, **shown.tests}
         changed = parse_files(completion.content or "", texts)
         named = None if changed else stalled(completion.content or "", shown.sources)
         if named is not None:
-            # it named the file and stopped: ask it to write that file
+            # it named the file and stopped: ask it, in the same session, to write that file
+            # (the prompt is the cached prefix, so this costs the file's generation)
             ctx.telemetry.emit(Warned(role=role, session=account.session, message=(
                 f"one-shot reply named {named} and stopped: asked once more for its text")))
-            completion = await once_more(completion.content or "",
-                                         text("oneshot", "go_on", path=named))
+            again = [*prompt.messages, {"role": "assistant", "content": completion.content or ""},
+                     {"role": "user", "content": text("oneshot", "go_on", path=named)}]
+            # one reply: the question is this sample's own
+            completion = await account.call(client if choices == 1 else asking(1), again,
+                                            window=window)
+            account.turns = 2
             changed = parse_files(completion.content or "", texts)
             record = _both(record, completion.record)
         changed, moved = relabelled(changed, texts)
