@@ -99,12 +99,18 @@ def test_the_figures_of_one_map():
     assert (r.runs, r.samples, r.at_fix, r.passed_at_fix, r.passed_elsewhere) == (3, 7, 4, 1, 0)
     assert (r.failed, r.failed_reached, r.failed_at_fix_median) == (2, 1, 3)
     assert r.never == ("xp-loyalty-tier#1",)
+    assert r.by_task == {"xp-parcel-weight": (4, 1), "xp-loyalty-tier": (0, 0)}
     lines = reach_lines([r])
     assert lines[0] == ("m: one-line samples at the reference fix's lines: 4 of 7 (57 %) over "
                         "3 run(s); 1 of those passed, 0 of the 3 elsewhere")
     assert lines[1] == ("m: of its 2 failed run(s) 1 asked at the fix (3 sample(s) there, "
                         "median): the line written there was wrong; 1 never asked there "
                         "(xp-loyalty-tier#1)")
+    # a task never asked at the fix is not listed; the hardest at the right place come first
+    assert lines[2] == "m: at the fix, passed of asked, by task: xp-parcel-weight 1/4"
+    more = summarize_reach("m", [*RECORDS, _rec("xp-loyalty-tier", [(
+        "loyalty/program/tiers.py:11-16", False)], passed=False, repeat=2)], FIXES)
+    assert reach_lines([more])[2].endswith("by task: xp-loyalty-tier 0/1, xp-parcel-weight 1/4")
 
 
 def test_many_runs_that_never_reached_it_are_counted_and_a_few_named():

@@ -45,6 +45,9 @@ class FixReach(BaseModel):
                                                "failed run that reached it (median).")
     never: tuple[str, ...] = Field((), description="The failed runs (task#repeat) that never "
                                    "asked at the fix.")
+    by_task: dict[str, tuple[int, int]] = Field(
+        default_factory=dict, description="Task -> (samples at the fix, of those passed): "
+        "where the builder cannot write the line even at the right place.")
 
 
 def fix_lines(suite: Suite) -> dict[str, FixLines]:
@@ -80,6 +83,7 @@ def summarize_reach(role_map: str, records: Sequence[RunRecord],
     runs = samples = hit = passed_hit = passed_else = failed = reached = 0
     per_failed: list[int] = []
     never: list[str] = []
+    by_task: dict[str, tuple[int, int]] = {}
     for rec in records:
         fix = fixes.get(rec.task)
         asked = [s for a in rec.attempt_log for s in a.samples if s.place]
@@ -88,6 +92,8 @@ def summarize_reach(role_map: str, records: Sequence[RunRecord],
         there = [s for s in asked if at_fix(s.place, fix)]
         runs, samples, hit = runs + 1, samples + len(asked), hit + len(there)
         passed_hit += sum(s.passed for s in there)
+        asked_there, passed_there = by_task.get(rec.task, (0, 0))
+        by_task[rec.task] = (asked_there + len(there), passed_there + sum(s.passed for s in there))
         passed_else += sum(s.passed for s in asked if not at_fix(s.place, fix))
         if rec.passed:
             continue
@@ -99,7 +105,7 @@ def summarize_reach(role_map: str, records: Sequence[RunRecord],
             never.append(f"{rec.task}#{rec.repeat + 1}")
     return FixReach(role_map=role_map, runs=runs, samples=samples, at_fix=hit,
                     passed_at_fix=passed_hit, passed_elsewhere=passed_else, failed=failed,
-                    failed_reached=reached, never=tuple(never),
+                    failed_reached=reached, never=tuple(never), by_task=by_task,
                     failed_at_fix_median=statistics.median(per_failed) if per_failed else None)
 
 
@@ -125,4 +131,8 @@ def reach_lines(reaches: Sequence[FixReach]) -> list[str]:
                     f" and {len(r.never) - NAMED} more" if len(r.never) > NAMED else "")
                 said += f"; {len(r.never)} never asked there ({named})"
             lines.append(said)
+        held = [(t, n, ok) for t, (n, ok) in r.by_task.items() if n]
+        if held:
+            lines.append(f"{r.role_map}: at the fix, passed of asked, by task: " + ", ".join(
+                f"{t} {ok}/{n}" for t, n, ok in sorted(held, key=lambda x: (x[2] / x[1], x[0]))))
     return lines
