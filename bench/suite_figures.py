@@ -18,14 +18,15 @@ part is missing from the pair figures on that part's tasks, never counted as fai
 from __future__ import annotations
 
 import argparse
-from fnmatch import fnmatch
 import sys
+from fnmatch import fnmatch
 from pathlib import Path
 
 from rich.console import Console
 
 from orchestrator.benchmark.attempts import summarize_attempts
 from orchestrator.benchmark.compare import compare_all
+from orchestrator.benchmark.fixplace import FixReach
 from orchestrator.benchmark.records import RunRecord
 from orchestrator.benchmark.report import BenchReport, print_report, reaches
 from orchestrator.benchmark.suite import PACKAGED, Suite, load_suite
@@ -102,7 +103,8 @@ def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = (
     return report, {key: path for key, path in source.items() if key in records}
 
 
-def _reach(suite: str | None, named: list[str], order: list[str], records: list[RunRecord]):
+def _reach(suite: str | None, named: list[str], order: list[str], records: list[RunRecord]
+           ) -> tuple[FixReach, ...]:
     """``report.reaches`` over ``suite``, else over the one packaged suite the files ran."""
     names = set(named)
     if suite is None and (len(names) != 1 or not names <= set(PACKAGED)):
