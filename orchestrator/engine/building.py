@@ -216,20 +216,24 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
 
 
 def interleaved(prompts: list[oneshot.Prompt], k: int, n: int = 1) -> list[oneshot.Prompt]:
-    """Sample i's prompt in attempt ``n``. The first attempt: the first once, then each other
-    once, then the first's other ``k - 1`` (P, L1, L2, L3, L4, P, P): over five live draws
-    (r42-r62) the explorers' place passed 2 of its 40 first samples of a first attempt and
-    none of its 67 second and third, the leads' first samples 10 of 169; asked between the
-    leads (P, L1, P, L2, P ...), those repeats put off the lead that held the bug by a sample
-    or two each. A later attempt: as many samples, spread evenly over the places from one
-    further along each time (attempt 2: L1, L2, L3, L4, P, L1 ...): the first attempt's
-    favourite has failed by then, and live (routed r26-r30) in 10 of the 17 explore-needed runs
-    that failed, the line to fix lay in a lead that got under a third of the samples."""
+    """Sample i's prompt in attempt ``n``. The first attempt: the first ``k`` times, each other
+    once, the first's between the others' (P, L1, P, L2, P, L3, L4 ...): live, the explorers'
+    place held the bug on three of eight explore-needed tasks (one passed on its third sample)
+    and a caller on three, where a lead held it. A later attempt: as many samples, spread
+    evenly over the places from one further along each time (attempt 2: L1, L2, L3, L4, P,
+    L1 ...): the first attempt's favourite has failed by then, and live (routed r26-r30) in 10
+    of the 17 explore-needed runs that failed, the line to fix lay in a lead that got under a
+    third of the samples, the rest going to the explorers' place."""
     if n > 1 and len(prompts) > 1:
         start = (n - 1) % len(prompts)
         order = prompts[start:] + prompts[:start]
         return [order[i % len(order)] for i in range(k + len(prompts) - 1)]
-    return [*prompts[:1], *prompts[1:], *prompts[:1] * (k - 1)] if prompts else []
+    first, rest = prompts[:1] * k, list(prompts[1:])
+    out: list[oneshot.Prompt] = []
+    while first or rest:
+        out += [first.pop()] if first else []
+        out += [rest.pop(0)] if rest else []
+    return out
 
 
 def _sampling(spec: RoleSpec, temps: tuple[float, ...], n: int, *, line: bool
