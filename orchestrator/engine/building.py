@@ -223,7 +223,10 @@ def interleaved(prompts: list[oneshot.Prompt], k: int, n: int = 1) -> list[onesh
     evenly over the places from one further along each time (attempt 2: L1, L2, L3, L4, P,
     L1 ...): the first attempt's favourite has failed by then, and live (routed r26-r30) in 10
     of the 17 explore-needed runs that failed, the line to fix lay in a lead that got under a
-    third of the samples, the rest going to the explorers' place."""
+    third of the samples, the rest going to the explorers' place. Tried and set aside (r64):
+    P, L1 ... Ln, P, P — the temperatures cycle by sample (0, 0.8, 0.8), so the order also
+    says which place gets the greedy sample, and xp-js-label-address's lead, which had passed
+    greedy in every draw, got only 0.8 and failed."""
     if n > 1 and len(prompts) > 1:
         start = (n - 1) % len(prompts)
         order = prompts[start:] + prompts[:start]
