@@ -13,6 +13,7 @@ from routing_kit import asked_line
 from test_oneshot import _explore_task_one_shot
 
 from orchestrator.benchmark import load_suite
+from orchestrator.benchmark.fixplace import fix_lines
 from orchestrator.engine.leadlines import lead_spans
 from orchestrator.localize.candidates import file_factor
 from orchestrator.localize.leads import LEADS, leads
@@ -23,9 +24,7 @@ from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
 UNPINNED = [t for t in load_suite("live").tasks if t.name.startswith("xp-")]
 
 
-def _fixed_line(task) -> int:
-    text = (task.repo / task.sim.path).read_text(encoding="utf-8")
-    return text[: text.index(task.sim.old)].count("\n") + 1
+FIXES = fix_lines(load_suite("live"))  # task -> the lines its reference fix changes
 
 
 def test_a_tasks_words_lead_to_the_line_to_fix_in_most_explore_tasks():
@@ -40,7 +39,7 @@ def test_a_tasks_words_lead_to_the_line_to_fix_in_most_explore_tasks():
         for i, a in enumerate(found):
             assert not any(a.path == b.path and a.start <= b.end and b.start <= a.end
                            for b in found[i + 1:]), found
-        line = _fixed_line(task)
+        line = FIXES[task.name][1]
         if not any(w.path == task.sim.path and w.start <= line <= w.end for w in found):
             missed.append((task.name, [(w.path, w.start, w.end) for w in found]))
     assert len(missed) <= 1, missed
@@ -61,7 +60,7 @@ def test_a_file_the_task_names_is_a_lead_however_few_of_its_words_it_holds_and_a
     both maps was the caller or ``test.sh`` (a test, counted as code), never the named file."""
     task = next(t for t in load_suite("live").tasks if t.name == "sh-pipeline-status")
     found = [(w.path, w.start, w.end) for w in leads(Retriever(task.repo), task.instruction)]
-    line = _fixed_line(task)
+    line = FIXES[task.name][1]
     assert any(p == "report.sh" and s <= line <= e for p, s, e in found), found
     assert all(p != "test.sh" for p, _, _ in found), found
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.benchmark import load_suite, materialize
+from orchestrator.benchmark.fixplace import fix_lines
 from orchestrator.config.schema import SandboxSettings
 from orchestrator.engine.preflight import localize_worktree
 from orchestrator.localize import localization as localize
@@ -184,9 +185,7 @@ async def _preflight(task, repo: Path) -> localize.Localization:
     return localize_worktree(repo, checks)
 
 
-def _fixed_line(task, repo: Path) -> int:
-    text = (repo / task.sim.path).read_text()
-    return text[: text.index(task.sim.old)].count("\n") + 1
+FIXES = fix_lines(load_suite("live"))  # task -> the lines its reference fix changes
 
 
 @pytest.mark.parametrize("task", PINNED, ids=lambda t: t.name)
@@ -200,7 +199,7 @@ async def test_localisation_pins_the_fixed_line_of_every_live_task(task, tmp_pat
     # pinned, but for sh-pipeline-status: nightly.sh, a source file no span shows, could hold
     # the cause, so its explorers run (test_localize's pinned tests say when that is)
     assert loc.pinned == (task.name != "sh-pipeline-status"), (loc.traced, loc.unshown)
-    line = _fixed_line(task, repo)
+    line = FIXES[task.name][1]
     assert any(s.path == task.sim.path and s.start <= line <= s.end for s in loc.spans), loc.spans
     assert len(localize.render(loc)) <= 3500
 
@@ -215,7 +214,7 @@ async def test_localisation_does_not_show_the_fixed_line_of_an_explore_task(task
     frames = [f.path for r in loc.reports for t in r.failures for f in t.frames]
     assert frames and all(localize.is_test(p) for p in frames if (repo / p).is_file()), frames
     assert task.sim.path not in loc.suspects
-    line = _fixed_line(task, repo)
+    line = FIXES[task.name][1]
     assert not any(s.path == task.sim.path and s.start <= line <= s.end for s in loc.spans)
 
 
@@ -241,7 +240,7 @@ def test_retrieval_finds_the_fixed_line_of_most_explore_tasks():
     missed = []
     for task in UNPINNED:
         windows = Retriever(task.repo).windows(EXPLORE_QUESTIONS[task.name])
-        line = _fixed_line(task, task.repo)
+        line = FIXES[task.name][1]
         if not any(w.path == task.sim.path and line in w.numbers for w in windows[:3]):
             missed.append((task.name, [(w.path, w.start, w.end) for w in windows]))
     assert len(missed) <= 1, missed

@@ -18,7 +18,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from orchestrator.benchmark.records import RunRecord
 from orchestrator.benchmark.suite import Suite
@@ -40,7 +40,6 @@ class FixReach(BaseModel):
     passed_at_fix: int = 0
     passed_elsewhere: int = 0
     failed: int = Field(0, description="Of the runs, those that did not pass.")
-    failed_reached: int = Field(0, description="Failed runs that asked at the fix at least once.")
     failed_at_fix_median: float | None = Field(None, description="Samples at the fix per "
                                                "failed run that reached it (median).")
     never: tuple[str, ...] = Field((), description="The failed runs (task#repeat) that never "
@@ -48,6 +47,12 @@ class FixReach(BaseModel):
     by_task: dict[str, tuple[int, int]] = Field(
         default_factory=dict, description="Task -> (samples at the fix, of those passed): "
         "where the builder cannot write the line even at the right place.")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def failed_reached(self) -> int:
+        """Failed runs that asked at the fix at least once."""
+        return self.failed - len(self.never)
 
 
 def fix_lines(suite: Suite) -> dict[str, FixLines]:
@@ -80,7 +85,7 @@ def at_fix(place: str, fix: FixLines) -> bool:
 def summarize_reach(role_map: str, records: Sequence[RunRecord],
                     fixes: Mapping[str, FixLines]) -> FixReach:
     """Where ``records``' one-line samples were asked against their tasks' fixes."""
-    runs = samples = hit = passed_hit = passed_else = failed = reached = 0
+    runs = samples = hit = passed_hit = passed_all = failed = 0
     per_failed: list[int] = []
     never: list[str] = []
     by_task: dict[str, tuple[int, int]] = {}
@@ -90,22 +95,22 @@ def summarize_reach(role_map: str, records: Sequence[RunRecord],
         if fix is None or not asked:
             continue
         there = [s for s in asked if at_fix(s.place, fix)]
-        runs, samples, hit = runs + 1, samples + len(asked), hit + len(there)
-        passed_hit += sum(s.passed for s in there)
-        asked_there, passed_there = by_task.get(rec.task, (0, 0))
-        by_task[rec.task] = (asked_there + len(there), passed_there + sum(s.passed for s in there))
-        passed_else += sum(s.passed for s in asked if not at_fix(s.place, fix))
+        won = sum(s.passed for s in there)
+        runs, samples, hit, passed_hit = runs + 1, samples + len(asked), hit + len(there), \
+            passed_hit + won
+        passed_all += sum(s.passed for s in asked)
+        task_asked, task_won = by_task.get(rec.task, (0, 0))
+        by_task[rec.task] = (task_asked + len(there), task_won + won)
         if rec.passed:
             continue
         failed += 1
         if there:
-            reached += 1
             per_failed.append(len(there))
         else:
             never.append(f"{rec.task}#{rec.repeat + 1}")
     return FixReach(role_map=role_map, runs=runs, samples=samples, at_fix=hit,
-                    passed_at_fix=passed_hit, passed_elsewhere=passed_else, failed=failed,
-                    failed_reached=reached, never=tuple(never), by_task=by_task,
+                    passed_at_fix=passed_hit, passed_elsewhere=passed_all - passed_hit,
+                    failed=failed, never=tuple(never), by_task=by_task,
                     failed_at_fix_median=statistics.median(per_failed) if per_failed else None)
 
 
