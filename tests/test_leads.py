@@ -146,7 +146,7 @@ async def test_when_the_explorers_cite_a_caller_the_line_is_asked_of_each_lead_o
         fresh_sim, tmp_path, task.name, "Where is `run_payroll` defined?", CALLER_FOUND,
         builder=ModelBehavior(respond=respond),
         sets=["builder.one_line=true", "builder.line_samples=2",
-              "run.explore_when_pinned=false"])
+              "builder.temperatures=[0.0, 0.7]", "run.explore_when_pinned=false"])
     assert result.status == "succeeded", result.reason
     # the failure pins nothing and the explore step left leads: the line comes first, asked
     # with the preflight's failure (no whole-file one-shot spent before it)
@@ -157,6 +157,8 @@ async def test_when_the_explorers_cite_a_caller_the_line_is_asked_of_each_lead_o
     assert places[0].startswith("payroll/app.py:")  # the explorers' place first
     assert places[1:] == ["payroll/money/amounts.py:17-19"] and line.samples[-1].passed
     assert not line.samples[0].passed
+    # the lead's first sample is greedy too: not the 0.7 its index once gave it
+    assert [s.temperature for s in line.samples] == [0.0, 0.0]
     fixed = (tmp_path / "repo").joinpath(task.sim.path)  # the user's checkout: untouched
     assert task.sim.old in fixed.read_text(encoding="utf-8")
     from routing_kit import show
@@ -183,6 +185,22 @@ def test_the_explorers_place_is_sampled_between_the_leads_each_lead_once():
         "P", "L1", "P", "L2", "P", "L3", "L4"]
     assert interleaved(["P"], 3) == ["P"] * 3  # type: ignore[list-item]
     assert interleaved(["P"], 3, 2) == ["P"] * 3  # type: ignore[list-item]
+
+
+def test_each_place_is_first_asked_at_the_attempts_temperature_and_again_at_the_highest():
+    """A line asked again at temperature 0 gives the same few tokens back; a place's first
+    sample is its best draw (live: 7 of 22 at the fix greedy, 7 of 43 at 0.8, repeats 0 of
+    27), wherever the order puts it."""
+    from orchestrator.engine.building import first_visits, interleaved
+    asked = interleaved(["P", "L1", "L2", "L3"], 3)  # type: ignore[list-item]
+    temps = (0.0, 0.6, 0.6, 0.8)
+    assert first_visits(asked, temps, 1) == (0.0, 0.0, 0.8, 0.0, 0.8, 0.0)
+    later = interleaved(["P", "L1", "L2"], 3, 2)  # type: ignore[list-item]
+    assert later == ["L1", "L2", "P", "L1", "L2"]
+    assert first_visits(later, temps, 2) == (0.6, 0.6, 0.6, 0.8, 0.8)
+    assert first_visits(["P"] * 3, temps, 1) == (0.0, 0.8, 0.8)  # type: ignore[list-item]
+    assert first_visits(["P"] * 3, (0.8,), 5) == (0.8,) * 3  # type: ignore[list-item]
+    assert first_visits(asked, (), 1) == ()  # the model's own temperature
 
 
 def test_a_later_attempt_spreads_its_samples_over_the_places_from_one_further_along():
@@ -309,7 +327,10 @@ async def test_an_explore_needed_task_spends_its_attempts_on_new_draws_of_the_li
     # as new draws
     assert [s.place for s in second.samples] == (places[1:] + places[:1])[:len(second.samples)]
     assert second.samples[-1].place == "payroll/money/amounts.py:17-19"
-    assert first.samples[0].temperature == 0.0  # the first round at the role's temperatures
+    # each place's first sample at the attempt's temperature, its repeats at the highest
+    assert [s.temperature for s in first.samples] == [
+        0.6 if s.place in places[:i] else 0.0 for i, s in enumerate(first.samples)]
+    assert {s.temperature for s in first.samples} == {0.0}  # line_samples=1: each place once
     assert {s.temperature for s in second.samples} == {0.6}  # new draws at the highest
     asked = [ChatRequestView.from_body(r.body) for r in fresh_sim.state.requests_for("sim-builder")]
     assert asked and all(asked_line(req) for req in asked)  # never whole files

@@ -22,7 +22,6 @@ import time
 from typing import Any
 
 from orchestrator.config.prompts import text
-from orchestrator.config.schema import RoleSpec
 from orchestrator.engine import leadlines, oneshot
 from orchestrator.engine.deadline import OutOfTime, bounded
 from orchestrator.engine.ladder import ONE_SHOTS, Rung, rung_for
@@ -201,8 +200,10 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
     prompt = prompts[0]
     protected = protected_tests(ctx, state)
     temps = (max(spec.temperatures),) if rung.resampled and spec.temperatures else spec.temperatures
-    k, temperatures = _sampling(spec, temps, n, line=prompt.line is not None)
-    asked = interleaved(prompts, k, n)
+    line = prompt.line is not None
+    asked = interleaved(prompts, spec.line_samples if line and spec.line_samples > 1
+                        else spec.samples, n)
+    temperatures = first_visits(asked, temps, n) if line else temps
     if len(asked) > 1 and ctx.workspace is not None and ctx.sandbox is not None:
         outcome = await best_of(ctx, role, n, asked, k=len(asked),
                                 commands=acceptance_commands(ctx, state),
@@ -224,9 +225,10 @@ def interleaved(prompts: list[oneshot.Prompt], k: int, n: int = 1) -> list[onesh
     L1 ...): the first attempt's favourite has failed by then, and live (routed r26-r30) in 10
     of the 17 explore-needed runs that failed, the line to fix lay in a lead that got under a
     third of the samples, the rest going to the explorers' place. Tried and set aside (r64):
-    P, L1 ... Ln, P, P — the temperatures cycle by sample (0, 0.8, 0.8), so the order also
-    says which place gets the greedy sample, and xp-js-label-address's lead, which had passed
-    greedy in every draw, got only 0.8 and failed."""
+    P, L1 ... Ln, P, P — the temperatures then cycled by sample (0, 0.8, 0.8), so the order
+    also said which place got the greedy sample, and xp-js-label-address's lead, which had
+    passed greedy in every draw, got only 0.8 and failed (now each place's first sample is
+    at the attempt's temperature, ``first_visits``)."""
     if n > 1 and len(prompts) > 1:
         start = (n - 1) % len(prompts)
         order = prompts[start:] + prompts[:start]
@@ -239,20 +241,19 @@ def interleaved(prompts: list[oneshot.Prompt], k: int, n: int = 1) -> list[onesh
     return out
 
 
-def _sampling(spec: RoleSpec, temps: tuple[float, ...], n: int, *, line: bool
-              ) -> tuple[int, tuple[float, ...]]:
-    """How many samples attempt ``n``'s one-shot asks, and sample i's temperature (i-th of
-    the tuple, cycling): a one-line request takes ``line_samples``, the attempt's own
-    temperature first, then the highest (a line is a few tokens: at one temperature the
-    samples would mostly repeat); a whole-file one takes ``samples`` at ``temps`` (the
-    role's temperatures, or only its highest on a cycled rung, ``ladder.cycle``)."""
-    if line and spec.line_samples > 1:
-        first = temperature_of(temps, n)
-        rest = max(temps) if temps else None
-        if first is None or rest is None:
-            return spec.line_samples, ()
-        return spec.line_samples, (first, *[rest] * (spec.line_samples - 1))
-    return spec.samples, temps
+def first_visits(asked: list[oneshot.Prompt], temps: tuple[float, ...], n: int
+                 ) -> tuple[float, ...]:
+    """Each asked line's temperature in attempt ``n``: a place's first sample at the attempt's
+    own, its repeats at the highest of ``temps`` (a line is a few tokens: at one temperature
+    a repeat would mostly give them back); none when the role sets none. Over five live draws
+    (r42-r62) the samples at the fix's lines passed 7 of 22 on a place's first visit at
+    temperature 0, 7 of 43 on a first visit at 0.8 and 0 of 27 on a repeat; before,
+    temperatures cycled by sample index (0, 0.8, 0.8), so a lead's first visit was greedy
+    only when it fell on every third sample. (Whole-file samples take ``temps`` in turn.)"""
+    first = temperature_of(temps, n)
+    if first is None:
+        return ()
+    return tuple(max(temps) if prompt in asked[:i] else first for i, prompt in enumerate(asked))
 
 
 async def _tool_loop(ctx: RunContext, state: RunState, role: Role, task: str, n: int, *,
