@@ -17,6 +17,7 @@ from rich.console import Console
 from orchestrator.benchmark import load_suite
 from orchestrator.benchmark.fixplace import (
     NAMED,
+    FixReach,
     at_fix,
     fix_lines,
     reach_lines,
@@ -108,9 +109,30 @@ def test_the_figures_of_one_map():
                         "(xp-loyalty-tier#1)")
     # a task never asked at the fix is not listed; the hardest at the right place come first
     assert lines[2] == "m: at the fix, passed of asked, by task: xp-parcel-weight 1/4"
+    assert r.visits == {"first at the model's": (2, 1), "again at the model's": (2, 0)}
+    assert lines[3] == ("m: at the fix, passed of asked, by visit in its attempt: first at the "
+                        "model's 1/2, again at the model's 0/2")
     more = summarize_reach("m", [*RECORDS, _rec("xp-loyalty-tier", [(
         "loyalty/program/tiers.py:11-16", False)], passed=False, repeat=2)], FIXES)
     assert reach_lines([more])[2].endswith("by task: xp-loyalty-tier 0/1, xp-parcel-weight 1/4")
+
+
+def test_samples_at_the_fix_by_first_visit_or_again_and_temperature():
+    """A place's first sample in its attempt apart from its repeats, by temperature: the
+    figure that moved the first visit of each place to the attempt's own temperature."""
+    def run(*samples: tuple[str, float, bool], attempt: int = 1) -> Attempt:
+        return Attempt(n=attempt, strategy="one_line", samples=[
+            Sample(index=i, place=p, temperature=t, passed=ok, changed=True)
+            for i, (p, t, ok) in enumerate(samples, 1)])
+    rec = RunRecord(task="xp-parcel-weight", role_map="m", repeat=0, outcome="passed",
+                    status="succeeded", attempt_log=(
+                        run((AT, 0.0, False), (CLI, 0.0, False), (AT, 0.8, False)),
+                        run((CLI, 0.8, False), (AT, 0.8, True), attempt=2)))
+    r = summarize_reach("m", [rec], FIXES)
+    assert r.visits == {"first at 0": (1, 0), "again at 0.8": (1, 0), "first at 0.8": (1, 1)}
+    assert reach_lines([r])[-1].endswith(
+        "by visit in its attempt: first at 0 0/1, first at 0.8 1/1, again at 0.8 0/1")
+    assert FixReach.model_validate_json(r.model_dump_json()).visits == r.visits
 
 
 def test_many_runs_that_never_reached_it_are_counted_and_a_few_named():

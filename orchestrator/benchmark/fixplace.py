@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from orchestrator.benchmark.records import RunRecord
 from orchestrator.benchmark.suite import Suite
+from orchestrator.state import Sample
 
 FixLines = tuple[str, int, int]  # path, first and last line the reference fix replaces
 NAMED = 6  # failed runs that never reached the fix, named in the printed line at most
@@ -47,6 +48,10 @@ class FixReach(BaseModel):
     by_task: dict[str, tuple[int, int]] = Field(
         default_factory=dict, description="Task -> (samples at the fix, of those passed): "
         "where the builder cannot write the line even at the right place.")
+    visits: dict[str, tuple[int, int]] = Field(
+        default_factory=dict, description="'first at T' or 'again at T' -> (samples at the "
+        "fix, of those passed): a place's first sample in its attempt or a repeat, by "
+        "temperature ('the model's' when none was set).")
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -89,12 +94,16 @@ def summarize_reach(role_map: str, records: Sequence[RunRecord],
     per_failed: list[int] = []
     never: list[str] = []
     by_task: dict[str, tuple[int, int]] = {}
+    visits: dict[str, tuple[int, int]] = {}
     for rec in records:
         fix = fixes.get(rec.task)
         asked = [s for a in rec.attempt_log for s in a.samples if s.place]
         if fix is None or not asked:
             continue
         there = [s for s in asked if at_fix(s.place, fix)]
+        for key, sample in _visits(rec, fix):
+            n, ok = visits.get(key, (0, 0))
+            visits[key] = (n + 1, ok + sample.passed)
         won = sum(s.passed for s in there)
         runs, samples, hit, passed_hit = runs + 1, samples + len(asked), hit + len(there), \
             passed_hit + won
@@ -110,8 +119,24 @@ def summarize_reach(role_map: str, records: Sequence[RunRecord],
             never.append(f"{rec.task}#{rec.repeat + 1}")
     return FixReach(role_map=role_map, runs=runs, samples=samples, at_fix=hit,
                     passed_at_fix=passed_hit, passed_elsewhere=passed_all - passed_hit,
-                    failed=failed, never=tuple(never), by_task=by_task,
+                    failed=failed, never=tuple(never), by_task=by_task, visits=visits,
                     failed_at_fix_median=statistics.median(per_failed) if per_failed else None)
+
+
+def _visits(rec: RunRecord, fix: FixLines) -> list[tuple[str, Sample]]:
+    """Each of ``rec``'s samples at the fix, keyed by whether its place was asked before in
+    its attempt and by its temperature."""
+    out: list[tuple[str, Sample]] = []
+    for attempt in rec.attempt_log:
+        seen: set[str] = set()
+        for s in attempt.samples:
+            if not s.place:
+                continue
+            if at_fix(s.place, fix):
+                heat = "the model's" if s.temperature is None else f"{s.temperature:g}"
+                out.append((f"{'again' if s.place in seen else 'first'} at {heat}", s))
+            seen.add(s.place)
+    return out
 
 
 def reach_lines(reaches: Sequence[FixReach]) -> list[str]:
@@ -140,4 +165,8 @@ def reach_lines(reaches: Sequence[FixReach]) -> list[str]:
         if held:
             lines.append(f"{r.role_map}: at the fix, passed of asked, by task: " + ", ".join(
                 f"{t} {ok}/{n}" for t, n, ok in sorted(held, key=lambda x: (x[2] / x[1], x[0]))))
+        if r.visits:
+            lines.append(f"{r.role_map}: at the fix, passed of asked, by visit in its attempt: "
+                         + ", ".join(f"{k} {ok}/{n}" for k, (n, ok) in sorted(
+                             r.visits.items(), key=lambda x: (x[0].startswith('again'), x[0]))))
     return lines
