@@ -144,7 +144,8 @@ class RoleSpec(_Strict):
     line_samples: int = Field(
         1, ge=1, le=16, description="Build roles with one_line: the one-line request is asked "
         "up to k times with the same prompt, the first at the attempt's temperature and the "
-        "rest at the role's highest, each answer checked in a worktree of its own; the first "
+        "rest at the role's highest (each place's first sample at the attempt's), each "
+        "answer checked in a worktree of its own; the first "
         "that passes is kept. A line is a few tokens and its prompt is short and cached: a "
         "further sample costs seconds where a whole-file one-shot costs tens.")
     sample_batch: int = Field(
