@@ -100,8 +100,9 @@ def summarize_reach(role_map: str, records: Sequence[RunRecord],
         asked = [s for a in rec.attempt_log for s in a.samples if s.place]
         if fix is None or not asked:
             continue
-        there = [s for s in asked if at_fix(s.place, fix)]
-        for key, sample in _visits(rec, fix):
+        keyed = _visits(rec, fix)
+        there = [s for _, s in keyed]
+        for key, sample in keyed:
             n, ok = visits.get(key, (0, 0))
             visits[key] = (n + 1, ok + sample.passed)
         won = sum(s.passed for s in there)
@@ -124,8 +125,8 @@ def summarize_reach(role_map: str, records: Sequence[RunRecord],
 
 
 def _visits(rec: RunRecord, fix: FixLines) -> list[tuple[str, Sample]]:
-    """Each of ``rec``'s samples at the fix, keyed by whether its place was asked before in
-    its attempt and by its temperature."""
+    """Each of ``rec``'s samples at the fix, in order, keyed by whether its place was asked
+    before in its attempt and by its temperature."""
     out: list[tuple[str, Sample]] = []
     for attempt in rec.attempt_log:
         seen: set[str] = set()
