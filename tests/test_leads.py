@@ -415,3 +415,76 @@ async def test_after_an_undone_round_the_line_sees_the_kept_attempts_failure(fre
     assert "ROUND_UP" in third and "payslips-went-nowhere" not in third
     assert "test_deductions_and_net" in third and "test_half_cent_is_rounded_up" not in third
     assert at_cents[2] == at_cents[1]  # byte for byte round 2's request there
+
+
+def test_a_constant_table_and_the_lead_below_that_reads_it_are_one_place(tmp_path):
+    """xp-loyalty-tier (live r60-r68): the ``TIERS`` table and ``tier_for`` three lines below
+    it were the fourth and fifth leads, each asked alone. Now one lead shows both, fourth; no
+    other explore-needed task's leads change (none has a constant's lead with its reader
+    below it). A constant joins only a lead a few lines below it that names it."""
+    task = next(t for t in UNPINNED if t.name == "xp-loyalty-tier")
+    found = [(w.path, w.start, w.end) for w in leads(Retriever(task.repo), task.instruction)]
+    assert found[3] == ("loyalty/program/tiers.py", 3, 16)
+    assert FIXES[task.name][1] == 14 and sum(p.endswith("tiers.py") for p, _, _ in found) == 1
+
+    from orchestrator.localize.leads import _with_constants
+    from orchestrator.localize.retrieve import Window
+
+    def window(start: int, end: int, *text: str) -> Window:
+        return Window(path="a.py", start=start, end=end,
+                      lines=tuple(zip(range(start, end + 1), text, strict=False)))
+    table = window(1, 3, "RATES = {", '    "x": 1,', "}")
+    reads = window(6, 7, "def rate(k):", "    return RATES[k]")
+    other = window(6, 7, "def rate(k):", "    return 1")
+    far = window(20, 21, "def rate(k):", "    return RATES[k]")
+    joined = _with_constants([reads, window(30, 31, "def b():", "    pass"), table])
+    assert [(w.start, w.end) for w in joined] == [(1, 7), (30, 31)]
+    assert [n for n, _ in joined[0].lines] == [1, 2, 3, 6, 7]
+    assert _with_constants([table, other]) == [table, other]  # does not name it
+    assert _with_constants([table, far]) == [table, far]  # too far below
+    assert _with_constants([reads, window(9, 10, "RATES = {", "}")])[0] == reads  # above only
+
+
+TIER_LINE = re.compile(r"^ *(\d+)\| +if lifetime_points > needed:", re.M)
+
+
+async def test_without_a_finding_the_leads_come_first_each_once_and_the_entry_point_last(
+        fresh_sim, tmp_path):
+    """xp-loyalty-tier as the live 0.5B explored it (r60-r68): nothing verified. The code the
+    failure passes through (``loyalty/__main__.py``, the entry point) was asked first and
+    between every lead, 3-4 samples a run, none passing. Now the leads come first, each once
+    (``line_samples`` repeats only a place the explorers verified or a pinned failure points
+    at), that place last; the builder here corrects ``tier_for`` only from its second round,
+    which starts from the second lead and passes at the table-and-``tier_for`` lead."""
+    task = next(t for t in UNPINNED if t.name == "xp-loyalty-tier")
+    nothing = {"answer": "statements", "claims": [{
+        "text": "the statement is printed by loyalty/statement_text.py",
+        "citations": [{"path": "loyalty/statement_text.py", "start_line": 1, "end_line": 4,
+                       "quote": ""}]}]}
+    asked = {"lines": 0}
+
+    def respond(req: ChatRequestView) -> Reply:
+        shown = req.messages[-1]["content"]
+        asked["lines"] += 1
+        m = TIER_LINE.search(shown)
+        if m and asked["lines"] > 6:
+            return Reply(content=f"1,000 points is Gold.\n{m.group(1)}: "
+                                 "        if lifetime_points >= needed:")
+        return _copied(shown)
+
+    task, result, _ = await _explore_task_one_shot(
+        fresh_sim, tmp_path, task.name, "Where does the code handle `statement`?", nothing,
+        builder=ModelBehavior(respond=respond),
+        sets=[*LINES, "builder.line_samples=3", "builder.unpinned_lines_only=true"])
+    assert result.status == "succeeded", result.reason
+    assert [(a.strategy, a.passed) for a in result.attempt_log] == [
+        ("one_line", False), ("one_line", True)]
+    first, second = result.attempt_log
+    places = [s.place for s in first.samples]
+    assert len(places) == len(set(places)) == 6  # each place once: five leads, then the entry
+    assert places[0] == "loyalty/services/statements.py:10-17"
+    assert places[3] == "loyalty/program/tiers.py:3-16"
+    assert places[-1].startswith("loyalty/__main__.py:")
+    assert {s.temperature for s in first.samples} == {0.0}  # every first visit greedy
+    assert [s.place for s in second.samples] == places[1:4]  # from the second place on
+    assert second.samples[-1].passed and {s.temperature for s in second.samples} == {0.6}

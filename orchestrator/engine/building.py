@@ -201,8 +201,8 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
     protected = protected_tests(ctx, state)
     temps = (max(spec.temperatures),) if rung.resampled and spec.temperatures else spec.temperatures
     line = prompt.line is not None
-    asked = interleaved(prompts, spec.line_samples if line and spec.line_samples > 1
-                        else spec.samples, n)
+    k = spec.line_samples if line and spec.line_samples > 1 else spec.samples
+    asked = interleaved(prompts, k if not line or leadlines.favoured(prompt) else 1, n)
     temperatures = first_visits(asked, temps, n) if line else temps
     if len(asked) > 1 and ctx.workspace is not None and ctx.sandbox is not None:
         outcome = await best_of(ctx, role, n, asked, k=len(asked),

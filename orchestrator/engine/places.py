@@ -20,6 +20,7 @@ from orchestrator.state import RunState
 
 FOUND_LINES = 40  # the explorers' place shown as the focus: at most this many lines
 NEAR_CONSTANT = 12  # a constant this far above the function is shown with it (one-line request)
+FOUND = "the explorers' verified claims cite it"  # why the explorers' place is shown
 
 
 def found_span(state: RunState, sources: Mapping[str, str]) -> Span | None:
@@ -56,7 +57,7 @@ def found_span(state: RunState, sources: Mapping[str, str]) -> Span | None:
     if end - start + 1 > FOUND_LINES:
         start, end = max(start, line - FOUND_LINES // 2), min(end, line + FOUND_LINES // 2)
     return Span(path=path, start=start, end=end, focus=line,
-                text=tuple(lines[start - 1:end]), why="the explorers' verified claims cite it")
+                text=tuple(lines[start - 1:end]), why=FOUND)
 
 
 _NOT_CODE = re.compile(r"^\s*(?:$|#|//|/\*|\*|\"\"\"|'''|import\s|from\s+\S+\s+import\s)")
