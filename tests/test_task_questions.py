@@ -18,6 +18,9 @@ from orchestrator.record.events import PlanFromTask, read_events
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
 
 ASKED = "Where is `run_payroll` defined, and what does it call?"  # the task's one name
+# ...and the word of the failing tests' names that the task uses and at most two source files
+# hold (test_half_cent_is_rounded_up; test_deductions_and_net's `net` is not in the task)
+HALF = "Where does the code handle `half`?"
 
 
 def _from_task(result) -> list[PlanFromTask]:
@@ -33,8 +36,9 @@ def _explorer_asked(fresh_sim) -> list[str]:
 async def test_an_unpinned_failure_asks_the_explorers_the_tasks_names_and_no_planner(
         fresh_sim, tmp_path):
     """xp-payslip-rounding: the planner is scripted to ask something else, but is never called;
-    the one explorer is asked about ``run_payroll``, the name the task spells; the run passes
-    from its place and the task's leads, and the result and its report say why no plan."""
+    the explorers are asked about ``run_payroll``, the name the task spells, and ``half``, the
+    failing test's clue; the run passes from their places and the task's leads, and the result
+    and its report say why no plan."""
     task = next(t for t in UNPINNED if t.name == "xp-payslip-rounding")
     task, result, _ = await _explore_task_one_shot(
         fresh_sim, tmp_path, task.name, "What prints the payslip?", CALLER_FOUND,
@@ -43,13 +47,16 @@ async def test_an_unpinned_failure_asks_the_explorers_the_tasks_names_and_no_pla
     assert result.status == "succeeded", result.reason
     assert fresh_sim.state.requests_for("sim-planner") == []
     asked = _explorer_asked(fresh_sim)
-    assert len(asked) == 1 and ASKED in asked[0] and "What prints the payslip?" not in asked[0]
-    assert [e.question for e in result.explorers] == [ASKED]
+    assert not any("What prints the payslip?" in a for a in asked)
+    assert {q for q in (ASKED, HALF) if any(a.startswith(f"Question: {q}") for a in asked)} \
+        == {ASKED, HALF}
+    assert [e.question for e in result.explorers] == [ASKED, HALF]
     assert result.plan_from_task and not result.plan_skipped and "planner" not in result.per_role
-    assert result.plan is not None and result.plan.questions == [ASKED]
+    assert result.plan is not None and result.plan.questions == [ASKED, HALF]
     assert result.plan.acceptance == list(task.acceptance)
     said = _from_task(result)
-    assert len(said) == 1 and said[0].questions == [ASKED]
+    assert len(said) == 1 and said[0].questions == [ASKED, HALF]
+    assert "`half` of the failing test's name \"half cent is rounded up\"" in said[0].reason
     report = json.loads((Path(result.run_dir) / "report.json").read_text(encoding="utf-8"))
     assert report["plan_from_task"] is True
     assert task.sim.new.strip() in show(tmp_path / "repo", f"{result.branch}:{task.sim.path}")

@@ -191,13 +191,19 @@ async def _task_questions(ctx: RunContext, state: RunState, role: Role,
     map's. In the live r21-r29 runs the 0.5B planner's questions on the explore-needed tasks
     were all unusable in 22 of 25 runs (and replaced by these), its diagnosis checked in none,
     at 25 s a run."""
-    asked = (questions.from_terms(ctx.retriever().specific(state.task), state.task)
-             or [state.task])
+    retriever = ctx.retriever()
+    specific = retriever.specific(state.task)
+    names = [f.name for r in loc.reports for f in r.failures if f.name != "(command)"]
+    clue = await asyncio.to_thread(questions.failing_clue, names, retriever.rarity, specific,
+                                   state.task)
+    asked = questions.with_clue(specific, state.task, clue) or [state.task]
     plan = Plan(goal=state.task, steps=[], questions=asked,
                 acceptance=list(ctx.roles.verify.commands))
     ctx.telemetry.emit(PlanFromTask(role=role, questions=asked, reason=(
         "the failing tests pin no code: the explorers are asked about the names the task "
-        "quotes, and no planner (run.unpinned_questions = task)")))
+        "quotes" + (f" and the word `{clue.term.pattern}` of the failing test's name "
+                    f"\"{clue.title}\"" if clue else "")
+        + ", and no planner (run.unpinned_questions = task)")))
     update: Values = {"localization": loc, "plan": plan, "plan_deferred": False,
                       "plan_from_task": True}
     if state.tests is None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from orchestrator.localize.retrieve import Term, terms
 
@@ -142,3 +143,66 @@ def from_terms(specific: Sequence[Term], task: str) -> list[str]:
             spelt = re.search(rf"(?i)\b{re.escape(t.pattern)}\w*", task)
             out.append(f"Where does the code handle `{spelt.group(0) if spelt else t.pattern}`?")
     return out
+
+
+CLUE_FILES = 2  # a failing test's word in more source files than this names a topic, not a place
+
+
+@dataclass(frozen=True)
+class Clue:
+    """The rarest word of a failing test's name that the code holds (``failing_clue``)."""
+
+    term: Term
+    title: str  # the test's name as words, the question spells the word from it
+    files: int  # the source files (not tests) that hold it
+
+
+def failing_title(name: str) -> str:
+    """A failing test's name as words: ``test_member_is_gold (tests.test_x.T.test_member_is_gold)``,
+    ``tests/test_x.py::T::test_member_is_gold[1]`` and ``testMemberIsGold`` read "member is
+    gold"; a JavaScript test's sentence stays as written."""
+    head = name.split(" (", 1)[0].rsplit("::", 1)[-1].split("[", 1)[0].strip()
+    head = re.sub(r"^test_?", "", head) if re.match(r"test(?:_|[A-Z])", head) else head
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", head).replace("_", " ").strip()
+
+
+def failing_clue(names: Sequence[str], rarity: Callable[[Sequence[Term]], dict[Term, float]],
+              taken: Sequence[Term] = (), task: str = "") -> Clue | None:
+    """The word of the failing tests' names (``names``) held by the fewest source files that
+    are not tests, at most ``CLUE_FILES`` of them: a test named ``..._1000_points_is_gold`` is
+    about the code that holds ``gold``, where the task may quote only the command it ran. A
+    test whose name holds one of ``taken`` (the task's own terms, asked about already) gives
+    none: it is about what they ask. A word the ``task`` uses too comes first (the test and
+    the report name the same thing: xp-payslip-rounding's ``half`` of "half a cent", not the
+    ``net`` of the other failing test, ``test_deductions_and_net``). ``rarity`` is
+    ``Retriever.rarity`` (one over the number of such files; 0 when none holds the word)."""
+    asked = [t.pattern.lower().lstrip("-") for t in taken]
+    told = set(re.findall(r"[a-z0-9]+", task.lower()))
+    best: tuple[bool, int] | None = None
+    clue: Clue | None = None
+    for name in names:
+        title = failing_title(name)
+        words = [t for t in terms(title) if t.kind == "word"]
+        if any(_one_word(t.pattern, a) for t in words for a in asked):
+            continue  # the test is about what the task's terms ask already (`newest first`)
+        for term, share in rarity(words).items():
+            files = round(1 / share) if share else 0
+            rank = (not any(w.startswith(term.pattern) for w in told), files)
+            if 0 < files <= CLUE_FILES and (best is None or rank < best):
+                best, clue = rank, Clue(term, title, files)
+    return clue
+
+
+def with_clue(specific: Sequence[Term], task: str, clue: Clue | None) -> list[str]:
+    """The explorers' questions of a run without a planner: about the task's rarest name
+    (``Retriever.specific``), then the failing test's clue when there is one, else the task's
+    next name; two at most (each costs the live kit's 0.5B explorer 20-70 s)."""
+    if clue is None:
+        return from_terms(specific, task)
+    return from_terms(specific[:1], task) + from_terms([clue.term], clue.title)
+
+
+def _one_word(stem: str, word: str) -> bool:
+    """``slow`` and ``slow``, ``request`` and ``requests``; not ``week`` and ``weeklysummary``."""
+    short, long = sorted((stem, word), key=len)
+    return long.startswith(short) and len(long) - len(short) <= 3
