@@ -256,6 +256,10 @@ def test_the_speedup_is_split_at_the_tasks_both_maps_passed_at_their_first_build
     assert pair.speedup_rest == pytest.approx(statistics.median([45 / 30, 80 / 40, 10 / 30]))
     said = "\n".join(comparison_lines(pair))
     assert "of those, 1 passed at both maps' first build call; over the other 3: 1.50×" in said
+    # the batch of the four tasks both solved: b's median times summed over a's
+    total = (12.6 + 45 + 80 + 10) / (12 + 30 + 40 + 30)
+    assert pair.speedup_total == pytest.approx(total)
+    assert f"their summed time, b over a: {total:.2f}× (the batch of them" in said
     none = compare_pair("a", a[2:3], "b", b[2:3])
     assert none.first_call_both == () and "first build call" not in "\n".join(
         comparison_lines(none))

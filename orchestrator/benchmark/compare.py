@@ -6,7 +6,8 @@ median wall time of the passing repeats. The speed-up of A over B is the median,
 both solved, of B's time / A's time; its spread is the range of the same figure computed per
 repeat. The time budget of a pair is the slower map's median time on the tasks it solved, and
 each map's pass rate within it counts the runs that passed in no more than that time. The raw
-speed-up (median wall time of all runs, failures included) is kept only as a labelled aside.
+speed-up (median wall time of all runs, failures included) is kept only as a labelled aside,
+and so is the total one (B's summed time over A's, on the tasks both solved).
 """
 
 from __future__ import annotations
@@ -94,6 +95,9 @@ class PairComparison(BaseModel):
     # call, those ratios are 1 by construction, whatever the other roles cost
     first_call_both: tuple[str, ...] = ()
     speedup_rest: float | None = None  # the median ratio over the other tasks both solved
+    # b's summed time over a's on the tasks both solved: the time the batch of them takes,
+    # where the median ratio is the typical task's (a run of long tasks weighs more here)
+    speedup_total: float | None = None
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -204,6 +208,8 @@ def compare_pair(a_name: str, a: Sequence[RunRecord], b_name: str,
         pass_at_budget_a_by_repeat=at_a_rep, pass_at_budget_b_by_repeat=at_b_rep,
         raw_speedup=raw_b / raw_a if raw_a and raw_b is not None else None,
         first_call_both=tuple(t for t in both if t in first), speedup_rest=_median(rest),
+        speedup_total=(sum(times_b[t] for t in both) / total_a
+                       if (total_a := sum(times_a[t] for t in both)) > 0 else None),
     )
 
 

@@ -222,6 +222,9 @@ def comparison_lines(c: PairComparison) -> list[str]:
                 f"  of those, {len(c.first_call_both)} passed at both maps' first build call"
                 + (f"; over the other {rest}: {c.speedup_rest:.2f}×"
                    if rest and c.speedup_rest is not None else ""))
+        if c.speedup_total is not None:
+            lines.append(f"  their summed time, {c.b} over {c.a}: {c.speedup_total:.2f}× (the "
+                         "batch of them, not the typical task)")
     if c.budget_s is not None:
         lines.append(
             f"  pass rate within {c.budget_s:.2f}s (the slower map's median time on solved tasks): "
