@@ -97,12 +97,13 @@ def test_printed_comparison_puts_pass_rates_next_to_every_speedup(bench2):
     text = console.export_text()
     lines = [line for line in text.splitlines() if "bench-fast vs bench-careful" in line]
     assert lines == ["bench-fast vs bench-careful: pass rate bench-fast 50%, bench-careful 100%"]
-    block = text.split(lines[0], 1)[1].splitlines()[1:5]
+    block = text.split(lines[0], 1)[1].splitlines()[1:6]
     assert "at equal accuracy bench-fast is" in block[0] and "2 task(s) both solved" in block[0]
     # each simulated builder passes at its first call: the split names them, and no rest
     assert block[1].strip() == "of those, 2 passed at both maps' first build call"
-    assert "pass rate within" in block[2]
-    assert block[3].strip().startswith("raw speed-up, all runs incl. failures (not accuracy-matched)")
+    assert block[2].strip().startswith("their summed time, bench-careful over bench-fast: ")
+    assert "pass rate within" in block[3]
+    assert block[4].strip().startswith("raw speed-up, all runs incl. failures (not accuracy-matched)")
     assert "bench-careful: builtin, 2 repeat(s)" in text and "js-range" in text
 
 

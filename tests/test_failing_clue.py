@@ -42,13 +42,17 @@ def test_the_loyalty_tests_name_gives_the_tier_tables_word():
     assert [t.pattern for t in specific] == ["--data", "statement"]
     name = ("test_member_with_exactly_1000_points_is_gold "
             "(tests.test_statement.StatementTest.test_member_with_exactly_1000_points_is_gold)")
-    clue = failing_clue([name], found.rarity, specific, task.instruction)
+    clue = failing_clue([name], found.holding, specific, task.instruction)
     assert clue is not None and (clue.term.pattern, clue.files) == ("gold", 2)
-    held = {m.path for m in found._search(clue.term.rg()) if not m.path.startswith("tests/")}
-    assert "loyalty/program/tiers.py" in held
-    assert with_clue(specific, task.instruction, clue) == [
+    assert "loyalty/program/tiers.py" in found.holding(clue.term)
+    # asked as the code spells it: a backquoted name is searched as written, and live (r71)
+    # "`gold`" found no candidate window (the table says "Gold") and its explorer nothing
+    assert clue.spelt == "Gold"
+    asked = with_clue(specific, task.instruction, clue)
+    assert asked == [
         "Where does the code read the `--data` option, and what does it do with its value?",
-        "Where does the code handle `gold`?"]
+        "Where does the code handle `Gold`?"]
+    assert "loyalty/program/tiers.py" in {w.path for w in found.windows(asked[1])}
     # without the test's name the questions are the task's, as before
     assert with_clue(specific, task.instruction, None)[1] == "Where does the code handle `statement`?"
 
@@ -61,7 +65,7 @@ def test_a_test_about_what_the_task_asks_gives_no_clue():
     specific = found.specific(task.instruction)
     assert "newest" in [t.pattern for t in specific]
     assert failing_clue(["test_newest_first (tests.test_cli.CliTest.test_newest_first)"],
-                     found.rarity, specific, task.instruction) is None
+                     found.holding, specific, task.instruction) is None
 
 
 def test_a_word_many_files_hold_is_no_clue():
@@ -69,9 +73,9 @@ def test_a_word_many_files_hold_is_no_clue():
     source files and ``pounds`` in none (the code says ``lb``): no clue."""
     task = _task("xp-parcel-weight")
     found = Retriever(task.repo)
-    rare = found.rarity([t for t in terms("parcel") if t.kind == "word"])
-    assert all(share and 1 / share > CLUE_FILES for share in rare.values())
-    assert failing_clue(["test_parcel_in_pounds"], found.rarity, found.specific(task.instruction),
+    (parcel,) = [t for t in terms("parcel") if t.kind == "word"]
+    assert len(found.holding(parcel)) > CLUE_FILES
+    assert failing_clue(["test_parcel_in_pounds"], found.holding, found.specific(task.instruction),
                      task.instruction) is None
 
 
@@ -86,6 +90,6 @@ def test_a_word_the_task_uses_too_comes_first(order):
              "test_half_cent_is_rounded_up (tests.test_payroll.PayrollTest.test_half_cent_is_"
              "rounded_up)"]
     names = names if order == 0 else names[::-1]
-    clue = failing_clue(names, found.rarity, found.specific(task.instruction), task.instruction)
+    clue = failing_clue(names, found.holding, found.specific(task.instruction), task.instruction)
     assert clue is not None and clue.term.pattern == "half"
-    assert failing_clue(names[:1] if order == 0 else names[1:], found.rarity, (), "") is not None
+    assert failing_clue(names[:1] if order == 0 else names[1:], found.holding, (), "") is not None

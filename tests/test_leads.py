@@ -277,6 +277,40 @@ def test_the_explorers_place_is_their_first_cited_line_of_code_not_a_docstring()
     assert span is not None and (span.path, span.focus) == ("pkg/tiers.py", 4)
 
 
+def test_of_two_cited_files_the_one_the_failing_code_imports_is_the_place():
+    """Live on xp-js-weekly-runs (r71) the explorers cited, among others, ``bin/runlog.js``
+    (the command-line script, which nothing the test runs imports) and, asked about the test's
+    ``included``, the very line to fix in ``src/time/ranges.js`` (which ``summary.js``, a
+    suspect, requires). Each was cited once and neither is a suspect; the script came first
+    and took three of the attempt's eight samples. Now the file the failure's code imports is
+    the place."""
+    from orchestrator.engine.places import found_span
+    from orchestrator.localize.localization import Localization
+    from orchestrator.state import Citation, Claim, ExplorerResult, RunState
+
+    task = next(t for t in UNPINNED if t.name == "xp-js-weekly-runs")
+    suspects = ("src/index.js", "src/services/summary.js")
+    paths = [*suspects, "bin/runlog.js", "src/time/ranges.js"]
+    sources = {p: (task.repo / p).read_text(encoding="utf-8") for p in paths}
+
+    def claim(*cited: tuple[str, int]) -> Claim:
+        return Claim(text="t", citations=[Citation(path=p, start_line=n, end_line=n, quote="")
+                                          for p, n in cited])
+    chain = claim(("src/index.js", 8), ("bin/runlog.js", 14), ("src/services/summary.js", 11),
+                  ("src/services/summary.js", 16))
+    state = RunState(task=task.instruction, localization=Localization(suspects=suspects),
+                     explorers=[ExplorerResult(question="a", index=0, claims=[chain]),
+                                ExplorerResult(question="b", index=1, claims=[claim(
+                                    ("src/time/ranges.js", 8), ("README.md", 8))])])
+    span = found_span(state, sources)
+    assert span is not None and (span.path, span.focus) == ("src/time/ranges.js", 8)
+    assert task.sim.old in span.text
+    # without the import the script, cited first, is still the place (nothing else changed)
+    alone = state.model_copy(update={"explorers": state.explorers[:1]})
+    got = found_span(alone, sources)
+    assert got is not None and got.path == "bin/runlog.js"
+
+
 def test_on_an_explore_needed_task_lines_only_makes_every_attempt_the_one_line_request():
     from orchestrator.config.schema import RoleSpec
     from orchestrator.engine.ladder import rung_for, rungs

@@ -194,7 +194,7 @@ async def _task_questions(ctx: RunContext, state: RunState, role: Role,
     retriever = ctx.retriever()
     specific = retriever.specific(state.task)
     names = [f.name for r in loc.reports for f in r.failures if f.name != "(command)"]
-    clue = await asyncio.to_thread(questions.failing_clue, names, retriever.rarity, specific,
+    clue = await asyncio.to_thread(questions.failing_clue, names, retriever.holding, specific,
                                    state.task)
     asked = questions.with_clue(specific, state.task, clue) or [state.task]
     plan = Plan(goal=state.task, steps=[], questions=asked,

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from orchestrator.localize import repomap
 from orchestrator.localize.candidates import CONSTANT, constant_at, file_factor, unit_of
-from orchestrator.localize.localization import Localization, Span
+from orchestrator.localize.localization import Localization, Span, imports
 from orchestrator.state import RunState
 
 FOUND_LINES = 40  # the explorers' place shown as the focus: at most this many lines
@@ -27,7 +27,7 @@ def found_span(state: RunState, sources: Mapping[str, str]) -> Span | None:
     """The definition around the first line of code the explorers' verified claims cite in a
     source file (not a doc or a test) the prompt shows (``sources``, by path): files the
     failure does not already show first (the explorers found what the traceback does not),
-    then the most cited; the outermost short definition or constant table
+    then one the code it does show imports, then the most cited; the outermost short definition or constant table
     around the line (``candidates.unit_of``), at most ``FOUND_LINES`` long."""
     loc = state.localization
     cited: dict[str, list[int]] = {}
@@ -45,7 +45,10 @@ def found_span(state: RunState, sources: Mapping[str, str]) -> Span | None:
     if not cited:
         return None
     suspects = set(loc.suspects) if loc else set()
-    path = min(cited, key=lambda p: (p in suspects, -len(cited[p])))
+    # ...and of those, one the failure's code imports before one it does not (xp-js-weekly-runs:
+    # summary.js, a suspect, requires the cited time/ranges.js, not the cited bin/runlog.js)
+    reached = set(imports([s for s in sources if s in suspects], list(cited), sources.get))
+    path = min(cited, key=lambda p: (p in suspects, p not in reached, -len(cited[p])))
     body = sources[path]
     lines = body.splitlines()
     line = Counter(cited[path]).most_common(1)[0][0]

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from orchestrator.localize.retrieve import Term, terms
@@ -153,8 +154,9 @@ class Clue:
     """The rarest word of a failing test's name that the code holds (``failing_clue``)."""
 
     term: Term
-    title: str  # the test's name as words, the question spells the word from it
+    title: str  # the test's name as words
     files: int  # the source files (not tests) that hold it
+    spelt: str  # as the code spells it most (`Gold` for the title's `gold`): what is asked
 
 
 def failing_title(name: str) -> str:
@@ -166,16 +168,16 @@ def failing_title(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", head).replace("_", " ").strip()
 
 
-def failing_clue(names: Sequence[str], rarity: Callable[[Sequence[Term]], dict[Term, float]],
-              taken: Sequence[Term] = (), task: str = "") -> Clue | None:
+def failing_clue(names: Sequence[str], holding: Callable[[Term], Mapping[str, Sequence[str]]],
+                 taken: Sequence[Term] = (), task: str = "") -> Clue | None:
     """The word of the failing tests' names (``names``) held by the fewest source files that
     are not tests, at most ``CLUE_FILES`` of them: a test named ``..._1000_points_is_gold`` is
     about the code that holds ``gold``, where the task may quote only the command it ran. A
     test whose name holds one of ``taken`` (the task's own terms, asked about already) gives
     none: it is about what they ask. A word the ``task`` uses too comes first (the test and
     the report name the same thing: xp-payslip-rounding's ``half`` of "half a cent", not the
-    ``net`` of the other failing test, ``test_deductions_and_net``). ``rarity`` is
-    ``Retriever.rarity`` (one over the number of such files; 0 when none holds the word)."""
+    ``net`` of the other failing test, ``test_deductions_and_net``). ``holding`` is
+    ``Retriever.holding`` (the source files that hold a term, with their lines)."""
     asked = [t.pattern.lower().lstrip("-") for t in taken]
     told = set(re.findall(r"[a-z0-9]+", task.lower()))
     best: tuple[bool, int] | None = None
@@ -185,12 +187,21 @@ def failing_clue(names: Sequence[str], rarity: Callable[[Sequence[Term]], dict[T
         words = [t for t in terms(title) if t.kind == "word"]
         if any(_one_word(t.pattern, a) for t in words for a in asked):
             continue  # the test is about what the task's terms ask already (`newest first`)
-        for term, share in rarity(words).items():
-            files = round(1 / share) if share else 0
-            rank = (not any(w.startswith(term.pattern) for w in told), files)
-            if 0 < files <= CLUE_FILES and (best is None or rank < best):
-                best, clue = rank, Clue(term, title, files)
+        for term in words:
+            held = holding(term)
+            rank = (not any(w.startswith(term.pattern) for w in told), len(held))
+            if 0 < len(held) <= CLUE_FILES and (best is None or rank < best):
+                best, clue = rank, Clue(term, title, len(held), _spelt(term, held) or title)
     return clue
+
+
+def _spelt(term: Term, held: Mapping[str, Sequence[str]]) -> str | None:
+    """The commonest word starting with ``term`` in ``held``'s lines, as they spell it: a
+    backquoted name is searched as written, and `gold` finds no ``("Gold", 1000)``."""
+    rx = re.compile(rf"(?i)\b{re.escape(term.pattern)}\w*")
+    found = Counter(m.group(0) for lines in held.values() for line in lines
+                    for m in rx.finditer(line))
+    return found.most_common(1)[0][0] if found else None
 
 
 def with_clue(specific: Sequence[Term], task: str, clue: Clue | None) -> list[str]:
@@ -199,7 +210,7 @@ def with_clue(specific: Sequence[Term], task: str, clue: Clue | None) -> list[st
     next name; two at most (each costs the live kit's 0.5B explorer 20-70 s)."""
     if clue is None:
         return from_terms(specific, task)
-    return from_terms(specific[:1], task) + from_terms([clue.term], clue.title)
+    return from_terms(specific[:1], task) + from_terms([clue.term], clue.spelt)
 
 
 def _one_word(stem: str, word: str) -> bool:

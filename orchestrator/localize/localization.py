@@ -115,13 +115,13 @@ def localize(checks: Sequence[Check], *, files: Sequence[str], read: Reader,
     tests = _unique([p for _, p in in_repo if is_test(p)]
                     + _named_tests(reports, [c.command for c in failed], files))
     suspects = _unique([p for _, p in in_repo if not is_test(p)])
-    imported = [p for p in _imported(tests, files, read) if p not in suspects]
+    imported = [p for p in imports(tests, files, read) if p not in suspects]
     spans = _frame_spans(in_repo, read)
     named = _mentioned(reports) | _words([_line_at(read, p, f.line) for f, p in in_repo])
     spans += _symbol_spans(imported, named, read, room=MAX_SPANS - len(spans))
     # one hop further: what the code the tests call calls, in the files that code imports
     shown = {s.path for s in spans}
-    deeper = [p for p in _imported([s for s in shown if not is_test(s)], files, read)
+    deeper = [p for p in imports([s for s in shown if not is_test(s)], files, read)
               if p not in shown and p not in suspects]
     called = _words([line for s in spans if not is_test(s.path) for line in s.text])
     spans += _symbol_spans(deeper, called, read, room=MAX_SPANS - len(spans), whole_file=False)
@@ -152,7 +152,7 @@ def _named_tests(reports: Sequence[FailureReport], commands: Sequence[str],
             and is_test(n.removeprefix("./"))]
 
 
-def _imported(sources: Sequence[str], files: Sequence[str], read: Reader) -> list[str]:
+def imports(sources: Sequence[str], files: Sequence[str], read: Reader) -> list[str]:
     """Non-test files that ``sources`` name: ``from cart import``, ``require('./cart')``,
     ``bash max.sh``: any token that is a file's path or module name."""
     out: list[str] = []

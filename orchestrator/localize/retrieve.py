@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from orchestrator.errors import OrchestrateError
-from orchestrator.localize import callees, repomap
+from orchestrator.localize import callees, repomap, texts
 from orchestrator.localize.candidates import (
     CONSTANT_LINES,
     CONTEXT_SHARE,
@@ -43,7 +43,7 @@ from orchestrator.localize.candidates import (
     shown_lines,
     term_weights,
 )
-from orchestrator.localize.terms import MAX_TERMS, STOP, Term, definitions_regex, quoted_text, terms
+from orchestrator.localize.terms import MAX_TERMS, Term, definitions_regex, quoted_text, terms
 from orchestrator.localize.texts import MATCHES, PARSE_LIMIT, PER_FILE, Corpus, Lines, Sparse
 from orchestrator.tools.jail import Jail, open_regular
 from orchestrator.tools.search import LINE_CUT, Match, list_files, search
@@ -58,8 +58,6 @@ NAMED_FILE = 2.0  # a file the question names: its windows count this many times
 CONSTRUCTOR_SHARE = 0.5  # the best window is a class: its constructor ranks at least this share
 _CONSTRUCTORS = ("__init__", "constructor", "new", "initialize")
 
-_SHAPE = re.compile(r"0x[0-9a-f]+|[0-9a-f]{8,}|\d+(?:\.\d+)?")
-_TIMESTAMP = re.compile(r"^\S*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 _LOGS = (".log", ".out")
 
 
@@ -224,9 +222,14 @@ class Retriever:
 
     def rarity(self, about: Sequence[Term]) -> dict[Term, float]:
         """A term's worth as a clue: one over the number of source files that hold it."""
-        files = {t: {m.path for m in self._search(t.rg()) if file_factor(m.path) == 1.0}
-                 for t in about}
-        return {t: 1.0 / len(f) if f else 0.0 for t, f in files.items()}
+        return {t: 1.0 / len(f) if (f := self.holding(t)) else 0.0 for t in about}
+
+    def holding(self, term: Term) -> dict[str, list[str]]:
+        """The source files (not tests or docs) that hold ``term``, with the lines that do."""
+        out: dict[str, list[str]] = {}
+        for m in (m for m in self._search(term.rg()) if file_factor(m.path) == 1.0):
+            out.setdefault(m.path, []).append(m.text)
+        return out
 
     def _corpus_ready(self) -> bool:
         return self._corpus() is not None
@@ -336,20 +339,20 @@ class Retriever:
             return None
         shapes: dict[str, int] = {}
         for m in result.matches:
-            shapes[_shape(m.text)] = shapes.get(_shape(m.text), 0) + 1
-        about = _words(symptom) | {t.pattern.lower() for t in weights}
+            shapes[texts.log_shape(m.text)] = shapes.get(texts.log_shape(m.text), 0) + 1
+        about = texts.plain_words(symptom) | {t.pattern.lower() for t in weights}
         rare = [m for m in result.matches
-                if m.line < before and shapes[_shape(m.text)] <= LOG_RARE]
+                if m.line < before and shapes[texts.log_shape(m.text)] <= LOG_RARE]
         if not rare:
             return None
         # the rare lines that share a word with the symptom, when any does: a small model
         # shown three rare warnings picks one at random; the one naming the same thing
         # (``db.pool_size`` before ``[db] ... pool``) is the lead a person would follow
-        sharing = [m for m in rare if _words(m.text) & about]
+        sharing = [m for m in rare if texts.plain_words(m.text) & about]
         chosen = sharing or rare
-        chosen.sort(key=lambda m: (-len(_words(m.text) & about), m.line))
+        chosen.sort(key=lambda m: (-len(texts.plain_words(m.text) & about), m.line))
         kept = sorted(chosen[:6], key=lambda m: m.line)
-        shared = sorted(set().union(*(_words(m.text) & about for m in kept)))
+        shared = sorted(set().union(*(texts.plain_words(m.text) & about for m in kept)))
         what = (f", sharing {', '.join(repr(w) for w in shared[:4])} with line {before}"
                 if sharing else "")
         return Window(path, kept[0].line, kept[-1].line,
@@ -433,16 +436,6 @@ def _choose(candidates: Iterable[Window], budget_chars: int, limit: int,
         used += size
         per_file[w.path] = per_file.get(w.path, 0) + (0 if tiny else 1)
     return [replace(w, id=f"W{i}") for i, w in enumerate(chosen, 1)]
-
-
-def _shape(text: str) -> str:
-    """A log line with its timestamp, numbers and ids masked: lines of one shape are one event."""
-    body = _TIMESTAMP.sub("", text.strip())
-    return _SHAPE.sub("#", body.lower())
-
-
-def _words(text: str) -> set[str]:
-    return {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]+", text)} - STOP
 
 
 def render(windows: Sequence[Window]) -> str:

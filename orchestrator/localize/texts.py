@@ -6,12 +6,13 @@ costs kilobytes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import BinaryIO
 
 from orchestrator.errors import OrchestrateError
-from orchestrator.localize.terms import compiled
+from orchestrator.localize.terms import STOP, compiled
 from orchestrator.tools.jail import Jail, open_regular
 from orchestrator.tools.search import LINE_CUT, Match
 
@@ -116,3 +117,18 @@ def cut_line(text: str) -> str:
     text = text.rstrip("\r")
     return text if len(text) <= LINE_CUT else text[:LINE_CUT] + "… (line cut)"
 
+
+
+_SHAPE = re.compile(r"0x[0-9a-f]+|[0-9a-f]{8,}|\d+(?:\.\d+)?")
+_TIMESTAMP = re.compile(r"^\S*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
+
+
+def log_shape(text: str) -> str:
+    """A log line with its timestamp, numbers and ids masked: lines of one shape are one event."""
+    body = _TIMESTAMP.sub("", text.strip())
+    return _SHAPE.sub("#", body.lower())
+
+
+def plain_words(text: str) -> set[str]:
+    """The words of ``text``, lower-cased, stop words left out."""
+    return {w.lower() for w in re.findall(r"[A-Za-z][A-Za-z0-9]+", text)} - STOP
