@@ -309,6 +309,17 @@ def test_of_two_cited_files_the_one_the_failing_code_imports_is_the_place():
     alone = state.model_copy(update={"explorers": state.explorers[:1]})
     got = found_span(alone, sources)
     assert got is not None and got.path == "bin/runlog.js"
+    # ...and the file is among those the prompt shows: the README the second claim cites
+    # (twice, as in r72) takes none of the MAX_FILES places a cited source file needs
+    from orchestrator.engine.oneshot import MAX_FILES, found_files, shown_files
+    twice = claim(("src/time/ranges.js", 8), ("README.md", 8), ("README.md", 5))
+    r72 = state.model_copy(update={"explorers": [state.explorers[0], ExplorerResult(
+        question="b", index=1, claims=[twice])]})
+    assert "README.md" not in found_files(r72)
+    shown = shown_files(task.repo, r72.localization, found_files(r72))
+    assert shown is not None and len(shown.sources) <= MAX_FILES
+    span = found_span(r72, shown.sources)
+    assert span is not None and (span.path, span.focus) == ("src/time/ranges.js", 8)
 
 
 def test_on_an_explore_needed_task_lines_only_makes_every_attempt_the_one_line_request():

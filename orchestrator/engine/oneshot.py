@@ -144,15 +144,19 @@ async def write_files(root: Path, changed: Mapping[str, str], protected: frozens
 
 
 def found_files(state: RunState) -> list[str]:
-    """The files the explorers' verified claims cite, most cited first; then the source files
-    of the candidate windows they were shown (found mechanically for their questions, best
-    first): a small explorer often cites the first window when the second holds the bug."""
+    """The source files the explorers' verified claims cite, most cited first; then those of
+    the candidate windows they were shown (found mechanically for their questions, best
+    first): a small explorer often cites the first window when the second holds the bug. A
+    doc or a test they cite is no file to change: live on xp-js-weekly-runs (r72) a README
+    cited twice took one of the prompt's ``MAX_FILES`` and left out ``ranges.js``, whose
+    wrong line the other explorer had cited."""
     counts: dict[str, int] = {}
     for explorer in state.explorers:
         for claim in explorer.claims:
             for c in claim.citations:
                 path = c.path.removeprefix("./")
-                counts[path] = counts.get(path, 0) + 1
+                if file_factor(path) == 1.0:
+                    counts[path] = counts.get(path, 0) + 1
     shown = [w.rsplit(":", 1)[0] for e in state.explorers for w in e.candidates]
     return list(dict.fromkeys([*sorted(counts, key=lambda p: -counts[p]),
                                *(p for p in shown if file_factor(p) == 1.0)]))
