@@ -27,8 +27,9 @@ def found_span(state: RunState, sources: Mapping[str, str]) -> Span | None:
     """The definition around the first line of code the explorers' verified claims cite in a
     source file (not a doc or a test) the prompt shows (``sources``, by path): files the
     failure does not already show first (the explorers found what the traceback does not),
-    then one the code it does show imports, then the most cited; the outermost short definition or constant table
-    around the line (``candidates.unit_of``), at most ``FOUND_LINES`` long."""
+    then one the code it does show imports, then the most cited; the outermost short
+    definition or constant table around the line (``candidates.unit_of``), at most
+    ``FOUND_LINES`` long."""
     loc = state.localization
     cited: dict[str, list[int]] = {}
     split: dict[str, list[str]] = {}  # each file's lines, split once
