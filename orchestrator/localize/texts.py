@@ -118,7 +118,6 @@ def cut_line(text: str) -> str:
     return text if len(text) <= LINE_CUT else text[:LINE_CUT] + "… (line cut)"
 
 
-
 _SHAPE = re.compile(r"0x[0-9a-f]+|[0-9a-f]{8,}|\d+(?:\.\d+)?")
 _TIMESTAMP = re.compile(r"^\S*\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
 
