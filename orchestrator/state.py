@@ -317,6 +317,9 @@ class Sample(Frozen):
     changed: bool = False
     passed: bool = False
     place: str = Field("", description="A one-line request's code (path:start-end).")
+    again_s: float = Field(0.0, description="A second turn's time, part of call_s: the reply "
+                           "named a file or a line and gave no text for it, and was asked "
+                           "once more for it in its session (0.0: no second turn).")
 
 
 class Attempt(Frozen):

@@ -201,7 +201,7 @@ async def test_the_line_is_asked_of_the_function_the_task_names_not_of_its_calle
 async def test_line_samples_ask_the_line_again_at_the_highest_temperature_until_one_passes(
         fresh_sim, sample_repo):
     """``line_samples = 3``: the demo's one-shot gives stats.py back; the one-line request's
-    first sample copies the wrong line, its second corrects it. Both send the very same
+    first sample says what is wrong and names no line, its second corrects the line. Both send the very same
     messages (the server's cache serves the second), the first at the attempt's temperature
     and the second at the role's highest; the third is never asked, and the pass is the
     one-line rung's."""
@@ -214,8 +214,9 @@ async def test_line_samples_ask_the_line_again_at_the_highest_temperature_until_
             return Reply(content=f"stats.py\n```python\n{original}```\n")
         n = median_line_number(req.messages[-1]["content"])
         lines.append(n)
-        fix = BUGGY_LINE.strip() if len(lines) == 1 else RIGHT_LINE.strip()
-        return Reply(content=f"{n}: {fix}")
+        if len(lines) == 1:
+            return Reply(content="The median of an even count is the mean of the middle two.")
+        return Reply(content=f"{n}: {RIGHT_LINE.strip()}")
 
     scenario = scenario_with(**{"sim-builder": ModelBehavior(respond=respond)})
     fresh_sim.set_scenario(scenario.model_copy(update={"cache": CacheSpec(min_tokens=0,

@@ -28,15 +28,17 @@ SETS = ("builder.one_shot=true", "builder.one_line=true", "builder.line_samples=
 def _builder(original: str, right_at: int, lines: list[str]):
     """The demo's one-shot gives stats.py back; the one-line request's ``right_at``-th reply
     (1-based, counted over every reply the simulator gives, several per call included)
-    corrects the median line, every other one copies the wrong line."""
+    corrects the median line, every other one says what is wrong and names no line (a reply
+    that names one is asked once more for it: ``test_oneline``)."""
 
     def respond(req: ChatRequestView) -> Reply:
         if not asked_line(req):
             return Reply(content=f"stats.py\n```python\n{original}```\n")
         n = median_line_number(req.messages[-1]["content"])
         lines.append(n)
-        fix = RIGHT_LINE.strip() if len(lines) == right_at else BUGGY_LINE.strip()
-        return Reply(content=f"{n}: {fix}")
+        if len(lines) != right_at:
+            return Reply(content="The median of an even count is the mean of the middle two.")
+        return Reply(content=f"{n}: {RIGHT_LINE.strip()}")
 
     return respond
 

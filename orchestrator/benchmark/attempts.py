@@ -57,6 +57,12 @@ class SampleCost(BaseModel):
     asked_call_s: float = 0.0
     reread: int = 0
     reread_ttft_s: float = 0.0
+    # samples whose reply named a file or a line, gave no text for it and was asked once more
+    # for it in its session: how many, what that second turn took, what it bought
+    again: int = 0
+    again_s: Spread = Spread(median=None)
+    again_changed: int = 0
+    again_passed: int = 0
     # samples 2..k apart by where they asked, reading and generation apart
     first_gen_s: Spread = Spread(median=None)
     same_place: PlaceCost = PlaceCost()
@@ -110,8 +116,12 @@ def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
     what the runs' samples spent reading again prompts their run had already asked."""
     every = [x for r in records for a in r.attempt_log for x in a.samples]
     again = [x for r in records for x in _read_again(r)]
+    turned = [x for x in every if x.again_s > 0]
     seen = SampleCost(asked=len(every), asked_call_s=sum(x.call_s for x in every),
-                      reread=len(again), reread_ttft_s=sum(x.ttft_s or 0.0 for x in again))
+                      reread=len(again), reread_ttft_s=sum(x.ttft_s or 0.0 for x in again),
+                      again=len(turned), again_s=spread(x.again_s for x in turned),
+                      again_changed=sum(x.changed for x in turned),
+                      again_passed=sum(x.passed for x in turned))
     sampled = [a.samples for r in records for a in r.attempt_log if len(a.samples) > 1]
     if not sampled:
         return seen
@@ -201,6 +211,11 @@ def sample_lines(summaries: Sequence[AttemptsSummary]) -> list[str]:
                 f"{s.role_map}: {c.reread} of {c.asked} samples read again a prompt their "
                 f"run had asked before: {c.reread_ttft_s:.0f}s of prompt reading, of the "
                 f"samples' {c.asked_call_s:.0f}s")
+        if c.again:
+            lines.append(
+                f"{s.role_map}: {c.again} of {c.asked} samples named a line or file, gave it "
+                f"no new text and were asked once more for it (that turn {c.again_s.median:.2f}s,"
+                f" median): {c.again_changed} then changed the code, {c.again_passed} passed")
         if not c.attempts or c.first_s.median is None:
             continue
         ttft = ("" if c.first_ttft_s.median is None or c.later_ttft_s.median is None else

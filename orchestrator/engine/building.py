@@ -210,10 +210,10 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
                                 policy=policy_of(ctx), protected=protected, samples=samples,
                                 model_step=rung.model_step, temperatures=temperatures)
         return strategy, outcome, prompt.diagnosed
-    outcome, _, _ = await oneshot.ask(ctx, role, session_of(role, n, 1), prompt,
-                                      temperature=temperature_of(temps, n),
-                                      protected=protected, model_step=rung.model_step)
-    return strategy, outcome, prompt.diagnosed
+    asked1 = await oneshot.ask(ctx, role, session_of(role, n, 1), prompt,
+                               temperature=temperature_of(temps, n), protected=protected,
+                               model_step=rung.model_step)
+    return strategy, asked1.outcome, prompt.diagnosed
 
 
 def interleaved(prompts: list[oneshot.Prompt], k: int, n: int = 1) -> list[oneshot.Prompt]:

@@ -281,6 +281,15 @@ def line_messages(task: str, said: str, output: str, span: Span, where: str = "l
             {"role": "user", "content": body}]
 
 
+def _line_named(root: Path, span: Span, reply: str) -> tuple[int, str] | None:
+    """The line of ``span`` a reply that changed nothing named as wrong, and its text now."""
+    current = read_source(Jail(root), span.path)
+    line = None if current is None else oneline.named_line(current, span, reply)
+    if current is None or line is None:
+        return None
+    return line, current.splitlines()[line - 1].strip()
+
+
 def _line_changed(root: Path, span: Span, reply: str) -> tuple[dict[str, str], str]:
     """The file ``reply``'s corrected lines make of ``span``'s file, or nothing and why."""
     current = read_source(Jail(root), span.path)
@@ -342,14 +351,27 @@ def _spliced(root: Path, changed: dict[str, str], focus: Span | None) -> dict[st
     return changed
 
 
+@dataclass(frozen=True)
+class Asked:
+    """What one one-shot call did: the session's outcome, the call's record (both turns' when
+    it was asked once more), the further replies it holds for later samples, and the time of
+    that second turn (0.0 when there was none)."""
+
+    outcome: SessionOutcome
+    record: CallRecord
+    more: tuple[Choice, ...] = ()
+    again_s: float = 0.0
+
+
 async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
               temperature: float | None, protected: frozenset[str], model_step: int = 0,
-              choices: int = 1, reply: Completion | None = None
-              ) -> tuple[SessionOutcome, CallRecord, tuple[Choice, ...]]:
+              choices: int = 1, reply: Completion | None = None) -> Asked:
     """One call of ``prompt``; the reply's files are written into ``ctx.worktree``. With
     ``choices`` > 1 the call asks for that many replies and returns the others (``more``) for
     the samples after this one; such a further reply comes back as ``reply``: no call of its
-    own, its record the call's share (``samples.py``)."""
+    own, its record the call's share (``samples.py``). A reply that names a file and stops, or
+    a one-line reply that names a line and gives it no new text, is asked once more in the
+    same session for that file or line."""
     # a one-line reply is a reason and a line or two: live, 13 of 693 ran on to the 1.5B's 800
     # (40 s of generation each, r21-r29); capped, it still has room to reprint the code shown
     cap = None if prompt.line is None else oneline.reply_cap(
@@ -374,9 +396,30 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     shown = prompt.shown
     # the tests are parsed too, so that rewriting one is refused by the jail, and said
     unread = ""
+    again_s = 0.0
     if prompt.line is not None:
         said = oneline.whole_lines(completion.content or "", completion.finish_reason)
         changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, prompt.line, said)
+        asked = None if changed else await asyncio.to_thread(
+            _line_named, ctx.worktree, prompt.line, said)
+        if asked is not None:
+            # it picked a line and gave it no new text: ask it, in the same session, for that
+            # line (the prompt and its reply are the cached prefix: this costs one line)
+            line, quote = asked
+            ctx.telemetry.emit(Warned(role=role, session=account.session, message=(
+                f"one-line reply named line {line} of {prompt.line.path} and gave it no new "
+                "text: asked once more for that line")))
+            again = [*prompt.messages, {"role": "assistant", "content": completion.content or ""},
+                     {"role": "user", "content": text("oneshot", "line_again", line=line,
+                                                      path=prompt.line.path, quote=quote)}]
+            completion = await account.call(client if choices == 1 else asking(1), again,
+                                            window=window)
+            account.turns = 2
+            again_s = completion.record.duration_s
+            said = oneline.whole_lines(completion.content or "", completion.finish_reason)
+            changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, prompt.line,
+                                                      said)
+            record = _both(record, completion.record)
     else:
         texts = {**shown.sources, **shown.tests}
         changed = parse_files(completion.content or "", texts)
@@ -392,6 +435,7 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
             completion = await account.call(client if choices == 1 else asking(1), again,
                                             window=window)
             account.turns = 2
+            again_s = completion.record.duration_s
             changed = parse_files(completion.content or "", texts)
             record = _both(record, completion.record)
         changed, moved = relabelled(changed, texts)
@@ -409,7 +453,7 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     summary = (text("oneshot", "wrote", files=", ".join(written)) if written else
                text("oneshot", "wrote_nothing", why=why))
     report = BuildReport(summary=summary, files_changed=written)
-    return account.finished(report, prompt.messages), record, more
+    return Asked(account.finished(report, prompt.messages), record, more, again_s)
 
 
 def _both(first: CallRecord, then: CallRecord) -> CallRecord:
@@ -431,7 +475,6 @@ async def build(ctx: RunContext, state: RunState, role: Role, n: int, *,
     prompt = await prompt_for(ctx, state, n, restate=restate)
     if prompt is None:
         return None
-    outcome, _, _ = await ask(ctx, role, session_of(role, n, 1), prompt,
-                              temperature=temperature, protected=protected,
-                              model_step=model_step)
-    return outcome
+    asked = await ask(ctx, role, session_of(role, n, 1), prompt, temperature=temperature,
+                      protected=protected, model_step=model_step)
+    return asked.outcome

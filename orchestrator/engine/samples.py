@@ -91,6 +91,7 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
         runs.append(run)
         calls: list[CallRecord] = []
         more: list[tuple[Choice, ...]] = []
+        again: list[float] = []  # a second turn's time (it named a file or line and stopped)
         reply, share = held.pop(index, (None, 1))
         answers = [index] if reply is not None else _answers(prompts, temperatures, index, k,
                                                              batch)
@@ -99,14 +100,15 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
         async def session(own: RunContext, i: int, temperature: float | None,
                           calls: list[CallRecord] = calls, run: CandidateRun = run,
                           prompt: oneshot.Prompt = prompt, reply: Completion | None = reply,
-                          choices: int = choices, more: list[tuple[Choice, ...]] = more
-                          ) -> SessionOutcome:
-            outcome, record, others = await oneshot.ask(
+                          choices: int = choices, more: list[tuple[Choice, ...]] = more,
+                          again: list[float] = again) -> SessionOutcome:
+            asked = await oneshot.ask(
                 own, role, run.session, prompt, temperature=temperature, protected=protected,
                 model_step=model_step, choices=choices, reply=reply)
-            calls.append(record)
-            more.append(others)
-            return outcome
+            calls.append(asked.record)
+            more.append(asked.more)
+            again.append(asked.again_s)
+            return asked.outcome
 
         try:
             await attempt(run, commands, policy, session, sorted(protected))
@@ -119,7 +121,7 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
             share = 1 + len(further)
             held.update((i, (c, share)) for i, c in zip(answers[1:], further, strict=False))
         sample = _sample(run, calls, changed=bool(run.tree) and run.tree != tree,
-                         place=_place(prompt), share=share)
+                         place=_place(prompt), share=share, again_s=sum(again))
         samples.append(sample)
         _announce(ctx, role, run, sample, n)
         if run.passed:
@@ -160,7 +162,7 @@ def _place(prompt: oneshot.Prompt) -> str:
 
 
 def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool, place: str = "",
-            share: int = 1) -> Sample:
+            share: int = 1, again_s: float = 0.0) -> Sample:
     call = calls[-1] if calls else CallRecord(role="", session="", requested_model="")
     return Sample(index=run.index, temperature=run.temperature,
                   call_s=round(call.duration_s / share, 3), batch=share,
@@ -168,7 +170,7 @@ def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool, place:
                   checks_s=round(sum(c.duration_s for c in run.checks or []), 3),
                   prompt_tokens=call.prompt_tokens, cached_tokens=call.cached_tokens,
                   output_tokens=call.output_tokens, changed=changed, passed=run.passed,
-                  place=place)
+                  place=place, again_s=round(again_s, 3))
 
 
 def _announce(ctx: RunContext, role: Role, run: CandidateRun, sample: Sample, n: int) -> None:
@@ -179,4 +181,4 @@ def _announce(ctx: RunContext, role: Role, run: CandidateRun, sample: Sample, n:
         checks_s=sample.checks_s,
         prompt_tokens=sample.prompt_tokens, cached_tokens=sample.cached_tokens,
         output_tokens=sample.output_tokens, changed=sample.changed, passed=sample.passed,
-        place=sample.place, error=run.error, wall_s=round(time.monotonic() - run.started, 3)))
+        place=sample.place, again_s=sample.again_s, error=run.error, wall_s=round(time.monotonic() - run.started, 3)))

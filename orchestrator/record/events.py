@@ -266,6 +266,8 @@ class SampleFinished(EventBase):
     changed: bool = False
     passed: bool = False
     place: str = Field("", description="A one-line request's code (path:start-end).")
+    again_s: float = Field(0.0, description="A second turn's time (asked once more for the "
+                           "file or line its reply named), part of call_s.")
     error: str | None = None
 
 
