@@ -152,6 +152,33 @@ def test_samples_at_the_first_ones_place_and_elsewhere_are_costed_apart():
                     "7.00s")
 
 
+def test_samples_asked_once_more_for_the_line_they_named_are_counted_with_what_they_bought():
+    """A sample whose reply named a line and was asked once more for it records that second
+    turn's time; the bench counts them, the turn's median time and what it bought."""
+    def asked(index: int, again_s: float, changed: bool, passed: bool) -> Sample:
+        return Sample(index=index, call_s=9.0 + again_s, ttft_s=4.0, prompt_tokens=700,
+                      cached_tokens=650, changed=changed, passed=passed, place="a.py:1-9",
+                      again_s=again_s)
+    run = _rec("k", 60, (_attempt(1, "one_line", passed=True, samples=(
+        asked(1, 0.0, False, False), asked(2, 3.0, False, False), asked(3, 5.0, True, False),
+        asked(4, 4.0, True, True))),), passed=True)
+    c = summarize_attempts("m", [run]).samples
+    assert (c.again, c.again_changed, c.again_passed) == (3, 2, 1)
+    assert c.again_s.median == pytest.approx(4.0)
+    (line,) = [x for x in sample_lines([summarize_attempts("m", [run])]) if "once more" in x]
+    assert line == ("m: 3 of 4 samples named a line or file, gave it no new text and were "
+                    "asked once more for it (that turn 4.00s, median): 2 then changed the "
+                    "code, 1 passed")
+    assert not [x for x in sample_lines([summarize_attempts("m", RECORDS)]) if "once more" in x]
+    # samples 2..4 took 12, 14 and 13 s against 9 s, their prompt's first call 9 s each
+    assert c.later_vs_first.median == pytest.approx(13 / 9)
+    assert c.one_turn_vs_first.median == pytest.approx(1.0)
+    (best,) = [x for x in sample_lines([summarize_attempts("m", [run])]) if "best-of-k" in x]
+    assert "1.00× with the second turns left out" in best
+    (plain,) = [x for x in sample_lines([summarize_attempts("m", RECORDS)]) if "best-of-k" in x]
+    assert "second turns" not in plain
+
+
 def test_the_table_and_the_csv_say_which_strategy_passed():
     console = Console(file=io.StringIO(), width=200)
     console.print(attempts_table([summarize_attempts("m", RECORDS)]))

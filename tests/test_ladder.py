@@ -274,7 +274,7 @@ async def test_the_facts_rung_takes_the_one_function_alone(fresh_sim, sample_rep
 
 
 def test_splice_reindents_a_method_and_refuses_a_whole_file_or_a_fragment():
-    from orchestrator.engine.oneshot import splice
+    from orchestrator.engine.replyfiles import splice
     from orchestrator.localize.localization import Span
 
     current = "import os\n\n\nclass A:\n    def f(self):\n        return 1\n\n    def g(self):\n" \

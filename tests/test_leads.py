@@ -100,14 +100,15 @@ LINES = ["builder.one_line=true", "builder.line_samples=1", "builder.tool_loop=f
 
 
 def _copied(shown: str) -> Reply:
-    """A one-line reply that gives the last line shown back as it is."""
-    n, line = re.findall(r"^ *(\d+)\| (.*)$", shown, re.M)[-1]
-    return Reply(content=f"This looks right.\n{n}: {line.strip()}")
+    """A one-line reply that changes nothing and picks no line (a reply that picks one is
+    asked once more for it: ``test_line_again``)."""
+    assert re.search(r"^ *\d+\| ", shown, re.M), "asked with no numbered code"
+    return Reply(content="This looks right: no line of it needs a change.")
 
 
 def _payslip_builder(tmp_path, fix: str, *, copies: int = 0, breaks: str = ""):
     """xp-payslip-rounding's builder: whole files come back as they are; asked for a line, it
-    gives a shown line back unchanged for its first ``copies`` line requests and for any code
+    changes nothing for its first ``copies`` line requests and for any code
     but ``to_cents``, whose ``fix`` it gives from then on. With ``breaks``, within those first
     requests ``run_payroll``'s last line is given as that instead (a wrong edit elsewhere)."""
     asked = {"lines": 0}

@@ -63,6 +63,8 @@ class SampleCost(BaseModel):
     again_s: Spread = Spread(median=None)
     again_changed: int = 0
     again_passed: int = 0
+    # later_vs_first with each sample's second turn left out: what its prompt's first call cost
+    one_turn_vs_first: Spread = Spread(median=None)
     # samples 2..k apart by where they asked, reading and generation apart
     first_gen_s: Spread = Spread(median=None)
     same_place: PlaceCost = PlaceCost()
@@ -137,6 +139,7 @@ def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
         attempts=len(sampled), first_s=spread(x.call_s for x in firsts),
         later_s=spread(x.call_s for x in laters),
         later_vs_first=spread(map(_later_vs_first, timed)),
+        one_turn_vs_first=spread(_later_vs_first(s, one_turn=True) for s in timed),
         first_ttft_s=spread(x.ttft_s for x in firsts if x.ttft_s is not None),
         later_ttft_s=spread(x.ttft_s for x in laters if x.ttft_s is not None),
         later_cached_share=sum(x.cached_tokens for x in laters) / prompt if prompt else None))
@@ -167,9 +170,12 @@ def _read_again(record: RunRecord) -> list[Sample]:
     return again
 
 
-def _later_vs_first(samples: Sequence[Sample]) -> float:
-    """One attempt's samples 2..k: their median call time over sample 1's."""
-    return statistics.median(x.call_s for x in samples[1:]) / samples[0].call_s
+def _later_vs_first(samples: Sequence[Sample], *, one_turn: bool = False) -> float:
+    """One attempt's samples 2..k: their median call time over sample 1's (``one_turn``: each
+    without its second turn, when it was asked once more for a line or file it named)."""
+    def took(x: Sample) -> float:
+        return x.call_s - x.again_s if one_turn else x.call_s
+    return statistics.median(took(x) for x in samples[1:]) / took(samples[0])
 
 
 def _pct(x: float | None) -> str:
@@ -224,6 +230,9 @@ def sample_lines(summaries: Sequence[AttemptsSummary]) -> list[str]:
         cold = ("" if c.cold_later_vs_first.median is None else
                 f"; {c.cold_later_vs_first.median:.2f}× over the {c.cold_attempts} whose "
                 "sample 1 read its prompt cold")
+        if c.again and c.one_turn_vs_first.median is not None:
+            cold += (f"; {c.one_turn_vs_first.median:.2f}× with the second turns left out, "
+                     "the prompt's first call alone")
         lines.append(
             f"{s.role_map}: best-of-k over {c.attempts} attempt(s): sample 1 "
             f"{c.first_s.median:.2f}s, samples 2..k {c.later_s.median or 0:.2f}s "

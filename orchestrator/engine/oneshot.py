@@ -34,7 +34,7 @@ from orchestrator.engine import oneline
 from orchestrator.engine.places import defined, focus_span, found_span, line_span
 from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import session_of
-from orchestrator.engine.replyfiles import fenced, parse_files, relabelled, stalled
+from orchestrator.engine.replyfiles import fenced, parse_files, relabelled, spliced, stalled
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import PolicyViolation, ToolError
 from orchestrator.localize import facts, failures
@@ -307,48 +307,11 @@ def _focus_text(span: Span, key: str) -> str:
                 end=span.end, body=oneline.numbered(span))
 
 
-def splice(current: str, span: Span, block: str) -> str | None:
-    """``current`` with ``span``'s lines replaced by ``block`` when ``block`` is that one
-    function's new text (it opens with the same definition and leaves out most of what lies
-    outside it), re-indented to the original; None when it is not (a whole file)."""
-    lines = current.splitlines(keepends=True)
-    if not 0 < span.start <= span.end <= len(lines):
-        return None
-    head = defined(lines[span.start - 1])
-    new = block.splitlines(keepends=True)
-    first = next((line for line in new if line.strip()), "")
-    opens = defined(first)
-    if head is None or opens is None or opens != head:
-        return None
-    outside = [line for line in lines[:span.start - 1] + lines[span.end:] if line.strip()]
-    if not outside or 2 * sum(line in new for line in outside) > len(outside):
-        return None  # the function is the whole file, or the reply is the whole file
-    want = len(lines[span.start - 1]) - len(lines[span.start - 1].lstrip())
-    have = len(first) - len(first.lstrip())
-    if have < want:
-        new = [" " * (want - have) + line if line.strip() else line for line in new]
-    if new and not new[-1].endswith("\n"):
-        new[-1] += "\n"
-    return "".join(lines[:span.start - 1] + new + lines[span.end:])
-
-
 def _spliced(root: Path, changed: dict[str, str], focus: Span | None) -> dict[str, str]:
-    """A reply's blocks, the focus function given alone put into its file; a block that is
-    neither that function nor the whole file (a fragment) is left out, never written as the
-    file."""
+    """``replyfiles.spliced`` with the focus file as it is in ``root``."""
     if focus is None or focus.path not in changed:
         return changed
-    current = read_source(Jail(root), focus.path)
-    if current is None:
-        return changed
-    block = changed[focus.path]
-    whole = splice(current, focus, block)
-    if whole is not None:
-        return {**changed, focus.path: whole}
-    kept = [line for line in current.splitlines() if line.strip()]
-    if kept and 2 * sum(line in block for line in kept) < len(kept):
-        return {p: b for p, b in changed.items() if p != focus.path}  # a fragment
-    return changed
+    return spliced(changed, focus, read_source(Jail(root), focus.path))
 
 
 @dataclass(frozen=True)
@@ -397,47 +360,45 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     # the tests are parsed too, so that rewriting one is refused by the jail, and said
     unread = ""
     again_s = 0.0
+
+    async def once_more(warning: str, question: str) -> Completion:
+        """The reply named a line or a file and gave no text for it: ask it, in the same
+        session, for that text (the prompt and the reply are the server's cached prefix, so
+        this costs the text's generation); one reply, the question is this sample's own."""
+        nonlocal again_s, record
+        ctx.telemetry.emit(Warned(role=role, session=account.session, message=warning))
+        again = [*prompt.messages, {"role": "assistant", "content": completion.content or ""},
+                 {"role": "user", "content": question}]
+        then = await account.call(client if choices == 1 else asking(1), again, window=window)
+        account.turns = 2
+        again_s = then.record.duration_s
+        record = _both(record, then.record)
+        return then
+
     if prompt.line is not None:
+        span = prompt.line
         said = oneline.whole_lines(completion.content or "", completion.finish_reason)
-        changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, prompt.line, said)
-        asked = None if changed else await asyncio.to_thread(
-            _line_named, ctx.worktree, prompt.line, said)
-        if asked is not None:
-            # it picked a line and gave it no new text: ask it, in the same session, for that
-            # line (the prompt and its reply are the cached prefix: this costs one line)
-            line, quote = asked
-            ctx.telemetry.emit(Warned(role=role, session=account.session, message=(
-                f"one-line reply named line {line} of {prompt.line.path} and gave it no new "
-                "text: asked once more for that line")))
-            again = [*prompt.messages, {"role": "assistant", "content": completion.content or ""},
-                     {"role": "user", "content": text("oneshot", "line_again", line=line,
-                                                      path=prompt.line.path, quote=quote)}]
-            completion = await account.call(client if choices == 1 else asking(1), again,
-                                            window=window)
-            account.turns = 2
-            again_s = completion.record.duration_s
+        changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, span, said)
+        # read whole: a reply cut at its cap may have quoted its line before it ran on
+        named_line = None if changed else await asyncio.to_thread(
+            _line_named, ctx.worktree, span, completion.content or "")
+        if named_line is not None:
+            line, quote = named_line
+            completion = await once_more(
+                f"one-line reply named line {line} of {span.path} and gave it no new text: "
+                "asked once more for that line",
+                text("oneshot", "line_again", line=line, path=span.path, quote=quote))
             said = oneline.whole_lines(completion.content or "", completion.finish_reason)
-            changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, prompt.line,
-                                                      said)
-            record = _both(record, completion.record)
+            changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, span, said)
     else:
         texts = {**shown.sources, **shown.tests}
         changed = parse_files(completion.content or "", texts)
         named = None if changed else stalled(completion.content or "", shown.sources)
         if named is not None:
-            # it named the file and stopped: ask it, in the same session, to write that file
-            # (the prompt is the cached prefix, so this costs the file's generation)
-            ctx.telemetry.emit(Warned(role=role, session=account.session, message=(
-                f"one-shot reply named {named} and stopped: asked once more for its text")))
-            again = [*prompt.messages, {"role": "assistant", "content": completion.content or ""},
-                     {"role": "user", "content": text("oneshot", "go_on", path=named)}]
-            # one reply: the question is this sample's own
-            completion = await account.call(client if choices == 1 else asking(1), again,
-                                            window=window)
-            account.turns = 2
-            again_s = completion.record.duration_s
+            completion = await once_more(
+                f"one-shot reply named {named} and stopped: asked once more for its text",
+                text("oneshot", "go_on", path=named))
             changed = parse_files(completion.content or "", texts)
-            record = _both(record, completion.record)
         changed, moved = relabelled(changed, texts)
         for note in moved:
             ctx.telemetry.emit(Warned(role=role, session=account.session,

@@ -3,7 +3,8 @@
 ``parse_files`` reads ``path`` + fence pairs out of a model's reply (the name on the fence line
 or one of the two lines before it, or a comment naming it as the block's first line);
 ``stalled`` finds a reply that named a file and stopped; ``relabelled`` moves a block put under
-the wrong name to the shown file it is; ``fenced`` writes a file the way the prompts show one.
+the wrong name to the shown file it is; ``splice`` and ``spliced`` put a function given alone
+into its file; ``fenced`` writes a file the way the prompts show one.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ import difflib
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
+
+from orchestrator.engine.places import defined
+from orchestrator.localize.localization import Span
 
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
 _PATHISH = re.compile(r"[\w./-]+\.\w+")
@@ -98,3 +102,44 @@ def relabelled(changed: dict[str, str], shown: Mapping[str, str]
 def fenced(path: str, body: str) -> str:
     """A file as the prompts show it: its path, then its text in a fence."""
     return f"{path}\n```\n{body}```" if body.endswith("\n") else f"{path}\n```\n{body}\n```"
+
+
+def splice(current: str, span: Span, block: str) -> str | None:
+    """``current`` with ``span``'s lines replaced by ``block`` when ``block`` is that one
+    function's new text (it opens with the same definition and leaves out most of what lies
+    outside it), re-indented to the original; None when it is not (a whole file)."""
+    lines = current.splitlines(keepends=True)
+    if not 0 < span.start <= span.end <= len(lines):
+        return None
+    head = defined(lines[span.start - 1])
+    new = block.splitlines(keepends=True)
+    first = next((line for line in new if line.strip()), "")
+    opens = defined(first)
+    if head is None or opens is None or opens != head:
+        return None
+    outside = [line for line in lines[:span.start - 1] + lines[span.end:] if line.strip()]
+    if not outside or 2 * sum(line in new for line in outside) > len(outside):
+        return None  # the function is the whole file, or the reply is the whole file
+    want = len(lines[span.start - 1]) - len(lines[span.start - 1].lstrip())
+    have = len(first) - len(first.lstrip())
+    if have < want:
+        new = [" " * (want - have) + line if line.strip() else line for line in new]
+    if new and not new[-1].endswith("\n"):
+        new[-1] += "\n"
+    return "".join(lines[:span.start - 1] + new + lines[span.end:])
+
+
+def spliced(changed: dict[str, str], focus: Span, current: str | None) -> dict[str, str]:
+    """A reply's blocks, the ``focus`` function given alone put into its file (``current``:
+    that file now, None when it cannot be read); a block that is neither that function nor
+    the whole file (a fragment) is left out, never written as the file."""
+    if focus.path not in changed or current is None:
+        return changed
+    block = changed[focus.path]
+    whole = splice(current, focus, block)
+    if whole is not None:
+        return {**changed, focus.path: whole}
+    kept = [line for line in current.splitlines() if line.strip()]
+    if kept and 2 * sum(line in block for line in kept) < len(kept):
+        return {p: b for p, b in changed.items() if p != focus.path}  # a fragment
+    return changed
