@@ -165,7 +165,7 @@ def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool, place:
             share: int = 1, again_s: float = 0.0) -> Sample:
     call = calls[-1] if calls else CallRecord(role="", session="", requested_model="")
     return Sample(index=run.index, temperature=run.temperature,
-                  call_s=round(call.duration_s / share, 3), batch=share,
+                  call_s=round((call.duration_s - again_s) / share + again_s, 3), batch=share,
                   ttft_s=None if call.ttft_s is None else round(call.ttft_s / share, 3),
                   checks_s=round(sum(c.duration_s for c in run.checks or []), 3),
                   prompt_tokens=call.prompt_tokens, cached_tokens=call.cached_tokens,
