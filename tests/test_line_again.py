@@ -13,28 +13,15 @@ from conftest import scenario_with
 from routing_kit import BUGGY_LINE, RIGHT_LINE, asked_line, demo_run, median_line_number, show
 
 from orchestrator import api
+from orchestrator.benchmark import load_suite
 from orchestrator.engine.oneline import named_line
 from orchestrator.faces.demo import DEMO_TASK
 from orchestrator.localize.localization import Span
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
 
-TIERS = '''"""Tiers by lifetime points, highest first: (name, points needed)."""
-
-TIERS = (
-    ("Platinum", 5000),
-    ("Gold", 1000),
-    ("Silver", 250),
-    ("Bronze", 0),
-)
-
-
-def tier_for(lifetime_points):
-    """The tier of a member with ``lifetime_points``."""
-    for name, needed in TIERS:
-        if lifetime_points > needed:
-            return name
-    return TIERS[-1][0]
-'''
+# xp-loyalty-tier's tier table and `tier_for`, as the live suite ships them (the fix is line 14)
+TIERS = (next(t for t in load_suite("live").tasks if t.name == "xp-loyalty-tier").repo
+         / "loyalty/program/tiers.py").read_text(encoding="utf-8")
 SPAN = Span(path="loyalty/program/tiers.py", start=3, end=16, focus=14,
             text=tuple(TIERS.splitlines()[2:16]), why="found")
 
