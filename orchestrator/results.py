@@ -73,6 +73,9 @@ class RunResult(BaseModel):
     plan_from_task: bool = Field(False, description="The planner was never asked: the failure "
                                  "pinned no code and the explorers were asked about the names "
                                  "the task quotes (run.unpinned_questions = 'task').")
+    plan_unasked: bool = Field(False, description="The planner was never asked: the failing "
+                               "tests pinned the code and the build went on from the failure "
+                               "(run.plan_when_pinned = false).")
     attempt_log: list[Attempt] = Field(
         default_factory=list, description="One per build attempt: its strategy (the ladder's "
         "rung), whether it changed anything besides the failing tests, verify's word, its wall "

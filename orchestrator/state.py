@@ -395,6 +395,8 @@ class RunState(BaseModel):
     plan_deferred: bool = False
     # run.unpinned_questions = "task": the planner was never asked, the task's names were
     plan_from_task: bool = False
+    # run.plan_when_pinned = false: the failure pinned the code, the planner was never asked
+    plan_unasked: bool = False
 
 
 class Handoff(Frozen):

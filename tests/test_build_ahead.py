@@ -167,3 +167,45 @@ async def test_before_plan_waits_for_the_plan_when_explorers_will_run(fresh_sim,
     planned = max(r.finished for r in fresh_sim.state.requests_for("sim-planner"))
     assert min(r.started for r in fresh_sim.state.requests_for("sim-builder")) >= planned
     assert not [e for e in events if e.kind == "plan_deferred"]
+
+
+# run.plan_when_pinned = false: a pinned failure is never planned; the attempts go on from it
+
+UNPLANNED = (*BEFORE_PLAN, "run.plan_when_pinned=false")
+
+
+async def test_unplanned_a_failing_first_attempt_goes_straight_to_the_next(
+        fresh_sim, sample_repo):
+    _first_fails_then_fixed(fresh_sim, sample_repo)
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append],
+                            **demo_run(fresh_sim, sample_repo, *UNPLANNED))
+    assert result.status == "succeeded", result.reason
+    assert fresh_sim.state.requests_for("sim-planner") == []  # never asked, before or after
+    assert len(fresh_sim.state.requests_for("sim-builder")) == 2
+    assert [(a.changed, a.passed) for a in result.attempt_log] == [(True, False), (True, True)]
+    assert RIGHT_LINE in show(sample_repo, f"{result.branch}:stats.py")
+    told = [e for e in events if e.kind == "plan_from_task"]
+    assert len(told) == 1 and told[0].questions == []
+    assert "run.plan_when_pinned = false" in told[0].reason
+    assert not [e for e in events if e.kind in ("plan_deferred", "diagnosis_checked")]
+    assert "planner" not in result.per_role and result.plan is not None
+    assert result.plan.goal == DEMO_TASK and result.plan.questions == []
+    assert result.plan_unasked and not result.plan_skipped and not result.plan_from_task
+    report = json.loads((Path(result.run_dir) / "report.json").read_text(encoding="utf-8"))
+    assert report["plan_unasked"] is True
+
+
+async def test_unplanned_still_plans_when_explorers_or_a_human_wait_for_the_plan(
+        fresh_sim, sample_repo):
+    _slow_planner(fresh_sim, sample_repo)
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **demo_run(
+        fresh_sim, sample_repo, *UNPLANNED, "run.explore_when_pinned=true"))
+    assert result.status == "succeeded", result.reason
+    assert fresh_sim.state.requests_for("sim-planner")  # the explorers need its questions
+    assert not result.plan_unasked and not [e for e in events if e.kind == "plan_from_task"]
+    paused = await api.arun(DEMO_TASK, approve_plan=True, **demo_run(
+        fresh_sim, sample_repo, *UNPLANNED))
+    assert paused.status == "awaiting_approval" and paused.plan is not None
+    assert not paused.plan_unasked

@@ -235,6 +235,12 @@ class RunSettings(_Strict):
         "asked about the names the task quotes or spells (what a planner's unusable questions "
         "fall back to) and the build sees no plan. Needs verify.commands; a task whose tests "
         "pass, or that has none, is planned as before.")
+    plan_when_pinned: bool = Field(
+        True, description="Ask the plan role when the preflight's failures already name the "
+        "code to change; false: no planner, the build goes on from the failure alone (the "
+        "plan's steps reach only the tool loop and the judges, its questions only explorers a "
+        "pinned run skips, its diagnosis only the later one-shots). Needs verify.commands; a "
+        "human approving the plan, or run.explore_when_pinned, still has it asked.")
     plan_tools_when_pinned: bool = Field(
         True, description="Give the plan role its reading tools even when the preflight's "
         "failures already name the code to change; false: it plans from the failure it is "

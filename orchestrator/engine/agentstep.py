@@ -155,6 +155,8 @@ async def _plan_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
     loc = state.localization
     if loc is None and state.mode == "run":
         loc = await preflight(ctx, list(ctx.roles.verify.commands), policy_of(ctx))
+    if loc is not None and _unplanned(ctx, state, loc):
+        return _plan_of_failure(ctx, state, role, loc)
     if loc is not None and state.localization is None:  # run.first_build: the first one-shot
         located_state = state.model_copy(update={"localization": loc})
         if (ctx.roles.run.first_build == "before_plan"
@@ -182,6 +184,30 @@ def _of_task(ctx: RunContext, state: RunState, loc: localize.Localization) -> bo
     return (ctx.roles.run.unpinned_questions == "task" and state.mode == "run"
             and ctx.pipeline.explore is not None and bool(ctx.roles.verify.commands)
             and bool(loc.checks) and not loc.passed and not loc.pinned)
+
+
+def _unplanned(ctx: RunContext, state: RunState, loc: localize.Localization) -> bool:
+    """``run.plan_when_pinned = false``: a run whose configured tests fail at lines of the code
+    asks no planner (nobody approves a plan, and no explorer waits for its questions)."""
+    run = ctx.roles.run
+    return (not run.plan_when_pinned and state.mode == "run" and not state.approve_plan
+            and bool(ctx.roles.verify.commands) and bool(loc.checks) and not loc.passed
+            and loc.pinned and not (ctx.pipeline.explore is not None and run.explore_when_pinned))
+
+
+def _plan_of_failure(ctx: RunContext, state: RunState, role: Role,
+                     loc: localize.Localization) -> Asked:
+    """The plan step without its model when the failure pins the code: the goal is the task,
+    the acceptance commands the role map's, no question, no diagnosis. In the live r61-r76
+    runs the 0.5B planner's diagnosis checked in none of the 32 pinned runs it was asked in, and
+    no pass needed the 1.5B's (the one-line request, which passed most, is not shown it)."""
+    plan = Plan(goal=state.task, steps=[], questions=[],
+                acceptance=list(ctx.roles.verify.commands))
+    ctx.telemetry.emit(PlanFromTask(role=role, questions=[], reason=(
+        "the failing tests point at the code to change: the attempts go on from the failure, "
+        "and no planner (run.plan_when_pinned = false)")))
+    return Asked(role, "task", {}, {"localization": loc, "plan": plan, "plan_deferred": False,
+                                    "plan_unasked": True}, skip=True)
 
 
 async def _task_questions(ctx: RunContext, state: RunState, role: Role,

@@ -133,7 +133,7 @@ def run_result(
         plan=final.plan, review=final.review, checks=dict(final.checks), races=list(final.races),
         attempt_log=list(final.attempt_log),
         explore_skipped=final.explore_skipped, plan_skipped=final.plan_deferred,
-        plan_from_task=final.plan_from_task,
+        plan_from_task=final.plan_from_task, plan_unasked=final.plan_unasked,
         explorers=sorted(final.explorers, key=lambda r: r.index),
         claims_by_model=by_model(sorted(final.explorers, key=lambda r: r.index)),
         known_tests=final.tests,

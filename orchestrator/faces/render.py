@@ -86,10 +86,12 @@ def gauge(fraction: float, width: int = 10) -> str:
     return "█" * filled + "░" * (width - filled) + f" {fraction:4.0%}"
 
 
-def _skipped(plan: bool, explore: bool, from_task: bool) -> list[str]:
+def _skipped(plan: bool, explore: bool, from_task: bool, unasked: bool) -> list[str]:
     """The roles a run did not need, and why."""
     return ([("plan      not asked: the first one-shot, asked before the planner "
               "(run.first_build = before_plan), ended the build")] if plan else []) + (
+        [("plan      not asked: the failing tests point at the code; the attempts went on "
+          "from the failure (run.plan_when_pinned = false)")] if unasked else []) + (
         [("plan      not asked: the failure pins no code; the explorers were asked about the "
           "names the task quotes (run.unpinned_questions = task)")] if from_task else []) + (
         [("explore   skipped: the failing tests already point at the code "
@@ -134,7 +136,8 @@ def print_run_summary(console: Console, result: RunResult, *, simulated: bool = 
     console.print(_per_role_table(result.per_role))
     if result.races:
         console.print(_race_table(result.races))
-    for line in _skipped(result.plan_skipped, result.explore_skipped, result.plan_from_task):
+    for line in _skipped(result.plan_skipped, result.explore_skipped, result.plan_from_task,
+                         result.plan_unasked):
         console.print(line, highlight=False, markup=False)
     if result.explorers:
         console.print(_explorer_table(result))
@@ -311,7 +314,8 @@ def print_details(console: Console, details) -> None:
             console.print(_race_table(report["races"]))
         for line in _skipped(bool(report.get("plan_skipped")),
                              bool(report.get("explore_skipped")),
-                             bool(report.get("plan_from_task"))):
+                             bool(report.get("plan_from_task")),
+                             bool(report.get("plan_unasked"))):
             console.print(line, highlight=False, markup=False)
         if report.get("explorers"):
             console.print("claims (✔ verified · ≡ adds nothing · ✘ dropped):")

@@ -214,7 +214,8 @@ class PlanDeferred(EventBase):
 
 class PlanFromTask(EventBase):
     """No planner: the failure pins no code, the explorers are asked ``questions``, the names
-    the task quotes (``run.unpinned_questions = "task"``)."""
+    the task quotes (``run.unpinned_questions = "task"``); or it pins the code, no question is
+    asked and the attempts go on from the failure (``run.plan_when_pinned = false``)."""
 
     kind: Literal["plan_from_task"] = "plan_from_task"
     reason: str
