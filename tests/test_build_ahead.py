@@ -10,10 +10,12 @@ import json
 from pathlib import Path
 
 from conftest import scenario_with, sim_scenario
+from rich.console import Console
 from routing_kit import BUGGY_LINE, RIGHT_LINE, TEST_FILE, demo_run, show
 
 from orchestrator import api
 from orchestrator.faces.demo import DEMO_TASK
+from orchestrator.faces.render import print_run_summary
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
 
 PLANNER_S = 0.6  # the planner's reply takes this long: the builder's call fits inside it
@@ -194,6 +196,9 @@ async def test_unplanned_a_failing_first_attempt_goes_straight_to_the_next(
     assert result.plan_unasked and not result.plan_skipped and not result.plan_from_task
     report = json.loads((Path(result.run_dir) / "report.json").read_text(encoding="utf-8"))
     assert report["plan_unasked"] is True
+    console = Console(record=True, width=200)
+    print_run_summary(console, result)  # what `orchestrate run` prints, and `show` after it
+    assert "plan      not asked: the failing tests point at the code" in console.export_text()
 
 
 async def test_unplanned_still_plans_when_explorers_or_a_human_wait_for_the_plan(
