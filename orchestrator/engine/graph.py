@@ -1,7 +1,8 @@
 """LangGraph wiring only, from the run's pipeline:
 plan -> approve -> explore x N -> gather -> build <-> verify -> judges (review, checks) -> report.
 (With ``run.first_build = "before_plan"`` and a pinned failure the plan node only localises;
-a failing first attempt goes back to it for the plan.)
+a failing first attempt goes back to it for the plan; with ``run.plan_when_pinned = false`` it
+never plans a pinned failure, and the attempts follow one another.)
 
 ``build_graph(pipeline)`` returns the *uncompiled* graph so that embedders choose persistence;
 every agent step is ``nodes.agent_node`` for its role. Routing functions are small, pure and
