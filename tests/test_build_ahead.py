@@ -7,6 +7,7 @@ and finished, how many the builder sent), the run branch's files and the run's o
 from __future__ import annotations
 
 import json
+import runpy
 from pathlib import Path
 
 from conftest import scenario_with, sim_scenario
@@ -158,6 +159,18 @@ async def test_before_plan_a_failing_first_attempt_goes_to_the_planner_then_the_
     assert [(a.changed, a.passed) for a in result.attempt_log] == [(True, False), (True, True)]
     branch = show(sample_repo, f"{result.branch}:stats.py")
     assert RIGHT_LINE in branch and "sum(values) // len(values)" not in branch
+    row = _plan_value(result)  # what bench/plan_value.py reads of this run
+    assert row is not None and row["planner"] == "sim-planner" and row["passed"]
+    assert row["planner_s"] is not None and row["passed_by"] == result.attempt_log[1].strategy
+    assert row["attempts"] == 2
+
+
+def _plan_value(result) -> dict | None:
+    """``bench/plan_value.py``'s row for a finished run, from the run's own events file."""
+    run_row = runpy.run_path(str(Path(__file__).resolve().parent.parent / "bench"
+                                 / "plan_value.py"))["run_row"]
+    lines = (Path(result.run_dir) / "events.jsonl").read_text(encoding="utf-8").splitlines()
+    return run_row([json.loads(line) for line in lines if line])
 
 
 async def test_before_plan_waits_for_the_plan_when_explorers_will_run(fresh_sim, sample_repo):
@@ -196,6 +209,9 @@ async def test_unplanned_a_failing_first_attempt_goes_straight_to_the_next(
     assert result.plan_unasked and not result.plan_skipped and not result.plan_from_task
     report = json.loads((Path(result.run_dir) / "report.json").read_text(encoding="utf-8"))
     assert report["plan_unasked"] is True
+    row = _plan_value(result)
+    assert row is not None and row["planner"] is None and row["planner_s"] is None
+    assert row["passed"] and not row["diagnosis_kept"]
     console = Console(record=True, width=200)
     print_run_summary(console, result)  # what `orchestrate run` prints, and `show` after it
     assert "plan      not asked: the failing tests point at the code" in console.export_text()
