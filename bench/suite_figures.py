@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from fnmatch import fnmatch
 from pathlib import Path
 
@@ -34,12 +35,15 @@ from orchestrator.errors import ConfigError
 
 
 def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = (),
-           as_repeats: bool = False, suite: str | None = None, tasks_like: tuple[str, ...] = ()
+           as_repeats: bool = False, suite: str | None = None, tasks_like: tuple[str, ...] = (),
+           same: Mapping[str, str] | None = None
            ) -> tuple[BenchReport, dict[tuple[str, str, int], Path]]:
     """One report over every record of ``paths`` (only ``maps`` when given; with ``common``,
     only the tasks every role map ran; with ``as_repeats``, a later record of a task and map
     already held is the next repeat, not a replacement; with ``tasks_like``, only the tasks
-    whose name matches one of these shell patterns); where each kept record came from.
+    whose name matches one of these shell patterns; ``same`` counts a map's records as another
+    map's: a map file run under its own name before it became that map); where each kept
+    record came from.
     The one-line samples are set against the reference fixes of ``suite`` (a directory, or a
     packaged suite's name; by default the packaged suite the files name, if they name one)."""
     reports = []
@@ -56,8 +60,11 @@ def merged(paths: list[Path], *, common: bool = False, maps: tuple[str, ...] = (
     order: list[str] = []
     for path, report in zip(paths, reports, strict=True):
         tasks += [t for t in report.tasks if t not in tasks]
-        order += [m for m in report.role_maps if m not in order]
+        named = [same.get(m, m) for m in report.role_maps] if same else report.role_maps
+        order += [m for m in dict.fromkeys(named) if m not in order]
         for rec in report.records:
+            if same and rec.role_map in same:
+                rec = rec.model_copy(update={"role_map": same[rec.role_map]})
             if maps and rec.role_map not in maps or \
                     tasks_like and not any(fnmatch(rec.task, p) for p in tasks_like):
                 continue
@@ -133,12 +140,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suite", help="set the one-line samples against this suite's "
                         "reference fixes (a directory or a packaged suite's name; by default "
                         "the packaged suite the files ran)")
+    parser.add_argument("--same", action="append", default=[], metavar="MAP=AS",
+                        help="count MAP's runs as AS's (repeat): a map file run under its own "
+                        "name before it became AS")
     parser.add_argument("--show-sources", action="store_true",
                         help="print which file each kept record came from")
     args = parser.parse_args(argv)
+    bad = [pair for pair in args.same if pair.count("=") != 1 or "" in pair.split("=")]
+    if bad:
+        parser.error(f"--same {bad[0]}: give it as MAP=AS, e.g. live-solo-task=live-solo")
     report, source = merged(args.files, common=args.common, maps=tuple(args.maps),
                             as_repeats=args.as_repeats, suite=args.suite,
-                            tasks_like=tuple(args.tasks_like))
+                            tasks_like=tuple(args.tasks_like),
+                            same=dict(pair.split("=") for pair in args.same))
     if args.json:
         print(report.model_dump_json(indent=2))
         return 0

@@ -110,3 +110,21 @@ def test_as_repeats_keeps_a_later_run_as_the_next_repeat(parts):
     assert by_map["bench-careful"].runs == 4 and by_map["bench-fast"].runs == 6
     replaced, _ = merged([one, two, one])
     assert len(replaced.records) == 5
+
+
+def test_same_counts_one_maps_runs_as_anothers(parts):
+    """``--same bench-fast=bench-careful``: the later part's bench-fast runs join bench-careful
+    (py-clamp replacing the earlier record, js-range added); the CLI refuses a pair without
+    its '='."""
+    one, two = parts
+    report, source = merged([one, two], same={"bench-fast": "bench-careful"})
+    assert report.role_maps == ("bench-careful",)
+    later = {r["task"]: r["run_id"] for r in json.loads(two.read_text())["records"]}
+    runs = {r.task: r for r in report.records}
+    assert set(runs) == {"sh-count-lines", "py-clamp", "js-range"}
+    assert runs["py-clamp"].run_id == later["py-clamp"] and runs["js-range"].role_map == \
+        "bench-careful"
+    assert source["js-range", "bench-careful", 0] == two
+    refused = subprocess.run([sys.executable, str(SCRIPT), "--same", "bench-fast", str(one)],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "give it as MAP=AS" in refused.stderr
