@@ -178,21 +178,35 @@ async def _plan_ask(ctx: RunContext, state: RunState, role: Role) -> Asked:
     return Asked(role, template, values, {"localization": loc} if loc is not None else {})
 
 
+def _configured_failing(ctx: RunContext, state: RunState, loc: localize.Localization) -> bool:
+    """A run whose configured acceptance commands ran before any model call and failed."""
+    return (state.mode == "run" and bool(ctx.roles.verify.commands) and bool(loc.checks)
+            and not loc.passed)
+
+
 def _of_task(ctx: RunContext, state: RunState, loc: localize.Localization) -> bool:
     """``run.unpinned_questions = "task"``: a run whose configured tests fail without naming
     the code to change asks its explorers what the task names, and no planner."""
-    return (ctx.roles.run.unpinned_questions == "task" and state.mode == "run"
-            and ctx.pipeline.explore is not None and bool(ctx.roles.verify.commands)
-            and bool(loc.checks) and not loc.passed and not loc.pinned)
+    return (ctx.roles.run.unpinned_questions == "task" and ctx.pipeline.explore is not None
+            and _configured_failing(ctx, state, loc) and not loc.pinned)
 
 
 def _unplanned(ctx: RunContext, state: RunState, loc: localize.Localization) -> bool:
     """``run.plan_when_pinned = false``: a run whose configured tests fail at lines of the code
     asks no planner (nobody approves a plan, and no explorer waits for its questions)."""
     run = ctx.roles.run
-    return (not run.plan_when_pinned and state.mode == "run" and not state.approve_plan
-            and bool(ctx.roles.verify.commands) and bool(loc.checks) and not loc.passed
-            and loc.pinned and not (ctx.pipeline.explore is not None and run.explore_when_pinned))
+    return (not run.plan_when_pinned and not state.approve_plan
+            and _configured_failing(ctx, state, loc) and loc.pinned
+            and not (ctx.pipeline.explore is not None and run.explore_when_pinned))
+
+
+def _plan_without_model(ctx: RunContext, state: RunState, role: Role, asked: list[str],
+                        reason: str) -> Plan:
+    """The plan the plan step stands for when no planner is asked: the task as its goal, the
+    explorers' questions ``asked``, the role map's acceptance commands; said as an event."""
+    ctx.telemetry.emit(PlanFromTask(role=role, questions=asked, reason=reason))
+    return Plan(goal=state.task, steps=[], questions=asked,
+                acceptance=list(ctx.roles.verify.commands))
 
 
 def _plan_of_failure(ctx: RunContext, state: RunState, role: Role,
@@ -201,11 +215,9 @@ def _plan_of_failure(ctx: RunContext, state: RunState, role: Role,
     the acceptance commands the role map's, no question, no diagnosis. In the live r61-r76
     runs the 0.5B planner's diagnosis checked in none of the 32 pinned runs it was asked in, and
     no pass needed the 1.5B's (the one-line request, which passed most, is not shown it)."""
-    plan = Plan(goal=state.task, steps=[], questions=[],
-                acceptance=list(ctx.roles.verify.commands))
-    ctx.telemetry.emit(PlanFromTask(role=role, questions=[], reason=(
+    plan = _plan_without_model(ctx, state, role, [], reason=(
         "the failing tests point at the code to change: the attempts go on from the failure, "
-        "and no planner (run.plan_when_pinned = false)")))
+        "and no planner (run.plan_when_pinned = false)"))
     return Asked(role, "task", {}, {"localization": loc, "plan": plan, "plan_deferred": False,
                                     "plan_unasked": True}, skip=True)
 
@@ -223,13 +235,11 @@ async def _task_questions(ctx: RunContext, state: RunState, role: Role,
     clue = await asyncio.to_thread(questions.failing_clue, names, retriever.holding, specific,
                                    state.task)
     asked = questions.with_clue(specific, state.task, clue) or [state.task]
-    plan = Plan(goal=state.task, steps=[], questions=asked,
-                acceptance=list(ctx.roles.verify.commands))
-    ctx.telemetry.emit(PlanFromTask(role=role, questions=asked, reason=(
+    plan = _plan_without_model(ctx, state, role, asked, reason=(
         "the failing tests pin no code: the explorers are asked about the names the task "
         "quotes" + (f" and the word `{clue.term.pattern}` of the failing test's name "
                     f"\"{clue.title}\"" if clue else "")
-        + ", and no planner (run.unpinned_questions = task)")))
+        + ", and no planner (run.unpinned_questions = task)"))
     update: Values = {"localization": loc, "plan": plan, "plan_deferred": False,
                       "plan_from_task": True}
     if state.tests is None:
