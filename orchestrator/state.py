@@ -135,6 +135,9 @@ class CallRecord(Frozen):
     cost_usd: float = 0.0
     error: str | None = None
     replayed: bool = False  # answered from the run's journal on resume: not paid again
+    # why the client stopped the stream before the server finished: "repeat" (the reply began
+    # an item it had already written; ``models/repeats.py``); its usage is then the pieces read
+    stopped: str | None = None
 
 
 DropKind = Literal["path", "quote", "trivial", "unrelated", "uncited", "unchecked"]

@@ -340,7 +340,8 @@ def print_details(console: Console, details) -> None:
     for call in details.calls:
         tier = f"{call.requested_tier or '-'}→{call.served_tier or '?'}"
         c.add_row(str(call.session), call.requested_model, call.served_model or "?",
-                  call.api or "-", tier, str(call.prompt_tokens), str(call.output_tokens),
+                  call.api or "-", tier, str(call.prompt_tokens),
+                  f"{call.output_tokens}" + (f" ({call.stopped})" if call.stopped else ""),
                   str(call.reasoning_tokens),
                   f"{call.ttft_s:.2f}" if call.ttft_s is not None else "-",
                   f"{call.duration_s:.2f}", f"{call.cost_usd:.4f}")

@@ -23,6 +23,10 @@ from orchestrator.config.schema import Api, ModelSpec, Provider
 from orchestrator.state import CallRecord, Role
 
 Progress = Callable[[int], None]  # called with the output pieces streamed so far
+# makes, for each stream (a retry gets a new one), a check called with the reply's text so far
+# after each streamed piece: how many of its characters to keep when the reply should stop there,
+# else None (``repeats.RepeatedItem``)
+Until = Callable[[], Callable[[str], int | None]]
 REASONING = "_reasoning"  # assistant-message key: {"source", "items", "tokens"}; never sent as is
 
 
@@ -97,6 +101,7 @@ class ModelClient(Protocol):
         tools: Sequence[Mapping[str, Any]] | None = None,
         response_format: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
+        until: Until | None = None,
     ) -> Completion: ...
 
 
@@ -137,6 +142,15 @@ class Fold(Protocol):
 
     def result(self) -> Streamed:
         """The reply; raises ``Transient`` when the stream ended before it finished."""
+        ...
+
+    def text(self) -> str:
+        """The reply's text so far."""
+        ...
+
+    def cut(self, keep: int) -> Streamed:
+        """The reply stopped by the client after ``keep`` characters of its text: finish
+        ``"repeat"``, no usage from the server (output tokens counted as the pieces read)."""
         ...
 
 

@@ -28,7 +28,7 @@ from orchestrator import timing
 from orchestrator.config.schema import Provider
 from orchestrator.errors import ConfigError
 from orchestrator.models import chat, responses
-from orchestrator.models.base import Completion, Progress, Route, Streamed, Wire, cost_usd
+from orchestrator.models.base import Completion, Progress, Route, Streamed, Until, Wire, cost_usd
 from orchestrator.models.errors import Transient, classify, where
 from orchestrator.state import CallRecord
 
@@ -202,12 +202,15 @@ class OpenAIModelClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         response_format: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
+        until: Until | None = None,
     ) -> Completion:
         r, wire = self.route, self._wire
         building = time.monotonic()
         with timing.exchange(building) as sent:
             content = self._requests.body(messages, tools, response_format)
             acc = wire.fold(r)
+            keep: int | None = None
+            check = until() if until else None
             try:
                 # The body is final JSON: posted as it is, without the SDK's per-call walk of
                 # every message, and events arrive as their JSON (no model object per chunk).
@@ -215,14 +218,19 @@ class OpenAIModelClient:
                 stream = await post(self.sdk, wire.path, content)
                 async with stream:
                     async for event in stream:
-                        if acc.add(cast(Event, event), time.monotonic()) and progress:
+                        if not acc.add(cast(Event, event), time.monotonic()):
+                            continue
+                        if progress:
                             progress(acc.pieces)
+                        # leaving the stream closes the connection: the server stops generating
+                        if check and (keep := check(acc.text())) is not None:
+                            break
             except openai.APIError as exc:
                 raise classify(exc, r) from exc
             except (ValueError, AttributeError, TypeError) as exc:  # an event that is not JSON
                 raise Transient(f"{where(r)}: malformed stream event ({exc})") from exc
         started = sent[0] if sent else building  # the call's time is the server's and the wire's
-        reply = acc.result()
+        reply = acc.result() if keep is None else acc.cut(keep)
         reasoning = None
         if reply.reasoning_items:
             reasoning = {"source": r.source, "items": list(reply.reasoning_items),
@@ -259,4 +267,5 @@ class OpenAIModelClient:
             duration_s=ended - started,
             tokens_per_s=(u.output / gen_time) if u.output and gen_time > 0 else None,
             cost_usd=cost_usd(r.model, u.prompt, u.cached, u.output),
+            stopped=reply.finish if reply.finish == "repeat" else None,
         )

@@ -30,7 +30,7 @@ from tenacity import (
 )
 
 from orchestrator.errors import ModelError, ModelUnavailable
-from orchestrator.models.base import Completion, ModelClient, Progress, Route
+from orchestrator.models.base import Completion, ModelClient, Progress, Route, Until
 from orchestrator.models.budget import Budget
 from orchestrator.models.errors import (
     QuotaExhausted,
@@ -136,9 +136,11 @@ class FallbackClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         response_format: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
+        until: Until | None = None,
     ) -> Completion:
         call = {"messages": messages, "session": session, "tools": tools,
-                "response_format": response_format, "progress": progress}
+                "response_format": response_format, "progress": progress,
+                "until": until}
         reasons: list[str] = []
         for step in range(self._start, len(self.clients)):
             client = self.clients[step]

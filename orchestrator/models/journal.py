@@ -17,7 +17,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from orchestrator.models.base import Choice, Completion, ModelClient, Progress, Route, ToolCallData
+from orchestrator.models.base import (
+    Choice,
+    Completion,
+    ModelClient,
+    Progress,
+    Route,
+    ToolCallData,
+    Until,
+)
 from orchestrator.models.fallback import demote
 from orchestrator.record.sqlite import connect
 from orchestrator.state import CallRecord, Role
@@ -309,6 +317,7 @@ class JournaledClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         response_format: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
+        until: Until | None = None,
     ) -> Completion:
         with phase("journal"):
             key, turn = self._keys.key(session, self.inner.route.model.id, messages, tools,
@@ -324,7 +333,7 @@ class JournaledClient:
             self.journal.ask(key)
         completion = await self.inner.complete(
             messages, session=session, tools=tools, response_format=response_format,
-            progress=progress,
+            progress=progress, until=until,
         )
         # in the journal's file before the session acts on it: a run killed from here on
         # replays it instead of paying again

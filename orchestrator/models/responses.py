@@ -240,6 +240,14 @@ class ResponsesFold:
                         self.served_model, self.served_tier, tuple(self.reasoning))
 
 
+    def text(self) -> str:
+        return "".join(self.content)
+
+    def cut(self, keep: int) -> Streamed:
+        return Streamed(self.text()[:keep] or None, (), "repeat", Usage(output=self.pieces),
+                        self.served_model, self.served_tier)
+
+
 def _message_text(item: Mapping[str, Any]) -> list[str]:
     return [part.get("text") or "" for part in item.get("content") or ()
             if part.get("type") == "output_text"]

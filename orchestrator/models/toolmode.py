@@ -36,8 +36,10 @@ from orchestrator.models.base import (
     Progress,
     Route,
     ToolCallData,
+    Until,
 )
 from orchestrator.models.listing import Listing, Listings
+from orchestrator.models.repeats import RepeatedItem
 from orchestrator.tools.shown import places
 
 Structured = Literal["json_schema", "json_object", "prompt"]
@@ -381,10 +383,12 @@ class JsonToolsClient:
         tools: Sequence[Mapping[str, Any]] | None = None,
         response_format: Mapping[str, Any] | None = None,
         progress: Progress | None = None,
+        until: Until | None = None,
     ) -> Completion:
         if not tools:
             return await self.inner.complete(messages, session=session,
-                                             response_format=response_format, progress=progress)
+                                             response_format=response_format, progress=progress,
+                                             until=until)
         tools = offered(tools, messages)
         final = [t for t in tools if t["function"]["name"] == FINAL_TOOL]
         notes = []
@@ -403,6 +407,8 @@ class JsonToolsClient:
             response_format=response_format_for(tools, self.structured, optional=self.optional,
                                                 cited=cited),
             progress=progress,
+            # a call is one JSON object: an item its lists repeat ends the reply there
+            until=until or RepeatedItem,
         )
         call = parse_tool_call(completion.content)
         if completion.tool_calls:

@@ -321,6 +321,7 @@ class SpanHook:
             "openai.response.service_tier": record.served_tier,
             "orchestrate.cost_usd": record.cost_usd,
             "orchestrate.tokens_per_s": record.tokens_per_s,
+            "orchestrate.stopped": record.stopped,  # the client ended the stream (a repeat)
         }))
         if self._capture and messages is not None:
             system, chat = _messages(messages)

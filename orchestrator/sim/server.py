@@ -53,6 +53,8 @@ class RecordedRequest:
     prompt_tokens: int = 0
     chat: dict[str, Any] = field(default_factory=dict)
     cached_tokens: int = 0
+    deltas: int = 0  # the output pieces the reply had to stream
+    deltas_sent: int = 0  # and those sent before it ended or the client left
 
     @property
     def messages(self) -> list[dict[str, Any]]:
@@ -311,7 +313,8 @@ class _SimApp:
                       pace: float) -> AsyncIterator[bytes]:
         try:
             frames = completion.frames()
-            pacer = _Pacer(pace, sum(kind == "delta" for _, kind in frames))
+            rec.deltas = sum(kind == "delta" for _, kind in frames)
+            pacer = _Pacer(pace, rec.deltas)
             short = reply.cut_after is not None or reply.stream_error is not None
             limit = reply.cut_after if reply.cut_after is not None else len(frames)
             deltas = frames_sent = 0
@@ -323,6 +326,7 @@ class _SimApp:
                     await pacer.step()
                 frames_sent += 1
                 yield data
+                rec.deltas_sent = deltas
             if reply.stream_error is not None:
                 for data in completion.failed(reply.stream_error, reply.stream_error_event,
                                               sent=frames_sent):

@@ -1,0 +1,131 @@
+"""A reply that repeats an item of a JSON list is stopped at the repeat (``models/repeats.py``):
+the scan on its own, then a whole explorer session in JSON tool mode over the simulator, whose
+stream the client leaves early while the server still has most of the loop to send."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import scenario_with
+from routing_kit import pool_for
+
+from orchestrator.config.definitions import load_agents
+from orchestrator.models import repair
+from orchestrator.models.repeats import RepeatedItem
+from orchestrator.record.telemetry import Telemetry
+from orchestrator.session.loop import Session
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
+from orchestrator.tools.base import Toolbox
+from orchestrator.tools.explorer import explorer_tools
+
+CITE = {"path": "stats.py", "start_line": 1, "end_line": 15, "quote": ""}
+CLAIM = {"text": 'median [the "middle"] is here, {odd} \\ case', "citations": [CITE]}
+OTHER = {"text": "mean is here too", "citations": [{**CITE, "start_line": 2}]}
+
+
+def _submit(claims: list[object]) -> str:
+    return json.dumps({"tool": "submit", "arguments": {"answer": "stats.py", "claims": claims}})
+
+
+def _scan(text: str) -> tuple[int | None, int]:
+    """Feed ``text`` as a stream would (a few characters at a time): the cut and where the
+    stream stood when the scan asked for it."""
+    check = RepeatedItem()
+    for end in range(3, len(text) + 3, 3):
+        cut = check(text[:end])
+        if cut is not None:
+            return cut, min(end, len(text))
+    return None, len(text)
+
+
+def test_a_repeated_claim_is_cut_before_it_and_what_is_kept_parses():
+    text = _submit([CLAIM, CLAIM, CLAIM, CLAIM])
+    cut, read = _scan(text)
+    assert cut is not None and read < len(text) * 0.6  # stopped as the 2nd copy closed
+    assert repair.loads(text[:cut]) == json.loads(_submit([CLAIM]))
+
+
+def test_a_repeat_of_any_earlier_item_counts_and_distinct_items_do_not():
+    text = _submit([CLAIM, OTHER, CLAIM])
+    cut, _ = _scan(text)
+    assert repair.loads(text[:cut]) == json.loads(_submit([CLAIM, OTHER]))
+    assert _scan(_submit([CLAIM, OTHER]))[0] is None
+
+
+@pytest.mark.parametrize("text", [
+    json.dumps({"lines": ["x = 1", "x = 1"], "n": [2, 2]}),  # repeated scalars can be data
+    json.dumps({"a": {"k": 1}, "b": {"k": 1}}),  # the same object under two keys is no list
+    json.dumps([{"q": "[{}]"}, {"q": "[{} ]"}]),  # brackets inside strings are text
+    json.dumps([[1, 2], [2, 1]]),
+])
+def test_what_is_not_a_repeated_container_item_is_left_alone(text):
+    assert _scan(text)[0] is None
+
+
+def test_the_same_object_written_with_other_spacing_is_a_repeat():
+    text = '[{"a": 1, "b": [1, 2]},\n  {"a":1,"b":[1,2]}]'
+    cut, _ = _scan(text)
+    assert text[:cut] == '[{"a": 1, "b": [1, 2]}'
+
+
+def test_nested_lists_are_checked_each_on_its_own():
+    item = {"text": "t", "citations": [CITE, CITE]}  # a citation repeated inside one claim
+    text = _submit([item])
+    cut, _ = _scan(text)
+    assert repair.loads(text[:cut])["arguments"]["claims"] == [{"text": "t", "citations": [CITE]}]
+
+
+# --- a whole session: the client leaves the stream at the repeat -----------------------------
+
+
+@pytest.mark.both_apis
+@pytest.mark.both_reaches
+@pytest.mark.usefixtures("pools_closed")
+async def test_an_explorer_looping_on_a_claim_is_stopped_there_and_its_claim_kept(fresh_sim,
+                                                                                  sample_repo):
+    looped = _submit([CLAIM] * 4)
+    seen: list[ChatRequestView] = []
+
+    def respond(req: ChatRequestView) -> Reply:
+        seen.append(req)
+        return Reply(content=looped)
+
+    # paced so the whole loop would take ~1.5 s: the client's early exit shows in what was sent
+    tps = len(looped) / 4 / 1.5
+    fresh_sim.set_scenario(scenario_with(**{"sim-explorer": ModelBehavior(
+        respond=respond, tokens_per_second=tps)}))
+    pool, _ = pool_for(fresh_sim, 'models.explorer-sim.tools="json"')
+    agent = load_agents()["explorer"]
+    telemetry = Telemetry("t")
+    session = Session(session_id="explorer-1", agent=agent, client=pool.for_role("explorer"),
+                      toolbox=Toolbox.of(t for t in explorer_tools(sample_repo)
+                                         if t.name in agent.tools),
+                      telemetry=telemetry, max_turns=4)
+    outcome = await session.run("Question: where is median defined?")
+
+    assert len(seen) == 1  # one call: the kept claim was a whole submission
+    claims = outcome.payload.claims
+    assert [c.text for c in claims] == [CLAIM["text"]]
+    rec = fresh_sim.requests[-1]
+    assert 0 < rec.deltas_sent < rec.deltas * 0.7  # the server stopped sending the loop
+    [call] = telemetry.calls
+    assert call.stopped == "repeat" and 0 < call.output_tokens < rec.deltas
+
+
+@pytest.mark.both_apis
+@pytest.mark.usefixtures("pools_closed")
+async def test_a_submission_without_a_repeat_streams_to_its_end(fresh_sim, sample_repo):
+    fresh_sim.set_scenario(scenario_with(**{"sim-explorer": ModelBehavior(
+        respond=lambda req: Reply(content=_submit([CLAIM, OTHER])))}))
+    pool, _ = pool_for(fresh_sim, 'models.explorer-sim.tools="json"')
+    agent = load_agents()["explorer"]
+    telemetry = Telemetry("t")
+    session = Session(session_id="explorer-1", agent=agent, client=pool.for_role("explorer"),
+                      toolbox=Toolbox.of(t for t in explorer_tools(sample_repo)
+                                         if t.name in agent.tools),
+                      telemetry=telemetry, max_turns=4)
+    outcome = await session.run("Question: where is median defined?")
+    assert len(outcome.payload.claims) == 2
+    rec = fresh_sim.requests[-1]
+    assert rec.deltas_sent == rec.deltas and telemetry.calls[0].stopped is None
