@@ -136,7 +136,8 @@ class CallRecord(Frozen):
     error: str | None = None
     replayed: bool = False  # answered from the run's journal on resume: not paid again
     # why the client stopped the stream before the server finished: "repeat" (the reply began
-    # an item it had already written; ``models/repeats.py``); its usage is then the pieces read
+    # an item it had already written; ``models/repeats.py``). The server then sent no usage:
+    # the output tokens are the pieces read and the prompt tokens the session's own estimate
     stopped: str | None = None
 
 

@@ -7,15 +7,16 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import scenario_with
+from conftest import cli, run_env, scenario_with, sim_roles
 from routing_kit import pool_for
 
+from orchestrator import api
 from orchestrator.config.definitions import load_agents
 from orchestrator.models import repair
 from orchestrator.models.repeats import RepeatedItem
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.session.loop import Session
-from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply, ToolCallSpec
 from orchestrator.tools.base import Toolbox
 from orchestrator.tools.explorer import explorer_tools
 
@@ -111,6 +112,7 @@ async def test_an_explorer_looping_on_a_claim_is_stopped_there_and_its_claim_kep
     assert 0 < rec.deltas_sent < rec.deltas * 0.7  # the server stopped sending the loop
     [call] = telemetry.calls
     assert call.stopped == "repeat" and 0 < call.output_tokens < rec.deltas
+    assert call.prompt_tokens > 100  # no usage came: the session's estimate of its prompt
 
 
 @pytest.mark.both_apis
@@ -129,3 +131,19 @@ async def test_a_submission_without_a_repeat_streams_to_its_end(fresh_sim, sampl
     assert len(outcome.payload.claims) == 2
     rec = fresh_sim.requests[-1]
     assert rec.deltas_sent == rec.deltas and telemetry.calls[0].stopped is None
+
+
+async def test_a_run_records_the_stopped_call_and_show_says_so(fresh_sim, sample_repo):
+    plan = {"goal": "answer", "steps": [], "questions": ["Where is `def median`?"],
+            "acceptance": []}
+    fresh_sim.set_scenario(scenario_with(**{
+        "sim-planner": ModelBehavior(script=[Reply(tool_calls=[
+            ToolCallSpec(name="submit", arguments=plan)])]),
+        "sim-explorer": ModelBehavior(respond=lambda req: Reply(content=_submit([CLAIM] * 4)))}))
+    roles = sim_roles(fresh_sim, 'models.explorer-sim.tools="json"')
+    result = await api.aexplore("Where is median?", repo=sample_repo, roles=roles, env=run_env())
+    assert [e.submitted for e in result.explorers] == [1]
+    report = json.loads((sample_repo / "workspaces" / result.run_id / "report.json").read_text())
+    assert [c["stopped"] for c in report["calls"] if c["role"] == "explorer"] == ["repeat"]
+    shown = cli("show", result.run_id, "--repo", str(sample_repo))
+    assert shown.returncode == 0 and "(repeat)" in shown.stdout, shown.stdout

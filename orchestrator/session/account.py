@@ -96,6 +96,8 @@ class Account:
             completion = ready if ready is not None else await client.complete(
                 messages, session=self.session, tools=tools, progress=self._ticker(started))
         record = completion.record
+        if record.stopped and not record.prompt_tokens:  # the server sent no usage
+            record = record.model_copy(update={"prompt_tokens": estimate})
         self.telemetry.call(record, (started, time.monotonic()), messages=messages,
                             reply=completion.content)
         used = (record.prompt_tokens or estimate) + record.output_tokens

@@ -8,6 +8,7 @@ request is read back into a Chat Completions body, so every scenario serves both
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ipaddress
 import itertools
 import json
@@ -317,16 +318,15 @@ class _SimApp:
             pacer = _Pacer(pace, rec.deltas)
             short = reply.cut_after is not None or reply.stream_error is not None
             limit = reply.cut_after if reply.cut_after is not None else len(frames)
-            deltas = frames_sent = 0
+            frames_sent = 0
             for data, kind in frames:
-                if short and (kind == "end" or (kind == "delta" and deltas >= limit)):
+                if short and (kind == "end" or (kind == "delta" and rec.deltas_sent >= limit)):
                     break
                 if kind == "delta":
-                    deltas += 1
+                    rec.deltas_sent += 1
                     await pacer.step()
                 frames_sent += 1
                 yield data
-                rec.deltas_sent = deltas
             if reply.stream_error is not None:
                 for data in completion.failed(reply.stream_error, reply.stream_error_event,
                                               sent=frames_sent):
@@ -445,8 +445,6 @@ def serve_forever(scenario: Scenario, host: str = "127.0.0.1", port: int = 8787,
         finally:
             watcher.cancel()
 
-    try:
+    # uvicorn already shut down gracefully and re-raised the signal; Ctrl-C is a normal stop
+    with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(main())
-    except KeyboardInterrupt:
-        # uvicorn already shut down gracefully and re-raised the signal; Ctrl-C is a normal stop.
-        pass
