@@ -80,6 +80,17 @@ def test_nested_lists_are_checked_each_on_its_own():
 # --- a whole session: the client leaves the stream at the repeat -----------------------------
 
 
+async def _explore(sim, repo):
+    """One explorer session in JSON tool mode over ``sim``: its outcome and its telemetry."""
+    pool, _ = pool_for(sim, 'models.explorer-sim.tools="json"')
+    agent = load_agents()["explorer"]
+    telemetry = Telemetry("t")
+    session = Session(session_id="explorer-1", agent=agent, client=pool.for_role("explorer"),
+                      toolbox=Toolbox.of(t for t in explorer_tools(repo) if t.name in agent.tools),
+                      telemetry=telemetry, max_turns=4)
+    return await session.run("Question: where is median defined?"), telemetry
+
+
 @pytest.mark.both_apis
 @pytest.mark.both_reaches
 @pytest.mark.usefixtures("pools_closed")
@@ -96,14 +107,7 @@ async def test_an_explorer_looping_on_a_claim_is_stopped_there_and_its_claim_kep
     tps = len(looped) / 4 / 1.5
     fresh_sim.set_scenario(scenario_with(**{"sim-explorer": ModelBehavior(
         respond=respond, tokens_per_second=tps)}))
-    pool, _ = pool_for(fresh_sim, 'models.explorer-sim.tools="json"')
-    agent = load_agents()["explorer"]
-    telemetry = Telemetry("t")
-    session = Session(session_id="explorer-1", agent=agent, client=pool.for_role("explorer"),
-                      toolbox=Toolbox.of(t for t in explorer_tools(sample_repo)
-                                         if t.name in agent.tools),
-                      telemetry=telemetry, max_turns=4)
-    outcome = await session.run("Question: where is median defined?")
+    outcome, telemetry = await _explore(fresh_sim, sample_repo)
 
     assert len(seen) == 1  # one call: the kept claim was a whole submission
     claims = outcome.payload.claims
@@ -120,14 +124,7 @@ async def test_an_explorer_looping_on_a_claim_is_stopped_there_and_its_claim_kep
 async def test_a_submission_without_a_repeat_streams_to_its_end(fresh_sim, sample_repo):
     fresh_sim.set_scenario(scenario_with(**{"sim-explorer": ModelBehavior(
         respond=lambda req: Reply(content=_submit([CLAIM, OTHER])))}))
-    pool, _ = pool_for(fresh_sim, 'models.explorer-sim.tools="json"')
-    agent = load_agents()["explorer"]
-    telemetry = Telemetry("t")
-    session = Session(session_id="explorer-1", agent=agent, client=pool.for_role("explorer"),
-                      toolbox=Toolbox.of(t for t in explorer_tools(sample_repo)
-                                         if t.name in agent.tools),
-                      telemetry=telemetry, max_turns=4)
-    outcome = await session.run("Question: where is median defined?")
+    outcome, telemetry = await _explore(fresh_sim, sample_repo)
     assert len(outcome.payload.claims) == 2
     rec = fresh_sim.requests[-1]
     assert rec.deltas_sent == rec.deltas and telemetry.calls[0].stopped is None
