@@ -135,7 +135,6 @@ class ChatFold:
         return Streamed("".join(self.content) or None, calls, self.finish, _usage(self.usage),
                         self.served_model, self.served_tier, more=more)
 
-
     def text(self) -> str:
         return "".join(self.content)
 

@@ -21,8 +21,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-_MISSING = object()
-
 
 @dataclass
 class _Frame:

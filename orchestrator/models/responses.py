@@ -239,7 +239,6 @@ class ResponsesFold:
         return Streamed("".join(self.content) or None, calls, self.finish, _usage(self.usage),
                         self.served_model, self.served_tier, tuple(self.reasoning))
 
-
     def text(self) -> str:
         return "".join(self.content)
 
