@@ -134,6 +134,8 @@ class Fold(Protocol):
 
     pieces: int
     first_token: float | None
+    served_model: str | None
+    served_tier: str | None
 
     def add(self, event: Mapping[str, Any], now: float) -> bool:
         """Take one event (its JSON); True when it carried output. Raises a ``ModelError`` for
@@ -145,12 +147,7 @@ class Fold(Protocol):
         ...
 
     def text(self) -> str:
-        """The reply's text so far."""
-        ...
-
-    def cut(self, keep: int) -> Streamed:
-        """The reply stopped by the client after ``keep`` characters of its text: finish
-        ``"repeat"``, no usage from the server (output tokens counted as the pieces read)."""
+        """The reply's text so far (what a client's ``until`` check reads)."""
         ...
 
 

@@ -138,10 +138,6 @@ class ChatFold:
     def text(self) -> str:
         return "".join(self.content)
 
-    def cut(self, keep: int) -> Streamed:
-        return Streamed(self.text()[:keep] or None, (), "repeat", Usage(output=self.pieces),
-                        self.served_model, self.served_tier)
-
 
 def _usage(u: Mapping[str, Any] | None) -> Usage:
     u = u or {}

@@ -28,7 +28,17 @@ from orchestrator import timing
 from orchestrator.config.schema import Provider
 from orchestrator.errors import ConfigError
 from orchestrator.models import chat, responses
-from orchestrator.models.base import Completion, Progress, Route, Streamed, Until, Wire, cost_usd
+from orchestrator.models.base import (
+    Completion,
+    Fold,
+    Progress,
+    Route,
+    Streamed,
+    Until,
+    Usage,
+    Wire,
+    cost_usd,
+)
 from orchestrator.models.errors import Transient, classify, where
 from orchestrator.state import CallRecord
 
@@ -230,7 +240,7 @@ class OpenAIModelClient:
             except (ValueError, AttributeError, TypeError) as exc:  # an event that is not JSON
                 raise Transient(f"{where(r)}: malformed stream event ({exc})") from exc
         started = sent[0] if sent else building  # the call's time is the server's and the wire's
-        reply = acc.result() if keep is None else acc.cut(keep)
+        reply = acc.result() if keep is None else _stopped(acc, keep)
         reasoning = None
         if reply.reasoning_items:
             reasoning = {"source": r.source, "items": list(reply.reasoning_items),
@@ -269,3 +279,10 @@ class OpenAIModelClient:
             cost_usd=cost_usd(r.model, u.prompt, u.cached, u.output),
             stopped=reply.finish if reply.finish == "repeat" else None,
         )
+
+
+def _stopped(acc: Fold, keep: int) -> Streamed:
+    """The reply the client stopped after ``keep`` characters of its text (an ``until`` check):
+    finish ``"repeat"``; the server sent no usage, so the output is the pieces read."""
+    return Streamed(acc.text()[:keep] or None, (), "repeat", Usage(output=acc.pieces),
+                    acc.served_model, acc.served_tier)

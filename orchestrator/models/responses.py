@@ -242,10 +242,6 @@ class ResponsesFold:
     def text(self) -> str:
         return "".join(self.content)
 
-    def cut(self, keep: int) -> Streamed:
-        return Streamed(self.text()[:keep] or None, (), "repeat", Usage(output=self.pieces),
-                        self.served_model, self.served_tier)
-
 
 def _message_text(item: Mapping[str, Any]) -> list[str]:
     return [part.get("text") or "" for part in item.get("content") or ()
