@@ -137,7 +137,8 @@ class CallRecord(Frozen):
     replayed: bool = False  # answered from the run's journal on resume: not paid again
     # why the client stopped the stream before the server finished: "repeat" (the reply began
     # an item it had already written; ``models/repeats.py``). The server then sent no usage:
-    # the output tokens are the pieces read and the prompt tokens the session's own estimate
+    # the output tokens are the pieces read, the prompt tokens (and the cost) the session's own
+    # estimate, an upper bound
     stopped: str | None = None
 
 

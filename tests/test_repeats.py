@@ -117,6 +117,8 @@ async def test_an_explorer_looping_on_a_claim_is_stopped_there_and_its_claim_kep
     [call] = telemetry.calls
     assert call.stopped == "repeat" and 0 < call.output_tokens < rec.deltas
     assert call.prompt_tokens > 100  # no usage came: the session's estimate of its prompt
+    assert call.cost_usd == pytest.approx((call.prompt_tokens * 0.25 + call.output_tokens * 2.0)
+                                          / 1e6)  # explorer-sim's price, prompt included
 
 
 @pytest.mark.both_apis

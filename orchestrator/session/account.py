@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from orchestrator.config.kinds import Kind
-from orchestrator.models.base import Completion, ModelClient, Route
+from orchestrator.models.base import Completion, ModelClient, Route, cost_usd
 from orchestrator.record.events import (
     Progress,
     Purpose,
@@ -96,8 +96,11 @@ class Account:
             completion = ready if ready is not None else await client.complete(
                 messages, session=self.session, tools=tools, progress=self._ticker(started))
         record = completion.record
-        if record.stopped and not record.prompt_tokens:  # the server sent no usage
-            record = record.model_copy(update={"prompt_tokens": estimate})
+        if record.stopped and not record.prompt_tokens:
+            # the server sent no usage, but read (and bills) the prompt: the session's estimate
+            # stands for it, an upper bound (it counts the tool schemas and pads for the window)
+            record = record.model_copy(update={"prompt_tokens": estimate, "cost_usd": cost_usd(
+                client.route.model, estimate, 0, record.output_tokens)})
         self.telemetry.call(record, (started, time.monotonic()), messages=messages,
                             reply=completion.content)
         used = (record.prompt_tokens or estimate) + record.output_tokens
