@@ -2,7 +2,7 @@
 verified), and what the 2nd..kth sample costs against the first.
 
 For each task of a suite whose failure pins code: the one-line request the engine asks after a
-failed first one-shot (``oneshot.line_prompt_for``: the task, the failure as facts and output,
+failed first one-shot (``leadlines.line_prompt_for``: the task, the failure as facts and output,
 the definition the task names else the failure's first, from a module constant it uses
 just above, numbered: ``places.line_span``), built once from the
 preflight's failure (the engine shows verify's, which after an unchanged first reply is the
@@ -59,7 +59,8 @@ from orchestrator.benchmark.suite import Task, materialize
 from orchestrator.config.prompts import text
 from orchestrator.config.schema import RoleMap
 from orchestrator.engine import oneline
-from orchestrator.engine.oneshot import facts_said, failure_output, line_messages, shown_files
+from orchestrator.engine.leadlines import line_messages
+from orchestrator.engine.oneshot import facts_said, failure_output, shown_files
 from orchestrator.engine.places import FOUND_LINES, defined, focus_span, found_span, line_span
 from orchestrator.localize.localization import Localization, Span
 from orchestrator.models.pool import ClientPool
@@ -72,6 +73,7 @@ OTHER = {"suspect": "The bug is most likely in this code ($path lines $start-$en
 BARE = ("Which one of these lines is wrong? Answer with one line in this form: the line's "
         "number, a colon, then the whole line as it should read:\n<number>: <the corrected "
         "line>\nChange what makes the tests fail: a line given back as it is fixes nothing.")
+ALTERNATIVES = 3  # corrections asked for in one reply by --variant alternatives
 BARE_SYSTEM = ("You are a programmer fixing a bug. You cannot run anything. You answer with "
                "only the line that is wrong, corrected: its number, a colon, and its new text.")
 
@@ -83,7 +85,8 @@ def _request(task: Task, loc: Localization, span: Span, variant: str, where: str
         state = RunState(task=task.instruction, localization=loc)
         output = failure_output(SimpleNamespace(worktree=repo), state)  # type: ignore[arg-type]
     messages = line_messages(task.instruction, facts_said(loc.reports), output, span,
-                             WHERE.get(where, "line_found"))
+                             WHERE.get(where, "line_found"),
+                             ALTERNATIVES if variant == "alternatives" else 1)
     if where in OTHER:
         at = {"path": span.path, "start": span.start, "end": span.end}
         messages[1]["content"] = messages[1]["content"].replace(
@@ -156,7 +159,7 @@ async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
                 at_fix: str = "", wheres: tuple[str, ...] = ("failure",),
                 caps: tuple[int | None, ...] = (None,), batches: tuple[int, ...] = (1,)
                 ) -> list[dict[str, Any]]:
-    repo = materialize(task, tmp / f"{task.name}-preflight")
+    repo = materialize(task, repo_of(task, tmp))
     loc = await asyncio.to_thread(_localized, repo, task)
     if at_fix:
         span = _fix_span(repo, task, loc, uses=at_fix == "uses")
@@ -175,14 +178,14 @@ async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
                 if len(batches) > 1:  # each way's sample 1 reads the prompt cold
                     await evict_prompt_caches(roles, os.environ)
                 rows += await _samples(pool, roles, role, task, k, temps, tmp, span, prompt,
-                                       where, cap, batch)
+                                       where, cap, batch, each=variant == "alternatives")
     return rows
 
 
 async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
                    temps: tuple[float, float], tmp: Path, span: Span,
                    prompt: list[dict[str, str]], where: str, max_output: int | None = None,
-                   batch: int = 1) -> list[dict[str, Any]]:
+                   batch: int = 1, each: bool = False) -> list[dict[str, Any]]:
     """k samples of ``prompt``: the first alone, the rest ``batch`` to a call (the engine's
     ``sample_batch``); a call's time is shared by the samples it answered, its tokens are on
     the first of them, and each sample's wall time is its share plus its own check."""
@@ -202,14 +205,27 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
         rec, m = done.record, len(replies)
         for j, (content, finish) in enumerate(replies):
             began = time.monotonic()
-            copy = materialize(task, tmp / f"{task.name}-{where}-{max_output}-b{batch}-{i + j}")
             said = oneline.whole_lines(content or "", finish)  # as the engine reads
-            changed, passed, why = await _checked(roles, task, copy, span, said)
+            tried = [said]
+            if each:  # as the engine reads several corrections: each edit alone
+                current = (repo_of(task, tmp) / span.path).read_text(encoding="utf-8")
+                tried = oneline.alternatives(current, span, said, ALTERNATIVES + 1) or [said]
+            changed = passed = False
+            why = ""
+            for n, one in enumerate(tried):
+                copy = materialize(task, tmp / f"{task.name}-{where}-{max_output}-b{batch}-"
+                                   f"{i + j}-{n}")
+                c, p, why = await _checked(roles, task, copy, span, one)
+                changed, passed = changed or c, passed or p
+                if passed:
+                    why = f"alternative {n + 1} of {len(tried)}"
+                    break
             rows.append({"task": task.name, "where": where, "sample": i + j, "batch": m,
                          "way": batch,
                          "temperature": temperature,
                          "span": f"{span.path}:{span.start}-{span.end}", "changed": changed,
                          "passed": passed, "why": why, "reply": content or "",
+                         "tried": len(tried),
                          "output_tokens": rec.output_tokens if j == 0 else 0, "cap": max_output,
                          "cut": finish == "length",
                          "call_s": round(rec.duration_s / m, 2),
@@ -220,11 +236,16 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
             r = rows[-1]
             print(f"{task.name:22} {where:7} {r['span']:22} cap={max_output} b={m} #{i + j} "
                   f"t={temperature} out={r['output_tokens']} changed={r['changed']!s:5} "
-                  f"passed={passed!s:5} {r['call_s']:5.1f}s "
+                  f"passed={passed!s:5} tried={len(tried)} {r['call_s']:5.1f}s "
                   f"cached={r['cached_tokens']}/{r['prompt_tokens']} {r['reply'][-70:]!r}",
                   flush=True)
         i += m
     return rows
+
+
+def repo_of(task: Task, tmp: Path) -> Path:
+    """The task's repository as materialized for its preflight (``_task``)."""
+    return tmp / f"{task.name}-preflight"
 
 
 async def _checked(roles: RoleMap, task: Task, copy: Path, span: Span, reply: str
@@ -292,9 +313,10 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--first", type=float, default=0.6, help="the first sample's temperature")
     ap.add_argument("--rest", type=float, default=0.6, help="samples 2..k's temperature")
-    ap.add_argument("--variant", choices=("engine", "bare"), default="engine",
+    ap.add_argument("--variant", choices=("engine", "bare", "alternatives"), default="engine",
                     help="engine: the engine's request (a sentence on what is wrong, then the "
-                    "line); bare: the line alone, as it was asked before")
+                    "line); bare: the line alone, as it was asked before; alternatives: three "
+                    "corrections in one reply (line_alternatives = 3), each edit checked alone")
     ap.add_argument("--at-fix", action="store_true",
                     help="ask of the place the explorers would show citing the reference fix")
     ap.add_argument("--with-uses", action="store_true",

@@ -325,6 +325,12 @@ class Sample(Frozen):
     again_s: float = Field(0.0, description="A second turn's time, part of call_s: the reply "
                            "named a file or a line and gave no text for it, and was asked "
                            "once more for it in its session (0.0: no second turn).")
+    corrections: int = Field(1, description="Corrections its one-line request asked for "
+                             "(line_alternatives, on a place asked again); 1: one line.")
+    alternative: int = Field(0, description="A further correction of the sample before's reply "
+                             "(line_alternatives), checked on its own: its place among the "
+                             "reply's edits (2, 3 ...); no call, time or tokens of its own. "
+                             "0: a sample with its own call.")
 
 
 class Attempt(Frozen):

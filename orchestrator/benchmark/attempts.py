@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from rich.table import Table
 
 from orchestrator.benchmark.compare import Spread, spread
-from orchestrator.benchmark.records import RunRecord
+from orchestrator.benchmark.records import RunRecord, drawn
 from orchestrator.state import Sample
 
 BUDGETS_S: tuple[int, ...] = (30, 60, 120, 300)
@@ -116,7 +116,7 @@ REREAD_TOKENS = 16
 def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
     """What samples 2..k cost against sample 1, over the attempts that asked several, and
     what the runs' samples spent reading again prompts their run had already asked."""
-    every = [x for r in records for a in r.attempt_log for x in a.samples]
+    every = [x for r in records for a in r.attempt_log for x in drawn(a.samples)]
     again = [x for r in records for x in _read_again(r)]
     turned = [x for x in every if x.again_s > 0]
     seen = SampleCost(asked=len(every), asked_call_s=sum(x.call_s for x in every),
@@ -124,7 +124,7 @@ def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
                       again=len(turned), again_s=spread(x.again_s for x in turned),
                       again_changed=sum(x.changed for x in turned),
                       again_passed=sum(x.passed for x in turned))
-    sampled = [a.samples for r in records for a in r.attempt_log if len(a.samples) > 1]
+    sampled = [s for r in records for a in r.attempt_log if len(s := drawn(a.samples)) > 1]
     if not sampled:
         return seen
     firsts = [s[0] for s in sampled]
@@ -162,7 +162,7 @@ def _read_again(record: RunRecord) -> list[Sample]:
     were not served it from the cache."""
     asked: set[tuple[str, int]] = set()
     again = []
-    for x in (x for a in record.attempt_log for x in a.samples):
+    for x in (x for a in record.attempt_log for x in drawn(a.samples)):
         key = (x.place, x.prompt_tokens)
         if key in asked and x.prompt_tokens - x.cached_tokens > REREAD_TOKENS:
             again.append(x)

@@ -19,7 +19,7 @@ from itertools import combinations
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.benchmark.records import RunRecord
+from orchestrator.benchmark.records import RunRecord, drawn
 
 
 class Spread(BaseModel):
@@ -178,7 +178,7 @@ def _budget_rates(records: Sequence[RunRecord], budget: float | None) -> tuple[f
 def passed_at_first_call(rec: RunRecord) -> bool:
     """``rec`` passed at its first build call: one attempt, one request (no second sample)."""
     log = rec.attempt_log
-    return rec.passed and len(log) == 1 and len(log[0].samples) <= 1
+    return rec.passed and len(log) == 1 and len(drawn(log[0].samples)) <= 1
 
 
 def first_call_tasks(records: Sequence[RunRecord]) -> set[str]:

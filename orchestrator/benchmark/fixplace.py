@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
-from orchestrator.benchmark.records import RunRecord
+from orchestrator.benchmark.records import RunRecord, drawn
 from orchestrator.benchmark.suite import Suite
 from orchestrator.state import Sample
 
@@ -97,7 +97,7 @@ def summarize_reach(role_map: str, records: Sequence[RunRecord],
     visits: dict[str, tuple[int, int]] = {}
     for rec in records:
         fix = fixes.get(rec.task)
-        asked = [s for a in rec.attempt_log for s in a.samples if s.place]
+        asked = [s for a in rec.attempt_log for s in drawn(a.samples) if s.place]
         if fix is None or not asked:
             continue
         keyed = _visits(rec, fix)
@@ -130,7 +130,7 @@ def _visits(rec: RunRecord, fix: FixLines) -> list[tuple[str, Sample]]:
     out: list[tuple[str, Sample]] = []
     for attempt in rec.attempt_log:
         seen: set[str] = set()
-        for s in attempt.samples:
+        for s in drawn(attempt.samples):
             if not s.place:
                 continue
             if at_fix(s.place, fix):

@@ -6,12 +6,13 @@ records a run that raised instead of returning, and ``csv_row`` flattens one for
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.results import RunResult
-from orchestrator.state import Attempt
+from orchestrator.state import Attempt, Sample
 
 Outcome = Literal["passed", "failed", "error"]
 
@@ -135,3 +136,17 @@ def csv_row(rec: RunRecord) -> dict[str, Any]:
         row[f"tokens_{role}"] = rec.tokens.get(role, 0)
         row[f"cost_{role}"] = round(rec.cost.get(role, 0.0), 6)
     return row
+
+
+def drawn(samples: Sequence[Sample]) -> list[Sample]:
+    """The samples of ``samples`` that made a call, each passed (or changed) when it or a
+    further correction of its reply did: what a model was asked, for figures per request."""
+    out: list[Sample] = []
+    for x in samples:
+        if not x.alternative or not out:
+            out.append(x)
+            continue
+        last = out[-1]
+        out[-1] = last.model_copy(update={"passed": last.passed or x.passed,
+                                          "changed": last.changed or x.changed})
+    return out

@@ -148,6 +148,16 @@ class RoleSpec(_Strict):
         "answer checked in a worktree of its own; the first "
         "that passes is kept. A line is a few tokens and its prompt is short and cached: a "
         "further sample costs seconds where a whole-file one-shot costs tens.")
+    line_alternatives: int = Field(
+        1, ge=1, le=5, description="Build roles with one_line: a place the one-line request "
+        "asks again (its second sample on, line_samples) asks for this many different "
+        "corrections in one reply, and each edit the reply makes (read whole, then each "
+        "listed correction, then each numbered line alone; up to this many and one more) is "
+        "checked in a worktree of its own, in order, until one passes: a further correction "
+        "costs its few tokens and a check, not a call. Its first sample still asks for one "
+        "line (live, greedy, one line passed 6 of 7 easy tasks where three passed 2; at the "
+        "fix of seven hard ones three passed 3 of 7 where one passed none: "
+        "bench/line_samples.py --variant alternatives).")
     sample_batch: int = Field(
         1, ge=1, le=8, description="Build roles with samples or line_samples: the samples after "
         "the first that share a prompt and a temperature are asked this many to a call (Chat "

@@ -202,9 +202,12 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
     temps = (max(spec.temperatures),) if rung.resampled and spec.temperatures else spec.temperatures
     line = prompt.line is not None
     k = spec.line_samples if line and spec.line_samples > 1 else spec.samples
-    asked = interleaved(prompts, k if not line or leadlines.favoured(prompt) else 1, n)
+    asked = leadlines.listed_again(
+        interleaved(prompts, k if not line or leadlines.favoured(prompt) else 1, n),
+        spec.line_alternatives)
     temperatures = first_visits(asked, temps, n) if line else temps
-    if len(asked) > 1 and ctx.workspace is not None and ctx.sandbox is not None:
+    several = len(asked) > 1  # each checked in a worktree of its own
+    if several and ctx.workspace is not None and ctx.sandbox is not None:
         outcome = await best_of(ctx, role, n, asked, k=len(asked),
                                 commands=acceptance_commands(ctx, state),
                                 policy=policy_of(ctx), protected=protected, samples=samples,

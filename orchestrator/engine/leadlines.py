@@ -1,31 +1,114 @@
-"""The one-line request's other places (``localize/leads.py``): when the failure pins no code,
+"""The one-line request's prompts (``oneline.py`` reads the replies): the code the explorers
+found or the failure points at, and the request's other places (``localize/leads.py``): when the failure pins no code,
 after the explorers' place (before the code the failure passes through, when they verified
 nothing), each place the task's words lead to, one prompt each. Every prompt
-is ``oneshot.line_prompt_for``'s but for the code at its end, so a server's cache serves the
+is ``line_prompt_for``'s but for the code at its end, so a server's cache serves the
 rest (``building.interleaved`` orders the samples)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
+from orchestrator.config.prompts import text
+from orchestrator.engine import oneline
 from orchestrator.engine.oneshot import (
     Prompt,
     Shown,
     failure_facts,
     failure_output,
-    line_messages,
-    line_prompt_for,
+    found_files,
     read_source,
+    shown_files,
 )
-from orchestrator.engine.places import FOUND, FOUND_LINES
+from orchestrator.engine.places import FOUND, FOUND_LINES, focus_span, found_span, line_span
 from orchestrator.engine.runtime import RunContext
 from orchestrator.localize.localization import Span
 from orchestrator.state import RunState
 from orchestrator.tools.jail import Jail
 
 LEAD = "the task's words lead here"  # why a lead is shown
+
+
+async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | None:
+    """The one-line request of attempt ``n`` (``oneline.py``): the code the explorers found, or
+    else the function the failure points at (``places.line_span``), as the file is now,
+    numbered; ``None`` when there is no such code or nothing failed."""
+    loc = state.localization
+    output = failure_output(ctx, state)
+    if loc is None or not output:
+        return None
+    shown = await asyncio.to_thread(shown_files, ctx.worktree, loc, found_files(state))
+    if shown is None:
+        return None
+    span = None if loc.pinned else await asyncio.to_thread(found_span, state, shown.sources)
+    where = "line_found"
+    pinned = focus_span(loc, state.task)
+    if span is None and pinned is not None and pinned.path in shown.sources:
+        span, where = line_span(loc, pinned, shown.sources[pinned.path]), "line_failure"
+    if span is None or not span.text:
+        return None
+    return Prompt(line_messages(state.task, failure_facts(loc, state), output, span, where),
+                  shown, line=span)
+
+
+_COUNTS = {2: "two", 3: "three", 4: "four", 5: "five"}
+
+
+def _question(alternatives: int) -> str:
+    """The one-line request's question: its corrected line, or ``alternatives`` of them."""
+    if alternatives < 2:
+        return text("oneshot", "line_ask")
+    return text("oneshot", "line_ask_alternatives",
+                count=_COUNTS.get(alternatives, str(alternatives)))
+
+
+def listing(prompt: Prompt, alternatives: int) -> Prompt:
+    """One-line request ``prompt`` asking for ``alternatives`` different corrections instead
+    of one: the same messages up to the question, so a server's cache serves them."""
+    one = _question(1)
+    system, user = prompt.messages
+    body = user["content"]
+    if prompt.line is None or alternatives < 2 or not body.endswith(one):
+        return prompt
+    return replace(prompt, alternatives=alternatives, messages=[
+        system, {**user, "content": body[:-len(one)] + _question(alternatives)}])
+
+
+def listed_again(asked: Sequence[Prompt], alternatives: int) -> list[Prompt]:
+    """Sample i's prompt when a place asked again asks for ``alternatives`` corrections: each
+    place's first sample asks for one line, its later ones for a list (the same object per
+    place, so ``building.first_visits`` samples the list's first visit at the attempt's own
+    temperature). Live at the fix's place of seven tasks that both maps failed (r80-r82),
+    the request for one line passed 0 of 7 greedy samples and 0 of 21 at 0.8, the request
+    for three corrections 3 of 7 and 1 of 21; on seven tasks that both maps solve, the
+    other way round, greedy one line passed 6 of 7, three corrections 2 of 7
+    (``bench/line_samples.py --variant alternatives``): one line first, then the list."""
+    lists: dict[int, Prompt] = {}
+    seen: set[int] = set()
+    out = []
+    for prompt in asked:
+        key = id(prompt)
+        if key in seen and alternatives > 1:
+            prompt = lists.setdefault(key, listing(prompt, alternatives))
+        seen.add(key)
+        out.append(prompt)
+    return out
+
+
+def line_messages(task: str, said: str, output: str, span: Span, where: str = "line_failure",
+                  alternatives: int = 1) -> list[dict[str, str]]:
+    """The one-line request's messages: the task, the failure (its facts ``said`` and the end
+    of its ``output``), ``span`` numbered under ``where`` ("line_found" or "line_failure"),
+    and the question: its corrected line, or ``alternatives`` different corrections of it."""
+    failing = "\n\n".join(p for p in (said, output[-3000:]) if p.strip())
+    body = text("oneshot", "line_task", task=task, failure=failing,
+                where=text("oneshot", where, path=span.path, start=span.start, end=span.end),
+                body=oneline.numbered(span), ask=_question(alternatives))
+    return [{"role": "system", "content": text("oneshot", "line_system")},
+            {"role": "user", "content": body}]
 
 
 async def line_prompts_for(ctx: RunContext, state: RunState, n: int) -> list[Prompt]:

@@ -32,7 +32,8 @@ from orchestrator.localize.localization import Span
 
 MARGIN = 0.2  # how much more a corrected line must resemble another line to go there
 MAX_LINES = 3  # lines one reply may change: more is a rewrite, not a line
-_LINE = re.compile(r"^[ \t>*-]*(?:line[ \t]+)?(\d{1,6})[ \t]*[:|.)][ \t]?(.*)$", re.I | re.M)
+# "<18>: text" too: the request's form, "<number>: <the corrected line>", copied with its brackets
+_LINE = re.compile(r"^[ \t>*-]*(?:line[ \t]+)?<?(\d{1,6})>?[ \t]*[:|.)][ \t]?(.*)$", re.I | re.M)
 _HEAD = re.compile(r"\s*(\"[^\"]*\"|'[^']*'|[A-Za-z_][\w.]*\s*[=:(])")
 _FENCE = re.compile(r"```[^\n`]*\n(.*?)```", re.S)
 _QUOTED = re.compile(r"```[^\n`]*\n(.*?)```|`([^`\n]+)`", re.S)  # a fence, or inline code
@@ -71,18 +72,25 @@ REASON_TOKENS = 160
 REPRINT_CHARS_PER_TOKEN = 2
 
 
-def reply_cap(cap: int | None, span: Span) -> int | None:
+# room each further correction takes when several are asked for (``line_alternatives``): live,
+# the 1.5B's three-correction replies ran 120-300 tokens, 8 of 28 cut at 256
+ALTERNATIVE_TOKENS = 64
+
+
+def reply_cap(cap: int | None, span: Span, alternatives: int = 1) -> int | None:
     """The one-line reply's token cap for ``span``: ``cap`` (``line_max_output``), raised to
     room for a reason and the code reprinted whole, numbered, when that is more. A reply is
     read the same whether it gives a line or reprints the code with the line changed, and a
     small model reprints a table rather than pick its line: cut at 256 tokens, the live 1.5B's
     greedy reply to xp-invoice-tax's rate table stopped before Quebec's line and changed
     nothing; given 640 it ended at 450 tokens with Quebec's rate corrected, and passed
-    (``bench/line_samples.py --caps 256,640``). Short code keeps ``cap``."""
+    (``bench/line_samples.py --caps 256,640``). Short code keeps ``cap``. Each correction
+    past the first of ``alternatives`` adds ``ALTERNATIVE_TOKENS``."""
     if cap is None:
         return None
     shown = len(numbered(span)) + 1
-    return max(cap, REASON_TOKENS + -(-shown // REPRINT_CHARS_PER_TOKEN))
+    more = ALTERNATIVE_TOKENS * (max(1, alternatives) - 1)
+    return max(cap, REASON_TOKENS + -(-shown // REPRINT_CHARS_PER_TOKEN)) + more
 
 
 def whole_lines(reply: str, finish_reason: str | None) -> str:
@@ -125,6 +133,36 @@ def line_edit(current: str, span: Span, reply: str) -> tuple[str | None, str]:
         ending = old[len(old.rstrip("\r\n")):] or "\n"
         lines[n - 1] = f"{indent}{new.strip()}{ending}" if new.strip() else ending
     return "".join(lines), ""
+
+
+# a list item that opens one of several corrections: "1. ", "2) ", "**3.** ", "Option 2:"
+_ITEM = re.compile(r"^[ \t]{0,3}(?:\*\*|#{1,4}[ \t]*)?(?:\d{1,2}[.)](?:\*\*)?[ \t]|"
+                   r"(?:correction|option|alternative|fix)[ \t]*\d{1,2}\b[^\n]*?:)", re.I | re.M)
+# a numbered line as the request asks for it (``N: text``) or as the code is shown (``N| text``)
+_GIVEN = re.compile(r"^[ \t>*-]*(?:line[ \t]+)?<?\d{1,6}>?[ \t]*[:|][ \t]?.*$", re.I | re.M)
+
+
+def alternatives(current: str, span: Span, reply: str, limit: int) -> list[str]:
+    """Up to ``limit`` pieces of ``reply`` that each make a different edit of ``current``
+    (``line_edit``), in order: the reply read whole, then each item of a list of
+    corrections in it ("1. ...", "2. ..."), then each numbered line alone. Asked for several
+    corrections in one reply (``line_alternatives``), the live 1.5B lists them, each as a
+    fenced line, inline code or ``N: text``; read whole, the reply is the first of them (or
+    all of them on different lines at once), so each is checked on its own. A piece that
+    changes nothing, or makes an edit an earlier one made, is left out."""
+    starts = [m for m in _ITEM.finditer(reply)]
+    items = [reply[m.end():nxt.start() if nxt is not None else len(reply)]
+             for m, nxt in zip(starts, [*starts[1:], None], strict=True)] if len(starts) > 1 else []
+    out: list[str] = []
+    made: set[str] = {current}
+    for piece in [reply, *items, *(m.group(0) for m in _GIVEN.finditer(reply))]:
+        if len(out) >= limit:
+            break
+        new, _ = line_edit(current, span, piece)
+        if new is not None and new not in made:
+            made.add(new)
+            out.append(piece)
+    return out
 
 
 def named_line(current: str, span: Span, reply: str) -> int | None:

@@ -31,7 +31,7 @@ from pathlib import Path, PurePosixPath
 
 from orchestrator.config.prompts import text
 from orchestrator.engine import oneline
-from orchestrator.engine.places import defined, focus_span, found_span, line_span
+from orchestrator.engine.places import defined, focus_span, found_span
 from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import session_of
 from orchestrator.engine.replyfiles import fenced, parse_files, relabelled, spliced, stalled
@@ -171,6 +171,7 @@ class Prompt:
     diagnosed: bool = False
     focus: Span | None = None  # the function a reply may give alone (``splice``)
     line: Span | None = None  # a one-line request: the reply corrects lines of this code
+    alternatives: int = 1  # a one-line request for this many corrections, each checked alone
 
 
 async def prompt_for(ctx: RunContext, state: RunState, n: int, *, restate: bool = False
@@ -235,28 +236,6 @@ def facts_said(reports: Sequence[failures.FailureReport]) -> str:
     return text("oneshot", "facts", facts="\n".join(f"- {f}" for f in said)) if said else ""
 
 
-async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | None:
-    """The one-line request of attempt ``n`` (``oneline.py``): the code the explorers found, or
-    else the function the failure points at (``places.line_span``), as the file is now,
-    numbered; ``None`` when there is no such code or nothing failed."""
-    loc = state.localization
-    output = failure_output(ctx, state)
-    if loc is None or not output:
-        return None
-    shown = await asyncio.to_thread(shown_files, ctx.worktree, loc, found_files(state))
-    if shown is None:
-        return None
-    span = None if loc.pinned else await asyncio.to_thread(found_span, state, shown.sources)
-    where = "line_found"
-    pinned = focus_span(loc, state.task)
-    if span is None and pinned is not None and pinned.path in shown.sources:
-        span, where = line_span(loc, pinned, shown.sources[pinned.path]), "line_failure"
-    if span is None or not span.text:
-        return None
-    return Prompt(line_messages(state.task, failure_facts(loc, state), output, span, where),
-                  shown, line=span)
-
-
 def failure_output(ctx: RunContext, state: RunState) -> str:
     """What the failing acceptance commands printed: verify's feedback after an attempt, the
     preflight's before the first; "" when nothing failed."""
@@ -269,18 +248,6 @@ def failure_output(ctx: RunContext, state: RunState) -> str:
                       root=str(ctx.worktree)) for c in failed)) if failed else ""
 
 
-def line_messages(task: str, said: str, output: str, span: Span, where: str = "line_failure"
-                  ) -> list[dict[str, str]]:
-    """The one-line request's messages: the task, the failure (its facts ``said`` and the end
-    of its ``output``), ``span`` numbered under ``where`` ("line_found" or "line_failure")."""
-    failing = "\n\n".join(p for p in (said, output[-3000:]) if p.strip())
-    body = text("oneshot", "line_task", task=task, failure=failing,
-                where=text("oneshot", where, path=span.path, start=span.start, end=span.end),
-                body=oneline.numbered(span))
-    return [{"role": "system", "content": text("oneshot", "line_system")},
-            {"role": "user", "content": body}]
-
-
 def _line_named(root: Path, span: Span, reply: str) -> tuple[int, str] | None:
     """The line of ``span`` a reply that changed nothing named as wrong, and its text now."""
     current = read_source(Jail(root), span.path)
@@ -288,6 +255,14 @@ def _line_named(root: Path, span: Span, reply: str) -> tuple[int, str] | None:
     if current is None or line is None:
         return None
     return line, current.splitlines()[line - 1].strip()
+
+
+
+
+def _pieces(root: Path, span: Span, reply: str, limit: int) -> list[str]:
+    """The pieces of ``reply`` that each make a different edit of ``span``'s file."""
+    current = read_source(Jail(root), span.path)
+    return [] if current is None else oneline.alternatives(current, span, reply, limit)
 
 
 def _line_changed(root: Path, span: Span, reply: str) -> tuple[dict[str, str], str]:
@@ -324,6 +299,7 @@ class Asked:
     record: CallRecord
     more: tuple[Choice, ...] = ()
     again_s: float = 0.0
+    alternatives: tuple[str, ...] = ()  # further corrections of its reply, each checked alone
 
 
 async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
@@ -334,11 +310,13 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     the samples after this one; such a further reply comes back as ``reply``: no call of its
     own, its record the call's share (``samples.py``). A reply that names a file and stops, or
     a one-line reply that names a line and gives it no new text, is asked once more in the
-    same session for that file or line."""
+    same session for that file or line. A one-line request for several corrections
+    (``prompt.alternatives``) writes the first edit its reply makes and returns the pieces of
+    the reply that make the others (``oneline.alternatives``), for samples of their own."""
     # a one-line reply is a reason and a line or two: live, 13 of 693 ran on to the 1.5B's 800
     # (40 s of generation each, r21-r29); capped, it still has room to reprint the code shown
     cap = None if prompt.line is None else oneline.reply_cap(
-        ctx.roles.roles[role].line_max_output, prompt.line)
+        ctx.roles.roles[role].line_max_output, prompt.line, prompt.alternatives)
 
     def asking(replies: int) -> ModelClient:
         return ctx.pool.for_role(role, temperature=temperature, start=model_step,
@@ -375,9 +353,14 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
         record = _both(record, then.record)
         return then
 
+    alternatives: tuple[str, ...] = ()
     if prompt.line is not None:
         span = prompt.line
         said = oneline.whole_lines(completion.content or "", completion.finish_reason)
+        if prompt.alternatives > 1 and reply is None:  # a held reply is one correction
+            pieces = await asyncio.to_thread(_pieces, ctx.worktree, span, said,
+                                             prompt.alternatives + 1)
+            said, alternatives = (pieces[0], tuple(pieces[1:])) if pieces else (said, ())
         changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, span, said)
         # read whole: a reply cut at its cap may have quoted its line before it ran on
         named_line = None if changed else await asyncio.to_thread(
@@ -414,7 +397,8 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     summary = (text("oneshot", "wrote", files=", ".join(written)) if written else
                text("oneshot", "wrote_nothing", why=why))
     report = BuildReport(summary=summary, files_changed=written)
-    return Asked(account.finished(report, prompt.messages), record, more, again_s)
+    return Asked(account.finished(report, prompt.messages), record, more, again_s,
+                 alternatives)
 
 
 def _both(first: CallRecord, then: CallRecord) -> CallRecord:

@@ -11,6 +11,10 @@ tokens are recorded (``Sample``, ``SampleFinished``) so the bench can say what t
 cost against the first. The kept sample's files become the run's worktree (``race.adopt``) and
 verify judges them there again. Sample i is session ``builder-N-c<i>`` (1: ``builder-N``), so a
 resume replays each from the journal.
+
+A one-line request for several corrections (``line_alternatives``) makes a sample of each
+further edit its reply makes, right after it: no call of its own (``Sample.alternative``: its
+place among the reply's corrections), numbered after the k drawn samples.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from orchestrator.engine import oneshot
 from orchestrator.engine.race import (
     FATAL,
     CandidateRun,
+    SessionRunner,
     adopt,
     attempt,
     best,
@@ -85,6 +90,7 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
     batch = ctx.roles.roles[role].sample_batch
     # further replies of calls made, by the sample they answer, with how many their call gave
     held: dict[int, tuple[Completion, int]] = {}
+    extra = k  # samples of further corrections are numbered after the k drawn ones
     for index in range(1, k + 1):
         prompt = _prompt_at(prompts, index)
         run = await prepare(ctx, role, n, index, tree, temperatures)
@@ -92,6 +98,7 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
         calls: list[CallRecord] = []
         more: list[tuple[Choice, ...]] = []
         again: list[float] = []  # a second turn's time (it named a file or line and stopped)
+        pieces: list[tuple[str, ...]] = []  # the reply's further corrections
         reply, share = held.pop(index, (None, 1))
         answers = [index] if reply is not None else _answers(prompts, temperatures, index, k,
                                                              batch)
@@ -101,31 +108,74 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
                           calls: list[CallRecord] = calls, run: CandidateRun = run,
                           prompt: oneshot.Prompt = prompt, reply: Completion | None = reply,
                           choices: int = choices, more: list[tuple[Choice, ...]] = more,
-                          again: list[float] = again) -> SessionOutcome:
+                          again: list[float] = again,
+                          pieces: list[tuple[str, ...]] = pieces) -> SessionOutcome:
             asked = await oneshot.ask(
                 own, role, run.session, prompt, temperature=temperature, protected=protected,
                 model_step=model_step, choices=choices, reply=reply)
             calls.append(asked.record)
             more.append(asked.more)
             again.append(asked.again_s)
+            pieces.append(asked.alternatives)
             return asked.outcome
 
-        try:
-            await attempt(run, commands, policy, session, sorted(protected))
-        except FATAL:
-            raise
-        except Exception as exc:  # one sample's failure is not the attempt's
-            run.error = " ".join(str(exc).split())[:500] or type(exc).__name__
+        await _checked(run, commands, policy, session, protected)
         if reply is None:  # this sample's own call: it answered itself and the ones it holds
             further = [_further(c, calls[0]) for c in more[0]] if more and calls else []
             share = 1 + len(further)
             held.update((i, (c, share)) for i, c in zip(answers[1:], further, strict=False))
         sample = _sample(run, calls, changed=bool(run.tree) and run.tree != tree,
-                         place=_place(prompt), share=share, again_s=sum(again))
+                         place=_place(prompt), share=share, again_s=sum(again),
+                         corrections=prompt.alternatives)
         samples.append(sample)
         _announce(ctx, role, run, sample, n)
         if run.passed:
             break
+        for j, piece in enumerate(pieces[0] if pieces and calls else (), 2):
+            extra += 1
+            alt = await prepare(ctx, role, n, extra, tree, temperatures)
+            alt.temperature = run.temperature
+            runs.append(alt)
+            given = _alternative(piece, calls[0])
+
+            async def one(own: RunContext, i: int, temperature: float | None,
+                          alt: CandidateRun = alt, prompt: oneshot.Prompt = prompt,
+                          given: Completion = given) -> SessionOutcome:
+                asked = await oneshot.ask(own, role, alt.session, prompt,
+                                          temperature=temperature, protected=protected,
+                                          model_step=model_step, reply=given)
+                return asked.outcome
+
+            await _checked(alt, commands, policy, one, protected)
+            sample = _sample(alt, [given.record], changed=bool(alt.tree) and alt.tree != tree,
+                             place=_place(prompt), alternative=j,
+                             corrections=prompt.alternatives)
+            samples.append(sample)
+            _announce(ctx, role, alt, sample, n)
+            if alt.passed:
+                return
+
+
+async def _checked(run: CandidateRun, commands: list[str], policy: CommandPolicy,
+                   session: SessionRunner, protected: frozenset[str]) -> None:
+    """``run``'s session and its acceptance commands; an error is the sample's, not the
+    attempt's (the time budget and a refusal stop the attempt)."""
+    try:
+        await attempt(run, commands, policy, session, sorted(protected))
+    except FATAL:
+        raise
+    except Exception as exc:  # one sample's failure is not the attempt's
+        run.error = " ".join(str(exc).split())[:500] or type(exc).__name__
+
+
+def _alternative(piece: str, record: CallRecord) -> Completion:
+    """A further correction of ``record``'s reply, as a reply of its own: no call, no time and
+    no tokens of its own (its call's record holds them)."""
+    return Completion(content=piece, tool_calls=(), finish_reason="stop",
+                      record=record.model_copy(update={
+                          "prompt_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
+                          "reasoning_tokens": 0, "cost_usd": 0.0, "duration_s": 0.0,
+                          "ttft_s": None}))
 
 
 def _prompt_at(prompts: Sequence[oneshot.Prompt], index: int) -> oneshot.Prompt:
@@ -162,7 +212,8 @@ def _place(prompt: oneshot.Prompt) -> str:
 
 
 def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool, place: str = "",
-            share: int = 1, again_s: float = 0.0) -> Sample:
+            share: int = 1, again_s: float = 0.0, alternative: int = 0,
+            corrections: int = 1) -> Sample:
     call = calls[-1] if calls else CallRecord(role="", session="", requested_model="")
     return Sample(index=run.index, temperature=run.temperature,
                   call_s=round((call.duration_s - again_s) / share + again_s, 3), batch=share,
@@ -170,7 +221,8 @@ def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool, place:
                   checks_s=round(sum(c.duration_s for c in run.checks or []), 3),
                   prompt_tokens=call.prompt_tokens, cached_tokens=call.cached_tokens,
                   output_tokens=call.output_tokens, changed=changed, passed=run.passed,
-                  place=place, again_s=round(again_s, 3))
+                  place=place, again_s=round(again_s, 3), alternative=alternative,
+                  corrections=corrections)
 
 
 def _announce(ctx: RunContext, role: Role, run: CandidateRun, sample: Sample, n: int) -> None:
@@ -181,4 +233,5 @@ def _announce(ctx: RunContext, role: Role, run: CandidateRun, sample: Sample, n:
         checks_s=sample.checks_s,
         prompt_tokens=sample.prompt_tokens, cached_tokens=sample.cached_tokens,
         output_tokens=sample.output_tokens, changed=sample.changed, passed=sample.passed,
-        place=sample.place, again_s=sample.again_s, error=run.error, wall_s=round(time.monotonic() - run.started, 3)))
+        place=sample.place, again_s=sample.again_s, alternative=sample.alternative,
+        error=run.error, wall_s=round(time.monotonic() - run.started, 3)))
