@@ -277,7 +277,19 @@ async def _reread(roles: RoleMap, tasks: list[Task], rows: list[dict[str, Any]])
             source = (copy / path).read_text(encoding="utf-8").splitlines()
             span = Span(path=path, start=start, end=end, focus=start, why="found",
                         text=tuple(source[start - 1:end]))
-            changed, passed, _ = await _checked(roles, task, copy, span, r["reply"])
+            said = oneline.whole_lines(r["reply"], "length" if r.get("cut") else "stop")
+            # a reply to --variant alternatives (its rows say how many edits were tried): each
+            # edit the engine's reader finds in it, alone, in a fresh copy, until one passes
+            pieces = ([said] if "tried" not in r else oneline.alternatives(
+                (copy / path).read_text(encoding="utf-8"), span, said, ALTERNATIVES + 1)
+                or [said])
+            changed = passed = False
+            for j, piece in enumerate(pieces):
+                one = copy if j == 0 else materialize(task, Path(tmp) / f"{task.name}-{i}-{j}")
+                c, p, _ = await _checked(roles, task, one, span, piece)
+                changed, passed = changed or c, passed or p
+                if passed:
+                    break
             print(f"{task.name:22} {r['where']:7} #{r['sample']} then changed={r['changed']!s:5} "
                   f"passed={r['passed']!s:5} now changed={changed!s:5} "
                   f"passed={passed!s:5}", flush=True)

@@ -195,3 +195,18 @@ def test_each_place_asks_for_one_line_first_then_for_the_list_greedy_once():
     assert asked[2] is asked[4]  # one list prompt per place: a visit again is at the highest
     assert first_visits(asked, (0.0, 0.8), 1) == (0.0, 0.0, 0.0, 0.0, 0.8)
     assert listed_again([p, p], 1) == [p, p]  # line_alternatives = 1: as before
+
+
+def test_the_bench_counts_the_lists_and_their_further_corrections():
+    from orchestrator.benchmark.attempts import sample_lines, summarize_attempts
+    samples = [_sample(1), Sample(index=2, call_s=4.0, changed=True, corrections=3),
+               Sample(index=4, changed=True, passed=True, corrections=3, alternative=2)]
+    record = RunRecord(role_map="m", task="t", repeat=0, outcome="passed", status="succeeded",
+                       wall_s=9.0, attempt_log=[Attempt(n=1, strategy="one_line",
+                                                        samples=samples)])
+    summary = summarize_attempts("m", [record])
+    c = summary.samples
+    assert (c.asked, c.listed, c.listed_passed, c.further, c.further_passed) == (2, 1, 1, 1, 1)
+    assert c.later_s.median == 4.0  # the further correction is no sample of its own
+    assert any("1 of 2 samples asked for several corrections and 1 passed; 1 further" in line
+               for line in sample_lines([summary]))

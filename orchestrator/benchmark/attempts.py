@@ -69,6 +69,12 @@ class SampleCost(BaseModel):
     first_gen_s: Spread = Spread(median=None)
     same_place: PlaceCost = PlaceCost()
     other_place: PlaceCost = PlaceCost()
+    # one-line requests for several corrections (line_alternatives): how many, how many passed
+    # (by any of their edits), and the further edits checked with no call of their own
+    listed: int = 0
+    listed_passed: int = 0
+    further: int = 0
+    further_passed: int = 0
 
 
 class AttemptsSummary(BaseModel):
@@ -119,7 +125,11 @@ def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
     every = [x for r in records for a in r.attempt_log for x in drawn(a.samples)]
     again = [x for r in records for x in _read_again(r)]
     turned = [x for x in every if x.again_s > 0]
-    seen = SampleCost(asked=len(every), asked_call_s=sum(x.call_s for x in every),
+    listed = [x for x in every if x.corrections > 1]
+    further = [x for r in records for a in r.attempt_log for x in a.samples if x.alternative]
+    seen = SampleCost(listed=len(listed), listed_passed=sum(x.passed for x in listed),
+                      further=len(further), further_passed=sum(x.passed for x in further),
+                      asked=len(every), asked_call_s=sum(x.call_s for x in every),
                       reread=len(again), reread_ttft_s=sum(x.ttft_s or 0.0 for x in again),
                       again=len(turned), again_s=spread(x.again_s for x in turned),
                       again_changed=sum(x.changed for x in turned),
@@ -222,6 +232,11 @@ def sample_lines(summaries: Sequence[AttemptsSummary]) -> list[str]:
                 f"{s.role_map}: {c.again} of {c.asked} samples named a line or file, gave it "
                 f"no new text and were asked once more for it (that turn {c.again_s.median:.2f}s,"
                 f" median): {c.again_changed} then changed the code, {c.again_passed} passed")
+        if c.listed:
+            lines.append(
+                f"{s.role_map}: {c.listed} of {c.asked} samples asked for several corrections "
+                f"and {c.listed_passed} passed; {c.further} further corrections were checked "
+                f"with no call of their own, {c.further_passed} passed")
         if not c.attempts or c.first_s.median is None:
             continue
         ttft = ("" if c.first_ttft_s.median is None or c.later_ttft_s.median is None else

@@ -155,7 +155,7 @@ class RoleSpec(_Strict):
         "listed correction, then each numbered line alone; up to this many and one more) is "
         "checked in a worktree of its own, in order, until one passes: a further correction "
         "costs its few tokens and a check, not a call. Its first sample still asks for one "
-        "line (live, greedy, one line passed 6 of 7 easy tasks where three passed 2; at the "
+        "line (live, greedy, one line passed 6 of 7 easy tasks where three passed 4; at the "
         "fix of seven hard ones three passed 3 of 7 where one passed none: "
         "bench/line_samples.py --variant alternatives).")
     sample_batch: int = Field(

@@ -81,11 +81,12 @@ def listed_again(asked: Sequence[Prompt], alternatives: int) -> list[Prompt]:
     """Sample i's prompt when a place asked again asks for ``alternatives`` corrections: each
     place's first sample asks for one line, its later ones for a list (the same object per
     place, so ``building.first_visits`` samples the list's first visit at the attempt's own
-    temperature). Live at the fix's place of seven tasks that both maps failed (r80-r82),
-    the request for one line passed 0 of 7 greedy samples and 0 of 21 at 0.8, the request
-    for three corrections 3 of 7 and 1 of 21; on seven tasks that both maps solve, the
-    other way round, greedy one line passed 6 of 7, three corrections 2 of 7
-    (``bench/line_samples.py --variant alternatives``): one line first, then the list."""
+    temperature). Live at the fix's place of seven tasks where both maps wrote a wrong line
+    (r80-r82), the request for one line passed 0 of 7 greedy samples and 0 of 21 at 0.8, the
+    request for three corrections 3 of 7 and 3 of 21; on seven tasks that both maps solve,
+    greedy, one line passed 6 of 7 and three corrections 4 of 7 (``bench/line_samples.py
+    --variant alternatives``, results/line-samples/r10-*, r11-*): one line first, then the
+    list."""
     lists: dict[int, Prompt] = {}
     seen: set[int] = set()
     out = []
