@@ -120,8 +120,8 @@ async def test_a_place_asked_again_asks_for_a_list_and_a_further_correction_is_k
     further = attempt.samples[2]
     assert further.call_s == 0 and further.output_tokens == 0 and further.ttft_s is None
     finished = [e for e in events if e.kind == "sample_finished" and e.attempt == 2]
-    assert [(e.index, e.alternative, e.passed) for e in finished] == [
-        (1, 0, False), (2, 0, False), (3, 2, True)]
+    assert [(e.index, e.corrections, e.alternative, e.passed) for e in finished] == [
+        (1, 1, 0, False), (2, 3, 0, False), (3, 3, 2, True)]
     calls = [e for e in events if e.kind == "call_finished" and e.session.startswith("builder-2")]
     assert len(calls) == 2  # a call a draw: the further correction asked nothing
 

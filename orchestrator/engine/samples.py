@@ -234,4 +234,5 @@ def _announce(ctx: RunContext, role: Role, run: CandidateRun, sample: Sample, n:
         prompt_tokens=sample.prompt_tokens, cached_tokens=sample.cached_tokens,
         output_tokens=sample.output_tokens, changed=sample.changed, passed=sample.passed,
         place=sample.place, again_s=sample.again_s, alternative=sample.alternative,
+        corrections=sample.corrections,
         error=run.error, wall_s=round(time.monotonic() - run.started, 3)))

@@ -269,6 +269,7 @@ class SampleFinished(EventBase):
     place: str = Field("", description="A one-line request's code (path:start-end).")
     again_s: float = Field(0.0, description="A second turn's time (asked once more for the "
                            "file or line its reply named), part of call_s.")
+    corrections: int = Field(1, description="Corrections its one-line request asked for.")
     alternative: int = Field(0, description="A further correction of the sample before's "
                              "reply, its place among the reply's edits; 0: a call of its own.")
     error: str | None = None
