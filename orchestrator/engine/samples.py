@@ -131,29 +131,43 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
         _announce(ctx, role, run, sample, n)
         if run.passed:
             break
-        for j, piece in enumerate(pieces[0] if pieces and calls else (), 2):
-            extra += 1
-            alt = await prepare(ctx, role, n, extra, tree, temperatures)
-            alt.temperature = run.temperature
-            runs.append(alt)
-            given = _alternative(piece, calls[0])
+        further_pieces = pieces[0] if pieces and calls else ()
+        if further_pieces and await _further_edits(
+                ctx, role, n, run, prompt, further_pieces, calls[0], first=extra + 1,
+                tree=tree, runs=runs, samples=samples, commands=commands, policy=policy,
+                protected=protected, model_step=model_step, temperatures=temperatures):
+            return
+        extra += len(further_pieces)
 
-            async def one(own: RunContext, i: int, temperature: float | None,
-                          alt: CandidateRun = alt, prompt: oneshot.Prompt = prompt,
-                          given: Completion = given) -> SessionOutcome:
-                asked = await oneshot.ask(own, role, alt.session, prompt,
-                                          temperature=temperature, protected=protected,
-                                          model_step=model_step, reply=given)
-                return asked.outcome
 
-            await _checked(alt, commands, policy, one, protected)
-            sample = _sample(alt, [given.record], changed=bool(alt.tree) and alt.tree != tree,
-                             place=_place(prompt), alternative=j,
-                             corrections=prompt.alternatives)
-            samples.append(sample)
-            _announce(ctx, role, alt, sample, n)
-            if alt.passed:
-                return
+async def _further_edits(ctx: RunContext, role: Role, n: int, run: CandidateRun,
+                         prompt: oneshot.Prompt, pieces: Sequence[str], record: CallRecord, *,
+                         first: int, tree: str, runs: list[CandidateRun],
+                         samples: list[Sample], commands: list[str], policy: CommandPolicy,
+                         protected: frozenset[str], model_step: int,
+                         temperatures: tuple[float, ...]) -> bool:
+    """Each further correction of ``run``'s reply (``pieces``) checked in a worktree of its
+    own, as samples ``first``, ``first + 1`` ... with no call; whether one passed."""
+    for j, piece in enumerate(pieces, 2):
+        alt = await prepare(ctx, role, n, first + j - 2, tree, temperatures)
+        alt.temperature = run.temperature
+        runs.append(alt)
+        given = _alternative(piece, record)
+
+        async def one(own: RunContext, i: int, temperature: float | None,
+                      alt: CandidateRun = alt, given: Completion = given) -> SessionOutcome:
+            asked = await oneshot.ask(own, role, alt.session, prompt, temperature=temperature,
+                                      protected=protected, model_step=model_step, reply=given)
+            return asked.outcome
+
+        await _checked(alt, commands, policy, one, protected)
+        sample = _sample(alt, [given.record], changed=bool(alt.tree) and alt.tree != tree,
+                         place=_place(prompt), alternative=j, corrections=prompt.alternatives)
+        samples.append(sample)
+        _announce(ctx, role, alt, sample, n)
+        if alt.passed:
+            return True
+    return False
 
 
 async def _checked(run: CandidateRun, commands: list[str], policy: CommandPolicy,
