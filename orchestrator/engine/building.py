@@ -206,8 +206,7 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
         interleaved(prompts, k if not line or leadlines.favoured(prompt) else 1, n),
         spec.line_alternatives)
     temperatures = first_visits(asked, temps, n) if line else temps
-    several = len(asked) > 1  # each checked in a worktree of its own
-    if several and ctx.workspace is not None and ctx.sandbox is not None:
+    if len(asked) > 1 and ctx.workspace is not None and ctx.sandbox is not None:
         outcome = await best_of(ctx, role, n, asked, k=len(asked),
                                 commands=acceptance_commands(ctx, state),
                                 policy=policy_of(ctx), protected=protected, samples=samples,

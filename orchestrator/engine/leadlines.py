@@ -1,6 +1,6 @@
 """The one-line request's prompts (``oneline.py`` reads the replies): the code the explorers
-found or the failure points at, and the request's other places (``localize/leads.py``): when the failure pins no code,
-after the explorers' place (before the code the failure passes through, when they verified
+found or the failure points at, and the request's other places (``localize/leads.py``): when
+the failure pins no code, after the explorers' place (before the code the failure passes through, when they verified
 nothing), each place the task's words lead to, one prompt each. Every prompt
 is ``line_prompt_for``'s but for the code at its end, so a server's cache serves the
 rest (``building.interleaved`` orders the samples)."""
@@ -85,7 +85,7 @@ def listed_again(asked: Sequence[Prompt], alternatives: int) -> list[Prompt]:
     (r80-r82), the request for one line passed 0 of 7 greedy samples and 0 of 21 at 0.8, the
     request for three corrections 3 of 7 and 3 of 21; on seven tasks that both maps solve,
     greedy, one line passed 6 of 7 and three corrections 4 of 7 (``bench/line_samples.py
-    --variant alternatives``, results/line-samples/r10-*, r11-*): one line first, then the
+    --variant alternatives``, results/line-samples/r64-*, r65-*): one line first, then the
     list."""
     lists: dict[int, Prompt] = {}
     seen: set[int] = set()

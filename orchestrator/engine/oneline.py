@@ -150,7 +150,7 @@ def alternatives(current: str, span: Span, reply: str, limit: int) -> list[str]:
     fenced line, inline code or ``N: text``; read whole, the reply is the first of them (or
     all of them on different lines at once), so each is checked on its own. A piece that
     changes nothing, or makes an edit an earlier one made, is left out."""
-    starts = [m for m in _ITEM.finditer(reply)]
+    starts = list(_ITEM.finditer(reply))
     items = [reply[m.end():nxt.start() if nxt is not None else len(reply)]
              for m, nxt in zip(starts, [*starts[1:], None], strict=True)] if len(starts) > 1 else []
     out: list[str] = []

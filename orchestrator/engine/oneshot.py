@@ -257,12 +257,16 @@ def _line_named(root: Path, span: Span, reply: str) -> tuple[int, str] | None:
     return line, current.splitlines()[line - 1].strip()
 
 
-
-
-def _pieces(root: Path, span: Span, reply: str, limit: int) -> list[str]:
-    """The pieces of ``reply`` that each make a different edit of ``span``'s file."""
+def _pieces(root: Path, span: Span, reply: str, limit: int
+            ) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The file the first piece of ``reply`` makes of ``span``'s, and the further pieces
+    that each make a different edit (``oneline.alternatives``); nothing when none edits."""
     current = read_source(Jail(root), span.path)
-    return [] if current is None else oneline.alternatives(current, span, reply, limit)
+    pieces = [] if current is None else oneline.alternatives(current, span, reply, limit)
+    if current is None or not pieces:
+        return {}, ()
+    new, _ = oneline.line_edit(current, span, pieces[0])
+    return ({span.path: new} if new is not None else {}), tuple(pieces[1:])
 
 
 def _line_changed(root: Path, span: Span, reply: str) -> tuple[dict[str, str], str]:
@@ -357,11 +361,12 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
     if prompt.line is not None:
         span = prompt.line
         said = oneline.whole_lines(completion.content or "", completion.finish_reason)
+        changed: dict[str, str] = {}
         if prompt.alternatives > 1 and reply is None:  # a held reply is one correction
-            pieces = await asyncio.to_thread(_pieces, ctx.worktree, span, said,
-                                             prompt.alternatives + 1)
-            said, alternatives = (pieces[0], tuple(pieces[1:])) if pieces else (said, ())
-        changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, span, said)
+            changed, alternatives = await asyncio.to_thread(
+                _pieces, ctx.worktree, span, said, prompt.alternatives + 1)
+        if not changed:
+            changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, span, said)
         # read whole: a reply cut at its cap may have quoted its line before it ran on
         named_line = None if changed else await asyncio.to_thread(
             _line_named, ctx.worktree, span, completion.content or "")
