@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import json
 import os
 import re
@@ -73,7 +74,12 @@ OTHER = {"suspect": "The bug is most likely in this code ($path lines $start-$en
 BARE = ("Which one of these lines is wrong? Answer with one line in this form: the line's "
         "number, a colon, then the whole line as it should read:\n<number>: <the corrected "
         "line>\nChange what makes the tests fail: a line given back as it is fixes nothing.")
-ALTERNATIVES = 3  # corrections asked for in one reply by --variant alternatives
+ALTERNATIVES = 3  # corrections asked for in one reply by --variant alternatives and told
+LISTED = ("alternatives", "told")
+# --variant told (a probe only; live it passed 0 of 16 greedy and 0 of 16 at 0.8 at the fix of
+# four tasks no request had fixed, r66-told: the 1.5B gave the lines it was told again)
+TOLD = ("Already tried in this code, and the tests still fail with each of these:\n$tried\n"
+        "None of them is the fix: do not give them again.")
 BARE_SYSTEM = ("You are a programmer fixing a bug. You cannot run anything. You answer with "
                "only the line that is wrong, corrected: its number, a colon, and its new text.")
 
@@ -86,7 +92,7 @@ def _request(task: Task, loc: Localization, span: Span, variant: str, where: str
         output = failure_output(SimpleNamespace(worktree=repo), state)  # type: ignore[arg-type]
     messages = line_messages(task.instruction, facts_said(loc.reports), output, span,
                              WHERE.get(where, "line_found"),
-                             ALTERNATIVES if variant == "alternatives" else 1)
+                             ALTERNATIVES if variant in LISTED else 1)
     if where in OTHER:
         at = {"path": span.path, "start": span.start, "end": span.end}
         messages[1]["content"] = messages[1]["content"].replace(
@@ -102,6 +108,26 @@ NEAR_USES = 24  # lines above a place searched for the definitions it uses (--wi
 
 
 _WORD = re.compile(r"[A-Za-z_$][\w$]*")
+
+
+def told_messages(messages: list[dict[str, str]], question: str, tried: list[str]
+                  ) -> list[dict[str, str]]:
+    """``messages`` (ending with ``question``) told, just before the question, the lines
+    ``tried`` already that failed: the same prefix, so the server's cache serves it."""
+    system, user = messages
+    body = user["content"]
+    if not tried or not body.endswith(question):
+        return messages
+    said = Template(TOLD).substitute(tried="\n".join(tried[-6:]))
+    return [system, {**user, "content": f"{body[:-len(question)]}{said}\n\n{question}"}]
+
+
+def changed_lines(current: str, new: str) -> list[str]:
+    """The lines ``new`` gives ``current`` a new text, as ``N: text`` (numbered in ``new``)."""
+    old, lines = current.splitlines(), new.splitlines()
+    matcher = difflib.SequenceMatcher(a=old, b=lines, autojunk=False)
+    return [f"{j + 1}: {lines[j].strip()}" for tag, _, _, j1, j2 in matcher.get_opcodes()
+            if tag in ("replace", "insert") for j in range(j1, j2)][:3]
 
 
 def with_uses(span: Span, body: str) -> Span:
@@ -178,27 +204,35 @@ async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
                 if len(batches) > 1:  # each way's sample 1 reads the prompt cold
                     await evict_prompt_caches(roles, os.environ)
                 rows += await _samples(pool, roles, role, task, k, temps, tmp, span, prompt,
-                                       where, cap, batch, each=variant == "alternatives")
+                                       where, cap, batch, each=variant in LISTED,
+                                       told=variant == "told")
     return rows
 
 
 async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
                    temps: tuple[float, float], tmp: Path, span: Span,
                    prompt: list[dict[str, str]], where: str, max_output: int | None = None,
-                   batch: int = 1, each: bool = False) -> list[dict[str, Any]]:
+                   batch: int = 1, each: bool = False, told: bool = False
+                   ) -> list[dict[str, Any]]:
     """k samples of ``prompt``: the first alone, the rest ``batch`` to a call (the engine's
     ``sample_batch``); a call's time is shared by the samples it answered, its tokens are on
-    the first of them, and each sample's wall time is its share plus its own check."""
+    the first of them, and each sample's wall time is its share plus its own check. ``told``:
+    each call told the lines the edits checked before it tried (``leadlines.told``)."""
     rows: list[dict[str, Any]] = []
+    tried: list[str] = []
+    asked = prompt
     i = 1
     while i <= k:
+        if told:
+            asked = told_messages(prompt, text("oneshot", "line_ask_alternatives",
+                                               count="three"), tried)
         temperature = temps[0] if i == 1 else temps[1]
         # as the engine asks: the cap, or room to reprint the code shown (``oneline.reply_cap``)
         client = pool.for_role(role, temperature=temperature,
                                max_output=oneline.reply_cap(max_output, span),
                                choices=1 if i == 1 else min(batch, k - i + 1))
         started = time.monotonic()
-        done = await client.complete(prompt, session=f"{role}-{task.name}-{where}-b{batch}-{i}")
+        done = await client.complete(asked, session=f"{role}-{task.name}-{where}-b{batch}-{i}")
         call_wall = time.monotonic() - started
         replies = [(done.content, done.finish_reason),
                    *((c.content, c.finish_reason) for c in done.more)]
@@ -206,26 +240,30 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
         for j, (content, finish) in enumerate(replies):
             began = time.monotonic()
             said = oneline.whole_lines(content or "", finish)  # as the engine reads
-            tried = [said]
+            pieces = [said]
             if each:  # as the engine reads several corrections: each edit alone
                 current = (repo_of(task, tmp) / span.path).read_text(encoding="utf-8")
-                tried = oneline.alternatives(current, span, said, ALTERNATIVES + 1) or [said]
+                pieces = oneline.alternatives(current, span, said, ALTERNATIVES + 1) or [said]
             changed = passed = False
             why = ""
-            for n, one in enumerate(tried):
+            for n, one in enumerate(pieces):
                 copy = materialize(task, tmp / f"{task.name}-{where}-{max_output}-b{batch}-"
                                    f"{i + j}-{n}")
                 c, p, why = await _checked(roles, task, copy, span, one)
                 changed, passed = changed or c, passed or p
+                if c and not p:
+                    new = (copy / span.path).read_text(encoding="utf-8")
+                    old = (repo_of(task, tmp) / span.path).read_text(encoding="utf-8")
+                    tried += [x for x in changed_lines(old, new) if x not in tried]
                 if passed:
-                    why = f"alternative {n + 1} of {len(tried)}"
+                    why = f"alternative {n + 1} of {len(pieces)}"
                     break
             rows.append({"task": task.name, "where": where, "sample": i + j, "batch": m,
                          "way": batch,
                          "temperature": temperature,
                          "span": f"{span.path}:{span.start}-{span.end}", "changed": changed,
                          "passed": passed, "why": why, "reply": content or "",
-                         "tried": len(tried),
+                         "tried": len(pieces), "told": len(tried) if told else 0,
                          "output_tokens": rec.output_tokens if j == 0 else 0, "cap": max_output,
                          "cut": finish == "length",
                          "call_s": round(rec.duration_s / m, 2),
@@ -236,7 +274,7 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
             r = rows[-1]
             print(f"{task.name:22} {where:7} {r['span']:22} cap={max_output} b={m} #{i + j} "
                   f"t={temperature} out={r['output_tokens']} changed={r['changed']!s:5} "
-                  f"passed={passed!s:5} tried={len(tried)} {r['call_s']:5.1f}s "
+                  f"passed={passed!s:5} tried={len(pieces)} {r['call_s']:5.1f}s "
                   f"cached={r['cached_tokens']}/{r['prompt_tokens']} {r['reply'][-70:]!r}",
                   flush=True)
         i += m
@@ -325,10 +363,13 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--first", type=float, default=0.6, help="the first sample's temperature")
     ap.add_argument("--rest", type=float, default=0.6, help="samples 2..k's temperature")
-    ap.add_argument("--variant", choices=("engine", "bare", "alternatives"), default="engine",
+    ap.add_argument("--variant", choices=("engine", "bare", "alternatives", "told"),
+                    default="engine",
                     help="engine: the engine's request (a sentence on what is wrong, then the "
                     "line); bare: the line alone, as it was asked before; alternatives: three "
-                    "corrections in one reply (line_alternatives = 3), each edit checked alone")
+                    "corrections in one reply (line_alternatives = 3), each edit checked alone; told: "
+                    "the same, each later call told the edits checked before it that failed "
+                    "(leadlines.told)")
     ap.add_argument("--at-fix", action="store_true",
                     help="ask of the place the explorers would show citing the reference fix")
     ap.add_argument("--with-uses", action="store_true",

@@ -210,3 +210,87 @@ def test_the_bench_counts_the_lists_and_their_further_corrections():
     assert c.later_s.median == 4.0  # the further correction is no sample of its own
     assert any("1 of 2 samples asked for several corrections and 1 passed; 1 further" in line
                for line in sample_lines([summary]))
+
+
+def _greedy_lists():
+    """A demo builder whose list of corrections holds the right one only when asked greedy
+    (its first item wrong, its second right); at any other temperature, and asked for one
+    line, every correction is wrong."""
+    greedy, other = _lists([], right_at=2), _lists([], right_at=0)
+
+    def respond(req: ChatRequestView) -> Reply:
+        listed = "different corrections" in req.messages[-1]["content"]
+        return greedy(req) if listed and req.body.get("temperature") == 0.0 else other(req)
+    return respond
+
+
+async def _greedy_run(sim, repo, temperatures: str):
+    """A demo run with ``_greedy_lists``'s builder at ``temperatures``: two samples an
+    attempt, lists of three, no tool loop, three attempts."""
+    sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
+        respond=_greedy_lists())}))
+    return await api.arun(DEMO_TASK, **demo_run(
+        sim, repo, "builder.one_shot=true", "builder.one_line=true", "builder.line_samples=2",
+        "builder.line_alternatives=3", f"builder.temperatures={temperatures}",
+        "builder.tool_loop=false", "run.max_attempts=3"))
+
+
+async def test_a_place_s_first_list_is_asked_greedy_even_when_its_attempt_samples_hotter(
+        fresh_sim, sample_repo):
+    """Attempt 2 (the one-line request, at temperature 0.8) asks the place once for one line
+    at 0.8, then for the list: greedy, its first list there. The list's second correction is
+    right, so the run passes in that attempt; before, the list was asked at 0.8 and its
+    corrections were all wrong (the test below)."""
+    result = await _greedy_run(fresh_sim, sample_repo, "[0.0, 0.8]")
+    assert result.status == "succeeded", result.reason
+    attempt = result.attempt_log[1]
+    assert attempt.n == 2 and attempt.strategy == "one_line" and attempt.passed
+    assert [(s.corrections, s.temperature, s.alternative, s.passed) for s in attempt.samples
+            ] == [(1, 0.8, 0, False), (3, 0.0, 0, False), (3, 0.0, 2, True)]
+
+
+async def test_a_list_asked_only_hot_never_finds_the_greedy_correction(fresh_sim, sample_repo):
+    """The same builder with one temperature (0.8): every list is asked at 0.8 and the run
+    fails, so the test above passes by the greedy list alone."""
+    result = await _greedy_run(fresh_sim, sample_repo, "[0.8]")
+    assert result.status == "failed"
+    listed = [s for a in result.attempt_log for s in a.samples if s.corrections > 1]
+    assert listed and all(s.temperature == 0.8 and not s.passed for s in listed)
+
+
+def test_a_place_an_earlier_attempt_asked_asks_for_the_list_first_greedy_once():
+    """Across attempts: a place an earlier attempt asked one line of asks the list on its
+    first visit, greedy while no list was asked greedy there, then at the attempt's own
+    temperature; a place never asked still asks one line first."""
+    from orchestrator.engine.building import first_visits, interleaved
+    from orchestrator.engine.leadlines import first_lists, listed_again, visited
+    from orchestrator.engine.oneshot import Prompt, Shown
+
+    def place(n: int) -> Prompt:
+        span = SPAN.model_copy(update={"start": n, "end": n + 3})
+        return Prompt(line_messages("fix median", "", "AssertionError", span), Shown({}, {}),
+                      line=span)
+
+    def asked_at(where: str, *, corrections: int = 1, temperature: float = 0.0) -> Sample:
+        return Sample(index=1, temperature=temperature, place=where, corrections=corrections)
+    p, lead = place(1), place(10)
+    one_line = [Attempt(n=1, strategy="one_line", samples=[asked_at(p.place)])]
+    before = visited(one_line, 0.0)
+    assert before == {p.place: False}
+    asked = listed_again(interleaved([p, lead], 2, 2), 3, before)
+    assert [(a.place, a.alternatives) for a in asked] == [
+        (lead.place, 1), (p.place, 3), (lead.place, 3)]
+    greedy = first_lists(asked, before)
+    assert greedy == [False, True, True]
+    assert first_visits(asked, (0.8,), 2, greedy, 0.0) == (0.8, 0.0, 0.0)
+    # a list was asked greedy at p: its list is asked at the attempt's own temperature now
+    listed = [*one_line, Attempt(n=2, strategy="one_line", samples=[
+        asked_at(p.place, corrections=3), asked_at(p.place, corrections=3, temperature=0.8)])]
+    before = visited(listed, 0.0)
+    assert before == {p.place: True}
+    asked = listed_again([p, p], 3, before)
+    assert first_lists(asked, before) == [False, False]
+    assert first_visits(asked, (0.8,), 3, first_lists(asked, before), 0.0) == (0.8, 0.8)
+    # a further correction is not a request: it marks no place
+    further = Sample(index=3, place="elsewhere.py:1-4", corrections=3, alternative=2)
+    assert visited([Attempt(n=1, strategy="one_line", samples=[further])], 0.0) == {}

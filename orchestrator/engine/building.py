@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.config.prompts import text
@@ -202,10 +203,13 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
     temps = (max(spec.temperatures),) if rung.resampled and spec.temperatures else spec.temperatures
     line = prompt.line is not None
     k = spec.line_samples if line and spec.line_samples > 1 else spec.samples
+    low = min(spec.temperatures, default=None)  # a first list's, even in a resampled round
+    before = leadlines.visited(state.attempt_log, low) if line else {}
     asked = leadlines.listed_again(
         interleaved(prompts, k if not line or leadlines.favoured(prompt) else 1, n),
-        spec.line_alternatives)
-    temperatures = first_visits(asked, temps, n) if line else temps
+        spec.line_alternatives, before)
+    temperatures = first_visits(asked, temps, n, leadlines.first_lists(asked, before),
+                                low) if line else temps
     if len(asked) > 1 and ctx.workspace is not None and ctx.sandbox is not None:
         outcome = await best_of(ctx, role, n, asked, k=len(asked),
                                 commands=acceptance_commands(ctx, state),
@@ -243,19 +247,22 @@ def interleaved(prompts: list[oneshot.Prompt], k: int, n: int = 1) -> list[onesh
     return out
 
 
-def first_visits(asked: list[oneshot.Prompt], temps: tuple[float, ...], n: int
-                 ) -> tuple[float, ...]:
+def first_visits(asked: list[oneshot.Prompt], temps: tuple[float, ...], n: int,
+                 greedy: Sequence[bool] = (), low: float | None = None) -> tuple[float, ...]:
     """Each asked line's temperature in attempt ``n``: a place's first sample at the attempt's
     own, its repeats at the highest of ``temps`` (a line is a few tokens: at one temperature
-    a repeat would mostly give them back); none when the role sets none. Over five live draws
-    (r42-r62) the samples at the fix's lines passed 7 of 22 on a place's first visit at
+    a repeat would mostly give them back), the samples ``greedy`` flags (a place's first list,
+    ``leadlines.first_lists``) at ``low`` (default: the lowest); none when the role sets none. Over five live
+    draws (r42-r62) the samples at the fix's lines passed 7 of 22 on a place's first visit at
     temperature 0, 7 of 43 on a first visit at 0.8 and 0 of 27 on a repeat; before,
     temperatures cycled by sample index (0, 0.8, 0.8), so a lead's first visit was greedy
     only when it fell on every third sample. (Whole-file samples take ``temps`` in turn.)"""
     first = temperature_of(temps, n)
     if first is None:
         return ()
-    return tuple(max(temps) if prompt in asked[:i] else first for i, prompt in enumerate(asked))
+    low = min(temps) if low is None else low
+    return tuple(low if i < len(greedy) and greedy[i] else
+                 max(temps) if prompt in asked[:i] else first for i, prompt in enumerate(asked))
 
 
 async def _tool_loop(ctx: RunContext, state: RunState, role: Role, task: str, n: int, *,

@@ -8,7 +8,7 @@ rest (``building.interleaved`` orders the samples)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -26,7 +26,7 @@ from orchestrator.engine.oneshot import (
 from orchestrator.engine.places import FOUND, FOUND_LINES, focus_span, found_span, line_span
 from orchestrator.engine.runtime import RunContext
 from orchestrator.localize.localization import Span
-from orchestrator.state import RunState
+from orchestrator.state import Attempt, RunState
 from orchestrator.tools.jail import Jail
 
 LEAD = "the task's words lead here"  # why a lead is shown
@@ -77,25 +77,53 @@ def listing(prompt: Prompt, alternatives: int) -> Prompt:
         system, {**user, "content": body[:-len(one)] + _question(alternatives)}])
 
 
-def listed_again(asked: Sequence[Prompt], alternatives: int) -> list[Prompt]:
+def listed_again(asked: Sequence[Prompt], alternatives: int,
+                 before: Mapping[str, bool] | None = None) -> list[Prompt]:
     """Sample i's prompt when a place asked again asks for ``alternatives`` corrections: each
     place's first sample asks for one line, its later ones for a list (the same object per
-    place, so ``building.first_visits`` samples the list's first visit at the attempt's own
-    temperature). Live at the fix's place of seven tasks where both maps wrote a wrong line
-    (r80-r82), the request for one line passed 0 of 7 greedy samples and 0 of 21 at 0.8, the
-    request for three corrections 3 of 7 and 3 of 21; on seven tasks that both maps solve,
-    greedy, one line passed 6 of 7 and three corrections 4 of 7 (``bench/line_samples.py
-    --variant alternatives``, results/line-samples/r64-*, r65-*): one line first, then the
-    list."""
+    place, so ``first_lists`` finds the list's first visit); a place an earlier attempt asked
+    (``before``: ``visited``) asks for the list from its first visit. Live at the fix's place
+    of seven tasks where both maps wrote a wrong line (r80-r82), the request for one line
+    passed 0 of 7 greedy samples and 0 of 21 at 0.8, the request for three corrections 3 of 7
+    and 3 of 21; on seven tasks that both maps solve, greedy, one line passed 6 of 7 and three
+    corrections 4 of 7 (``bench/line_samples.py --variant alternatives``,
+    results/line-samples/r64-*, r65-*): one line first, then the list."""
     lists: dict[int, Prompt] = {}
     seen: set[int] = set()
     out = []
     for prompt in asked:
         key = id(prompt)
-        if key in seen and alternatives > 1:
+        if alternatives > 1 and (key in seen or prompt.place in (before or {})):
             prompt = lists.setdefault(key, listing(prompt, alternatives))
         seen.add(key)
         out.append(prompt)
+    return out
+
+
+def visited(attempts: Sequence[Attempt], low: float | None) -> dict[str, bool]:
+    """The places (``Prompt.place``) earlier ``attempts``' one-line requests asked, each with
+    whether one of them asked a list there at ``low`` (the role's lowest temperature)."""
+    out: dict[str, bool] = {}
+    for sample in (s for a in attempts for s in a.samples if s.place and not s.alternative):
+        listed = sample.corrections > 1 and low is not None and sample.temperature == low
+        out[sample.place] = out.get(sample.place, False) or listed
+    return out
+
+
+def first_lists(asked: Sequence[Prompt], before: Mapping[str, bool] | None = None
+                ) -> list[bool]:
+    """Per sample of ``asked``: whether it is the first list its place asks with none asked
+    there at the lowest temperature before (``visited``): ``building.first_visits`` asks it
+    greedy, in any attempt. At the fix's place of the seven tasks above, a list passed 3 of 7
+    greedy and 3 of 21 at 0.8; until 2026-12-07 a place first visited in attempt 1 asked its
+    list in a later attempt at that attempt's temperature (0.6, 0.8 resampled), never
+    greedy."""
+    done = {place for place, greedy in (before or {}).items() if greedy}
+    out = []
+    for prompt in asked:
+        first = prompt.alternatives > 1 and prompt.place not in done
+        done |= {prompt.place} if first else set()
+        out.append(first)
     return out
 
 

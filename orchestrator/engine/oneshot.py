@@ -173,6 +173,11 @@ class Prompt:
     line: Span | None = None  # a one-line request: the reply corrects lines of this code
     alternatives: int = 1  # a one-line request for this many corrections, each checked alone
 
+    @property
+    def place(self) -> str:
+        """Where a one-line request points ("path:start-end"); "" for whole files."""
+        return "" if self.line is None else f"{self.line.path}:{self.line.start}-{self.line.end}"
+
 
 async def prompt_for(ctx: RunContext, state: RunState, n: int, *, restate: bool = False
                      ) -> Prompt | None:

@@ -125,7 +125,7 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
             share = 1 + len(further)
             held.update((i, (c, share)) for i, c in zip(answers[1:], further, strict=False))
         sample = _sample(run, calls, changed=bool(run.tree) and run.tree != tree,
-                         place=_place(prompt), share=share, again_s=sum(again),
+                         place=prompt.place, share=share, again_s=sum(again),
                          corrections=prompt.alternatives)
         samples.append(sample)
         _announce(ctx, role, run, sample, n)
@@ -162,7 +162,7 @@ async def _further_edits(ctx: RunContext, role: Role, n: int, run: CandidateRun,
 
         await _checked(alt, commands, policy, one, protected)
         sample = _sample(alt, [given.record], changed=bool(alt.tree) and alt.tree != tree,
-                         place=_place(prompt), alternative=j, corrections=prompt.alternatives)
+                         place=prompt.place, alternative=j, corrections=prompt.alternatives)
         samples.append(sample)
         _announce(ctx, role, alt, sample, n)
         if alt.passed:
@@ -217,12 +217,6 @@ def _further(choice: Choice, record: CallRecord) -> Completion:
                       record=record.model_copy(update={
                           "prompt_tokens": 0, "cached_tokens": 0, "output_tokens": 0,
                           "reasoning_tokens": 0, "cost_usd": 0.0}))
-
-
-def _place(prompt: oneshot.Prompt) -> str:
-    """Where a one-line request pointed ("path:start-end"); "" for whole files."""
-    line = prompt.line
-    return "" if line is None else f"{line.path}:{line.start}-{line.end}"
 
 
 def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool, place: str = "",
