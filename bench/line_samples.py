@@ -367,8 +367,9 @@ def main() -> None:
                     default="engine",
                     help="engine: the engine's request (a sentence on what is wrong, then the "
                     "line); bare: the line alone, as it was asked before; alternatives: three "
-                    "corrections in one reply (line_alternatives = 3), each edit checked alone; told: "
-                    "the same, each later call told the edits checked before it that failed "
+                    "corrections in one reply (line_alternatives = 3), each edit checked "
+                    "alone; told: the same, each later call told the edits checked before it "
+                    "that failed "
                     "(leadlines.told)")
     ap.add_argument("--at-fix", action="store_true",
                     help="ask of the place the explorers would show citing the reference fix")

@@ -251,10 +251,11 @@ def first_visits(asked: list[oneshot.Prompt], temps: tuple[float, ...], n: int,
                  greedy: Sequence[bool] = (), low: float | None = None) -> tuple[float, ...]:
     """Each asked line's temperature in attempt ``n``: a place's first sample at the attempt's
     own, its repeats at the highest of ``temps`` (a line is a few tokens: at one temperature
-    a repeat would mostly give them back), the samples ``greedy`` flags (a place's first list,
-    ``leadlines.first_lists``) at ``low`` (default: the lowest); none when the role sets none. Over five live
-    draws (r42-r62) the samples at the fix's lines passed 7 of 22 on a place's first visit at
-    temperature 0, 7 of 43 on a first visit at 0.8 and 0 of 27 on a repeat; before,
+    a repeat would mostly give them back), the samples ``greedy`` flags (a place's first
+    list, ``leadlines.first_lists``) at ``low`` (default: the lowest); none when the role
+    sets none. Over five live draws (r42-r62) the samples at the fix's lines passed 7 of 22 on
+    a place's first visit at temperature 0, 7 of 43 on a first visit at 0.8 and 0 of 27 on a
+    repeat (r87, the lists greedy: 4 of 8 routed, 3 of 7 solo, at 0.8 2 of 11, 2 of 13); before,
     temperatures cycled by sample index (0, 0.8, 0.8), so a lead's first visit was greedy
     only when it fell on every third sample. (Whole-file samples take ``temps`` in turn.)"""
     first = temperature_of(temps, n)
