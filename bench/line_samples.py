@@ -217,7 +217,7 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
     """k samples of ``prompt``: the first alone, the rest ``batch`` to a call (the engine's
     ``sample_batch``); a call's time is shared by the samples it answered, its tokens are on
     the first of them, and each sample's wall time is its share plus its own check. ``told``:
-    each call told the lines the edits checked before it tried (``leadlines.told``)."""
+    each call told the lines the edits checked before it tried (``told_messages``)."""
     rows: list[dict[str, Any]] = []
     tried: list[str] = []
     asked = prompt
@@ -370,7 +370,7 @@ def main() -> None:
                     "corrections in one reply (line_alternatives = 3), each edit checked "
                     "alone; told: the same, each later call told the edits checked before it "
                     "that failed "
-                    "(leadlines.told)")
+                    "(told_messages)")
     ap.add_argument("--at-fix", action="store_true",
                     help="ask of the place the explorers would show citing the reference fix")
     ap.add_argument("--with-uses", action="store_true",
