@@ -60,7 +60,7 @@ from orchestrator.benchmark.suite import Task, materialize
 from orchestrator.config.prompts import text
 from orchestrator.config.schema import RoleMap
 from orchestrator.engine import oneline
-from orchestrator.engine.leadlines import line_messages
+from orchestrator.engine.leadlines import line_messages, question
 from orchestrator.engine.oneshot import facts_said, failure_output, shown_files
 from orchestrator.engine.places import FOUND_LINES, defined, focus_span, found_span, line_span
 from orchestrator.localize.localization import Localization, Span
@@ -224,8 +224,7 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
     i = 1
     while i <= k:
         if told:
-            asked = told_messages(prompt, text("oneshot", "line_ask_alternatives",
-                                               count="three"), tried)
+            asked = told_messages(prompt, question(ALTERNATIVES), tried)
         temperature = temps[0] if i == 1 else temps[1]
         # as the engine asks: the cap, or room to reprint the code shown (``oneline.reply_cap``)
         client = pool.for_role(role, temperature=temperature,
@@ -241,8 +240,8 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
             began = time.monotonic()
             said = oneline.whole_lines(content or "", finish)  # as the engine reads
             pieces = [said]
+            current = (repo_of(task, tmp) / span.path).read_text(encoding="utf-8")
             if each:  # as the engine reads several corrections: each edit alone
-                current = (repo_of(task, tmp) / span.path).read_text(encoding="utf-8")
                 pieces = oneline.alternatives(current, span, said, ALTERNATIVES + 1) or [said]
             changed = passed = False
             why = ""
@@ -251,10 +250,9 @@ async def _samples(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: i
                                    f"{i + j}-{n}")
                 c, p, why = await _checked(roles, task, copy, span, one)
                 changed, passed = changed or c, passed or p
-                if c and not p:
+                if told and c and not p:
                     new = (copy / span.path).read_text(encoding="utf-8")
-                    old = (repo_of(task, tmp) / span.path).read_text(encoding="utf-8")
-                    tried += [x for x in changed_lines(old, new) if x not in tried]
+                    tried += [x for x in changed_lines(current, new) if x not in tried]
                 if passed:
                     why = f"alternative {n + 1} of {len(pieces)}"
                     break

@@ -1,9 +1,9 @@
 """The one-line request's prompts (``oneline.py`` reads the replies): the code the explorers
 found or the failure points at, and the request's other places (``localize/leads.py``): when
-the failure pins no code, after the explorers' place (before the code the failure passes through, when they verified
-nothing), each place the task's words lead to, one prompt each. Every prompt
-is ``line_prompt_for``'s but for the code at its end, so a server's cache serves the
-rest (``building.interleaved`` orders the samples)."""
+the failure pins no code, after the explorers' place (before the code the failure passes
+through, when they verified nothing), each place the task's words lead to, one prompt each.
+Every prompt is ``line_prompt_for``'s but for the code at its end, so a server's cache serves
+the rest (``building.interleaved`` orders the samples)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ async def line_prompt_for(ctx: RunContext, state: RunState, n: int) -> Prompt | 
 _COUNTS = {2: "two", 3: "three", 4: "four", 5: "five"}
 
 
-def _question(alternatives: int) -> str:
+def question(alternatives: int) -> str:
     """The one-line request's question: its corrected line, or ``alternatives`` of them."""
     if alternatives < 2:
         return text("oneshot", "line_ask")
@@ -68,13 +68,13 @@ def _question(alternatives: int) -> str:
 def listing(prompt: Prompt, alternatives: int) -> Prompt:
     """One-line request ``prompt`` asking for ``alternatives`` different corrections instead
     of one: the same messages up to the question, so a server's cache serves them."""
-    one = _question(1)
+    one = question(1)
     system, user = prompt.messages
     body = user["content"]
     if prompt.line is None or alternatives < 2 or not body.endswith(one):
         return prompt
     return replace(prompt, alternatives=alternatives, messages=[
-        system, {**user, "content": body[:-len(one)] + _question(alternatives)}])
+        system, {**user, "content": body[:-len(one)] + question(alternatives)}])
 
 
 def listed_again(asked: Sequence[Prompt], alternatives: int,
@@ -135,7 +135,7 @@ def line_messages(task: str, said: str, output: str, span: Span, where: str = "l
     failing = "\n\n".join(p for p in (said, output[-3000:]) if p.strip())
     body = text("oneshot", "line_task", task=task, failure=failing,
                 where=text("oneshot", where, path=span.path, start=span.start, end=span.end),
-                body=oneline.numbered(span), ask=_question(alternatives))
+                body=oneline.numbered(span), ask=question(alternatives))
     return [{"role": "system", "content": text("oneshot", "line_system")},
             {"role": "user", "content": body}]
 
