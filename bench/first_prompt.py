@@ -58,7 +58,7 @@ def _localized(repo: Path, task: Task) -> Localization:
     return localize_worktree(repo, checks)
 
 
-def _prompt(variant: str, task: Task, repo: Path, loc: Localization, shown: Shown
+def variant_messages(variant: str, task: Task, repo: Path, loc: Localization, shown: Shown
             ) -> tuple[list[dict[str, str]], dict[str, str]]:
     """The variant's messages and the files a reply may name, with their shown texts."""
     if variant == "single":
@@ -75,16 +75,16 @@ def _prompt(variant: str, task: Task, repo: Path, loc: Localization, shown: Show
     return built, {**shown.sources, **shown.tests}
 
 
-async def _one(pool: ClientPool, roles: RoleMap, role: str, task: Task, variant: str,
-               prompt: list[dict[str, str]], names: dict[str, str], tmp: Path
-               ) -> dict[str, Any]:
-    client = pool.for_role(role, temperature=temperature_of(roles.roles[role].temperatures, 1))
-    started = time.monotonic()
-    done = await client.complete(prompt, session=f"{role}-{task.name}-{variant}")
-    repo = materialize(task, tmp / f"{task.name}-{variant}")
+async def verdict(roles: RoleMap, task: Task, reply: str, names: dict[str, str], dest: Path,
+                  *, relabel: bool = True) -> tuple[list[str], bool]:
+    """The files a whole-file ``reply`` changes, written into a fresh copy of the task's
+    repository at ``dest`` through the edit tools, and whether its acceptance commands then
+    pass (sandboxed). ``relabel``: a block under the wrong name is read as the engine reads a
+    one-shot's."""
+    repo = materialize(task, dest)
     before = {n: (repo / n).read_text(encoding="utf-8") for n in names if (repo / n).is_file()}
-    read = parse_files(done.content or "", names)
-    if variant != "single":  # as the engine reads a one-shot: a block under the wrong name
+    read = parse_files(reply, names)
+    if relabel:
         read, _ = relabelled(read, names)
     changed = {p: b for p, b in read.items() if b != before.get(p)}
     tools = Toolbox.of(edit_tools(repo, edit_format="whole"))
@@ -93,7 +93,18 @@ async def _one(pool: ClientPool, roles: RoleMap, role: str, task: Task, variant:
     passed = bool(changed) and await check_acceptance(
         task, repo, dict(os.environ), roles.run.command_timeout_s, sandbox=roles.sandbox,
         objects=repo / ".git" / "objects")
-    return {"task": task.name, "variant": variant, "changed": sorted(changed),
+    return sorted(changed), passed
+
+
+async def _one(pool: ClientPool, roles: RoleMap, role: str, task: Task, variant: str,
+               prompt: list[dict[str, str]], names: dict[str, str], tmp: Path
+               ) -> dict[str, Any]:
+    client = pool.for_role(role, temperature=temperature_of(roles.roles[role].temperatures, 1))
+    started = time.monotonic()
+    done = await client.complete(prompt, session=f"{role}-{task.name}-{variant}")
+    changed, passed = await verdict(roles, task, done.content or "", names,
+                                    tmp / f"{task.name}-{variant}", relabel=variant != "single")
+    return {"task": task.name, "variant": variant, "changed": changed,
             "passed": passed, "call_s": round(done.record.duration_s, 2),
             "wall_s": round(time.monotonic() - started, 2),
             "prompt_chars": sum(len(m["content"]) for m in prompt)}
@@ -113,7 +124,7 @@ async def _run(roles: RoleMap, role: str, tasks: list[Task], variants: list[str]
                     print(f"{task.name:22} skipped: the failure pins no file", flush=True)
                     continue
                 for variant in variants:
-                    prompt, names = _prompt(variant, task, repo, loc, shown)
+                    prompt, names = variant_messages(variant, task, repo, loc, shown)
                     row = await _one(pool, roles, role, task, variant, prompt, names, Path(tmp))
                     rows.append(row)
                     print(f"{task.name:22} {variant:8} changed={len(row['changed'])} "

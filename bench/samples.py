@@ -11,6 +11,13 @@ cached tokens, and the 2nd..kth against the first. The target on llama.cpp: samp
     python bench/samples.py                          # the simulator (tokens only: it has no prefill)
     python bench/samples.py --roles live-routed --k 3  # a live map (its servers running)
     python bench/samples.py --roles my.toml --repo PATH --command "pytest -q" [--json out.json]
+
+``--suite live`` does it for each task of a suite whose failure pins files (``--only NAME``,
+repeatable, picks some), the servers' prompt caches emptied before each task's first sample,
+each reply also written into a fresh copy of the task's repository and checked by its
+acceptance commands; it prints the figures per task, then the medians over the tasks.
+
+    python bench/samples.py --roles live-routed --k 3 --suite live --json out.json
 """
 
 from __future__ import annotations
@@ -26,9 +33,12 @@ from pathlib import Path
 from typing import Any
 
 from demokit import demo_env, demo_roles
+from first_prompt import _localized, variant_messages, verdict
 from simproc import simulator
 
+from orchestrator.benchmark.reach import evict_prompt_caches
 from orchestrator.benchmark.simulator import load_role_map
+from orchestrator.benchmark.suite import Task, load_suite, materialize
 from orchestrator.config.prompts import text
 from orchestrator.engine.oneshot import messages, shown_files
 from orchestrator.engine.preflight import localize_worktree
@@ -52,8 +62,9 @@ def _prompt(repo: Path, command: str, task: str) -> list[dict[str, str]]:
 
 
 async def _samples(roles: Any, env: dict[str, str], role: str, prompt: list[dict[str, str]],
-                   k: int) -> list[dict[str, Any]]:
-    pool = ClientPool(roles, env)
+                   k: int, pool: ClientPool | None = None) -> list[dict[str, Any]]:
+    own = pool is None
+    pool = pool or ClientPool(roles, env)
     out = []
     try:
         for i in range(1, k + 1):
@@ -63,10 +74,85 @@ async def _samples(roles: Any, env: dict[str, str], role: str, prompt: list[dict
             r = done.record
             out.append({"sample": i, "temperature": temperature, "wall_s": r.duration_s,
                         "ttft_s": r.ttft_s, "prompt_tokens": r.prompt_tokens,
-                        "cached_tokens": r.cached_tokens, "output_tokens": r.output_tokens})
+                        "cached_tokens": r.cached_tokens, "output_tokens": r.output_tokens,
+                        "reply": done.content or ""})
+    finally:
+        if own:
+            await pool.aclose()
+    return out
+
+
+async def _suite(roles: Any, role: str, tasks: list[Task], k: int, tmp: Path
+                 ) -> list[dict[str, Any]]:
+    """Per task whose failure pins files: its one-shot prompt sampled ``k`` times (caches
+    emptied first), each reply checked in a fresh copy of its repository."""
+    env = dict(os.environ)
+    pool = ClientPool(roles, env)
+    out = []
+    try:
+        for task in tasks:
+            repo = materialize(task, tmp / f"{task.name}-preflight")
+            loc = await asyncio.to_thread(_localized, repo, task)
+            shown = shown_files(repo, loc)
+            if shown is None:
+                print(f"{task.name:22} skipped: the failure pins no file", flush=True)
+                continue
+            prompt, names = variant_messages("plain", task, repo, loc, shown)
+            await evict_prompt_caches(roles, env)
+            rows = await _samples(roles, env, role, prompt, k, pool)
+            for row in rows:
+                changed, passed = await verdict(roles, task, row["reply"], names,
+                                                tmp / f"{task.name}-{row['sample']}")
+                row.update(changed=changed, passed=passed)
+            summary = {"task": task.name, **_report(rows)}
+            out.append(summary)
+            _print(summary, task.name)
     finally:
         await pool.aclose()
     return out
+
+
+def _over_tasks(tasks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The medians over the tasks: sample 1's and samples 2..k's reading and generation, and
+    each task's samples 2..k against its sample 1."""
+    def med(values: list[float]) -> float | None:
+        return statistics.median(values) if values else None
+
+    def parts(rows: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+        timed = [r for r in rows if r["ttft_s"] is not None]
+        return [r["ttft_s"] for r in timed], [r["wall_s"] - r["ttft_s"] for r in timed]
+
+    firsts = [t["samples"][0] for t in tasks]
+    later = [r for t in tasks for r in t["samples"][1:]]
+    (read1, gen1), (read2, gen2) = parts(firsts), parts(later)
+    ratios = [t["later_vs_first_wall"] for t in tasks if "later_vs_first_wall" in t]
+    prompt = sum(r["prompt_tokens"] for r in later)
+    return {"tasks": len(tasks), "later_vs_first_wall": med(ratios),
+            "first_wall_s": med([r["wall_s"] for r in firsts]),
+            "later_wall_s": med([r["wall_s"] for r in later]),
+            "first_reading_s": med(read1), "first_generating_s": med(gen1),
+            "later_reading_s": med(read2), "later_generating_s": med(gen2),
+            "later_cached_share": sum(r["cached_tokens"] for r in later) / prompt
+            if prompt else None,
+            "passed_first": sum(t["samples"][0].get("passed", False) for t in tasks),
+            "passed_any": sum(any(r.get("passed") for r in t["samples"]) for t in tasks)}
+
+
+def _print_over(over: dict[str, Any], k: int) -> None:
+    def s(v: float | None) -> str:
+        return "-" if v is None else f"{v:.2f}s"
+
+    print(f"\nover {over['tasks']} task(s): sample 1 {s(over['first_wall_s'])} (reading "
+          f"{s(over['first_reading_s'])}, generating {s(over['first_generating_s'])}); samples "
+          f"2..{k} {s(over['later_wall_s'])} (reading {s(over['later_reading_s'])}, generating "
+          f"{s(over['later_generating_s'])}), medians")
+    if over["later_vs_first_wall"] is not None:
+        print(f"samples 2..k / sample 1, wall time, median over the tasks: "
+              f"{over['later_vs_first_wall']:.2f} (target <= 0.60 on llama.cpp)")
+    if over["later_cached_share"] is not None:
+        print(f"cached share of samples 2..k's prompt tokens: {over['later_cached_share']:.0%}")
+    print(f"passed: sample 1 {over['passed_first']}/{over['tasks']}, any of {k} "
+          f"{over['passed_any']}/{over['tasks']}; load average {os.getloadavg()[0]:.1f}")
 
 
 def _report(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -84,16 +170,19 @@ def _report(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return summary
 
 
-def _print(summary: dict[str, Any]) -> None:
+def _print(summary: dict[str, Any], title: str = "") -> None:
+    if title:
+        print(f"\n{title}")
     print(f"{'sample':>6} {'temp':>5} {'wall s':>8} {'read s':>8} {'gen s':>8} {'prompt':>7} "
-          f"{'cached':>7} {'output':>7}")
+          f"{'cached':>7} {'output':>7}" + (" passed" if title else ""))
     for r in summary["samples"]:
         ttft = r["ttft_s"]
         gen = r["wall_s"] - ttft if ttft is not None else None
         print(f"{r['sample']:>6} {r['temperature'] if r['temperature'] is not None else '-':>5} "
               f"{r['wall_s']:>8.2f} {ttft if ttft is not None else float('nan'):>8.2f} "
               f"{gen if gen is not None else float('nan'):>8.2f} {r['prompt_tokens']:>7} "
-              f"{r['cached_tokens']:>7} {r['output_tokens']:>7}")
+              f"{r['cached_tokens']:>7} {r['output_tokens']:>7}"
+              + (f" {r.get('passed')!s:>6}" if title else ""), flush=True)
     if "later_vs_first_wall" in summary:
         print(f"samples 2..k / sample 1, wall time: {summary['later_vs_first_wall']:.2f} "
               "(target <= 0.60 on llama.cpp)")
@@ -114,8 +203,29 @@ def main() -> None:
                     "the demo's)")
     ap.add_argument("--command", help="its acceptance command")
     ap.add_argument("--task", default=DEMO_TASK)
+    ap.add_argument("--suite", help="each task of this suite whose failure pins files "
+                    "(a live map only)")
+    ap.add_argument("--only", action="append", default=[], metavar="NAME",
+                    help="with --suite: only this task (repeatable)")
     ap.add_argument("--json", type=Path)
     args = ap.parse_args()
+    if args.suite:
+        if not args.roles:
+            raise SystemExit("--suite needs --roles: a live role map (the simulator's demo "
+                             "scenario answers the demo task only)")
+        _, roles = load_role_map(args.roles)
+        suite = load_suite(args.suite)
+        tasks = [t for t in suite.tasks if not args.only or t.name in args.only]
+        if unknown := sorted(set(args.only) - {t.name for t in suite.tasks}):
+            raise SystemExit(f"--only {', '.join(unknown)}: not in suite {args.suite}")
+        with tempfile.TemporaryDirectory() as tmp:
+            per_task = asyncio.run(_suite(roles, args.role, tasks, args.k, Path(tmp)))
+        over = _over_tasks(per_task)
+        _print_over(over, args.k)
+        if args.json:
+            args.json.write_text(json.dumps({"over": over, "tasks": per_task}, indent=2),
+                                 encoding="utf-8")
+        return
     with tempfile.TemporaryDirectory() as tmp:
         repo = args.repo or make_sample_repo(Path(tmp) / "repo")
         prompt = _prompt(repo, args.command or test_command(), args.task)
