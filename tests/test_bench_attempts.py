@@ -121,35 +121,41 @@ def test_a_prompt_the_run_asked_before_and_read_again_is_counted_with_its_readin
     assert "m: 2 of 7 samples read again a prompt their run had asked before: 14s" in lines[0]
 
 
-def _placed(index: int, place: str, ttft: float, gen: float) -> Sample:
+def _placed(index: int, place: str, ttft: float, gen: float, corrections: int = 1) -> Sample:
     return Sample(index=index, call_s=ttft + gen, ttft_s=ttft, prompt_tokens=800,
-                  cached_tokens=0 if ttft > 1 else 799, place=place)
+                  cached_tokens=0 if ttft > 1 else 799, place=place, corrections=corrections)
 
 
 def test_samples_at_the_first_ones_place_and_elsewhere_are_costed_apart():
     """The one-line request cycles over places (live r37, routed: 44 of samples 2..k asked
-    sample 1's very prompt, 92 another place's); each kind is costed against its attempt's
-    sample 1, prompt reading and generation apart, so the figure says whether a later sample
-    read a prompt or only generated."""
+    sample 1's very prompt, 92 another place's), and a place asked again asks for a list of
+    corrections (the same code, another question at its end); each kind is costed against
+    its attempt's sample 1, prompt reading and generation apart, so the figure says whether a
+    later sample read a prompt or only generated, and a longer list is not taken for the
+    same prompt sampled again."""
     run = _rec("j", 300, (
         _attempt(1, "one_line", samples=(_placed(1, "a.py:1-9", 6.0, 6.0),
                                          _placed(2, "a.py:1-9", 0.1, 5.9),
                                          _placed(3, "b.py:2-4", 2.0, 7.0),
-                                         _placed(4, "a.py:1-9", 2.5, 6.5))),), passed=False,
-        reason="the time budget of 300 s (run.time_budget_s) ran out")
+                                         _placed(4, "a.py:1-9", 2.5, 6.5),
+                                         _placed(5, "a.py:1-9", 1.0, 9.0, corrections=3))),),
+        passed=False, reason="the time budget of 300 s (run.time_budget_s) ran out")
     c = summarize_attempts("m", [run]).samples
     assert c.first_gen_s.median == pytest.approx(6.0)
-    assert c.same_place.samples == 2 and c.other_place.samples == 1
+    assert (c.same_place.samples, c.listed_place.samples, c.other_place.samples) == (2, 1, 1)
+    assert c.listed_place.vs_first.median == pytest.approx(10.0 / 12.0)
+    assert (c.listed_place.ttft_s.median, c.listed_place.gen_s.median) == (1.0, 9.0)
     assert c.same_place.vs_first.median == pytest.approx((0.5 + 0.75) / 2)
     assert c.same_place.ttft_s.median == pytest.approx(1.3)
     assert c.same_place.gen_s.median == pytest.approx(6.2)
     assert c.other_place.vs_first.median == pytest.approx(0.75)
     assert (c.other_place.ttft_s.median, c.other_place.gen_s.median) == (2.0, 7.0)
     (line,) = [x for x in sample_lines([summarize_attempts("m", [run])]) if "generates" in x]
-    assert line == ("m: sample 1 reads 6.00s and generates 6.00s; samples 2..k at sample 1's "
-                    "place (its very prompt): 2, 0.62× the first, reading 1.30s, generating "
-                    "6.20s; at another place: 1, 0.75× the first, reading 2.00s, generating "
-                    "7.00s")
+    assert line == ("m: sample 1 reads 6.00s and generates 6.00s; samples 2..k asking sample "
+                    "1's very prompt: 2, 0.62× the first, reading 1.30s, generating 6.20s; "
+                    "asking a list at its place: 1, 0.83× the first, reading 1.00s, "
+                    "generating 9.00s; at another place: 1, 0.75× the first, reading 2.00s, "
+                    "generating 7.00s")
 
 
 def test_samples_asked_once_more_for_the_line_they_named_are_counted_with_what_they_bought():
@@ -175,6 +181,8 @@ def test_samples_asked_once_more_for_the_line_they_named_are_counted_with_what_t
     assert c.one_turn_vs_first.median == pytest.approx(1.0)
     (best,) = [x for x in sample_lines([summarize_attempts("m", [run])]) if "best-of-k" in x]
     assert "1.00× with the second turns left out" in best
+    # each first call read 4 s and generated 5 s; the second turns are not generation
+    assert c.same_place.gen_s.median == pytest.approx(5.0)
     (plain,) = [x for x in sample_lines([summarize_attempts("m", RECORDS)]) if "best-of-k" in x]
     assert "second turns" not in plain
 

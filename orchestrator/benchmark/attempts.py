@@ -23,8 +23,10 @@ BUDGETS_S: tuple[int, ...] = (30, 60, 120, 300)
 
 class PlaceCost(BaseModel):
     """Samples 2..k asked at one kind of place against their attempt's sample 1: at its place
-    (the very same prompt) or at another (the one-line request cycling over places: a prompt
-    of its own past the shared task and failure)."""
+    with the request it asked (the very same prompt), at its place asking for another number
+    of corrections (the same code, another question at the end: ``line_alternatives``), or at
+    another place (the one-line request cycling over places: a prompt of its own past the
+    shared task and failure)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -67,7 +69,8 @@ class SampleCost(BaseModel):
     one_turn_vs_first: Spread = Spread(median=None)
     # samples 2..k apart by where they asked, reading and generation apart
     first_gen_s: Spread = Spread(median=None)
-    same_place: PlaceCost = PlaceCost()
+    same_place: PlaceCost = PlaceCost()  # sample 1's very prompt
+    listed_place: PlaceCost = PlaceCost()  # sample 1's place, another number of corrections
     other_place: PlaceCost = PlaceCost()
     # one-line requests for several corrections (line_alternatives): how many, how many passed
     # (by any of their edits), and the further edits checked with no call of their own
@@ -144,7 +147,8 @@ def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
     prompt = sum(x.prompt_tokens for x in laters)
     return seen.model_copy(update=dict(
         first_gen_s=spread(_gen(x) for x in firsts if x.ttft_s is not None),
-        same_place=_place_cost(timed, same=True), other_place=_place_cost(timed, same=False),
+        same_place=_place_cost(timed, "prompt"), listed_place=_place_cost(timed, "list"),
+        other_place=_place_cost(timed, "other"),
         cold_attempts=len(cold), cold_later_vs_first=spread(map(_later_vs_first, cold)),
         attempts=len(sampled), first_s=spread(x.call_s for x in firsts),
         later_s=spread(x.call_s for x in laters),
@@ -156,12 +160,23 @@ def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
 
 
 def _gen(sample: Sample) -> float:
-    return max(0.0, sample.call_s - (sample.ttft_s or 0.0))
+    """The first call's generation: its call time past the first token, without the second
+    turn a reply that named a line or file and gave no text for it was asked (``again_s``,
+    counted apart)."""
+    return max(0.0, sample.call_s - sample.again_s - (sample.ttft_s or 0.0))
 
 
-def _place_cost(sampled: Sequence[Sequence[Sample]], *, same: bool) -> PlaceCost:
-    """Samples 2..k of ``sampled`` asked at (``same``) or away from their sample 1's place."""
-    pairs = [(x, s[0]) for s in sampled for x in s[1:] if (x.place == s[0].place) == same]
+def _where(sample: Sample, first: Sample) -> str:
+    """Where ``sample`` asked against its attempt's ``first``: its very prompt (``prompt``),
+    its place with another number of corrections (``list``), or another place (``other``)."""
+    if sample.place != first.place:
+        return "other"
+    return "prompt" if sample.corrections == first.corrections else "list"
+
+
+def _place_cost(sampled: Sequence[Sequence[Sample]], where: str) -> PlaceCost:
+    """Samples 2..k of ``sampled`` that asked ``where`` (``_where``) against their sample 1."""
+    pairs = [(x, s[0]) for s in sampled for x in s[1:] if _where(x, s[0]) == where]
     return PlaceCost(samples=len(pairs), vs_first=spread(x.call_s / f.call_s for x, f in pairs),
                      ttft_s=spread(x.ttft_s for x, _ in pairs if x.ttft_s is not None),
                      gen_s=spread(_gen(x) for x, _ in pairs if x.ttft_s is not None))
@@ -258,7 +273,8 @@ def sample_lines(summaries: Sequence[AttemptsSummary]) -> list[str]:
                 f"{s.role_map}: sample 1 reads {c.first_ttft_s.median:.2f}s and generates "
                 f"{c.first_gen_s.median:.2f}s; samples 2..k "
                 + "; ".join(_placed(where, p) for where, p in (
-                    ("at sample 1's place (its very prompt)", c.same_place),
+                    ("asking sample 1's very prompt", c.same_place),
+                    ("asking a list at its place", c.listed_place),
                     ("at another place", c.other_place)) if p.samples))
     return lines
 
