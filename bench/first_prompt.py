@@ -26,6 +26,7 @@ import os
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,14 +49,19 @@ from orchestrator.tools.edit import edit_tools
 VARIANTS = ("plain", "failure", "facts", "single", "reversed")
 
 
-def _localized(repo: Path, task: Task) -> Localization:
+def localized(repo: Path, commands: Sequence[str]) -> Localization:
+    """The preflight's localisation of ``repo``: ``commands`` run in it, their failures read."""
     checks = []
-    for command in task.acceptance:
+    for command in commands:
         done = subprocess.run(command, shell=True, cwd=repo, capture_output=True, text=True,
                               check=False, timeout=600)
         checks.append(Check(command=command, exit_code=done.returncode,
                             output=(done.stdout + done.stderr)[-8000:]))
     return localize_worktree(repo, checks)
+
+
+def _localized(repo: Path, task: Task) -> Localization:
+    return localized(repo, task.acceptance)
 
 
 def variant_messages(variant: str, task: Task, repo: Path, loc: Localization, shown: Shown

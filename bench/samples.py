@@ -27,13 +27,12 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from demokit import demo_env, demo_roles
-from first_prompt import _localized, variant_messages, verdict
+from first_prompt import localized, variant_messages, verdict
 from simproc import simulator
 
 from orchestrator.benchmark.reach import evict_prompt_caches
@@ -41,19 +40,14 @@ from orchestrator.benchmark.simulator import load_role_map
 from orchestrator.benchmark.suite import Task, load_suite, materialize
 from orchestrator.config.prompts import text
 from orchestrator.engine.oneshot import messages, shown_files
-from orchestrator.engine.preflight import localize_worktree
 from orchestrator.engine.race import temperature_of
 from orchestrator.faces.demo import DEMO_TASK, demo_scenario, make_sample_repo, test_command
-from orchestrator.localize.localization import Check
 from orchestrator.models.pool import ClientPool
 from orchestrator.sim.scenario import CacheSpec
 
 
 def _prompt(repo: Path, command: str, task: str) -> list[dict[str, str]]:
-    done = subprocess.run(command, shell=True, cwd=repo, capture_output=True, text=True,
-                          check=False, timeout=600)
-    loc = localize_worktree(repo, [Check(command=command, exit_code=done.returncode,
-                                         output=(done.stdout + done.stderr)[-8000:])])
+    loc = localized(repo, [command])
     shown = shown_files(repo, loc)
     if shown is None:
         raise SystemExit("the failure pins no file small enough to show whole: no one-shot")
@@ -92,7 +86,7 @@ async def _suite(roles: Any, role: str, tasks: list[Task], k: int, tmp: Path
     try:
         for task in tasks:
             repo = materialize(task, tmp / f"{task.name}-preflight")
-            loc = await asyncio.to_thread(_localized, repo, task)
+            loc = await asyncio.to_thread(localized, repo, task.acceptance)
             shown = shown_files(repo, loc)
             if shown is None:
                 print(f"{task.name:22} skipped: the failure pins no file", flush=True)

@@ -122,7 +122,8 @@ def first_lists(asked: Sequence[Prompt], before: Mapping[str, bool] | None = Non
     out = []
     for prompt in asked:
         first = prompt.alternatives > 1 and prompt.place not in done
-        done |= {prompt.place} if first else set()
+        if first:
+            done.add(prompt.place)
         out.append(first)
     return out
 
