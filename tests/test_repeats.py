@@ -1,6 +1,7 @@
 """A reply that repeats an item of a JSON list is stopped at the repeat (``models/repeats.py``):
 the scan on its own, then a whole explorer session in JSON tool mode over the simulator, whose
-stream the client leaves early while the server still has most of the loop to send."""
+stream the client leaves early while the server still has most of the loop to send, and the same
+loop inside a native tool call's arguments."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ from routing_kit import pool_for
 
 from orchestrator import api
 from orchestrator.config.definitions import load_agents
+from orchestrator.config.schema import ModelSpec, Provider
 from orchestrator.models import repair
+from orchestrator.models.base import Route
+from orchestrator.models.chat import ChatFold
+from orchestrator.models.client import _arguments, _stopped_calls
 from orchestrator.models.repeats import RepeatedItem
 from orchestrator.record.telemetry import Telemetry
 from orchestrator.session.loop import Session
@@ -80,9 +85,10 @@ def test_nested_lists_are_checked_each_on_its_own():
 # --- a whole session: the client leaves the stream at the repeat -----------------------------
 
 
-async def _explore(sim, repo):
-    """One explorer session in JSON tool mode over ``sim``: its outcome and its telemetry."""
-    pool, _ = pool_for(sim, 'models.explorer-sim.tools="json"')
+async def _explore(sim, repo, *, native: bool = False):
+    """One explorer session over ``sim`` (JSON tool mode unless ``native``): its outcome and its
+    telemetry."""
+    pool, _ = pool_for(sim, *(() if native else ('models.explorer-sim.tools="json"',)))
     agent = load_agents()["explorer"]
     telemetry = Telemetry("t")
     session = Session(session_id="explorer-1", agent=agent, client=pool.for_role("explorer"),
@@ -121,12 +127,68 @@ async def test_an_explorer_looping_on_a_claim_is_stopped_there_and_its_claim_kep
                                           / 1e6)  # explorer-sim's price, prompt included
 
 
+def _native_submit(claims: list[object], *calls: ToolCallSpec) -> Reply:
+    submit = ToolCallSpec(name="submit", arguments={"answer": "stats.py", "claims": claims})
+    return Reply(tool_calls=[*calls, submit])
+
+
+@pytest.mark.both_apis
+@pytest.mark.usefixtures("pools_closed")
+async def test_a_native_call_looping_on_a_claim_is_stopped_there_too(fresh_sim, sample_repo):
+    # the same loop in a native tool call's arguments: the client reads them as they stream
+    looped = _native_submit([CLAIM] * 4)
+    tps = len(json.dumps([CLAIM] * 4)) / 4 / 1.5
+    fresh_sim.set_scenario(scenario_with(**{"sim-explorer": ModelBehavior(
+        respond=lambda req: looped, tokens_per_second=tps)}))
+    outcome, telemetry = await _explore(fresh_sim, sample_repo, native=True)
+    assert [c.text for c in outcome.payload.claims] == [CLAIM["text"]]
+    rec = fresh_sim.requests[-1]
+    assert len(fresh_sim.requests) == 1 and 0 < rec.deltas_sent < rec.deltas * 0.7
+    [call] = telemetry.calls
+    assert call.stopped == "repeat" and 0 < call.output_tokens < rec.deltas
+
+
+def test_a_cut_in_a_later_call_keeps_the_calls_before_it_whole():
+    model = ModelSpec(provider="p", id="m", context_window=8192, max_output=100)
+    provider = Provider(base_url="http://127.0.0.1:1/v1", api_key_env="K")
+    fold = ChatFold(Route(role="explorer", alias="m", model=model, provider_name="p",
+                          provider=provider, tier="standard", service_tier=None, effort=None))
+    first = json.dumps({"pattern": "median"})
+    second = json.dumps({"answer": "a", "claims": [CLAIM, CLAIM]})
+    for index, (name, args) in enumerate([("search", first), ("submit", second)]):
+        fold.add({"choices": [{"index": 0, "delta": {"tool_calls": [
+            {"index": index, "id": f"c{index}", "function": {"name": name, "arguments": ""}}]}}]},
+            0.0)
+        for i in range(0, len(args), 7):
+            fold.add({"choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": index, "function": {"arguments": args[i:i + 7]}}]}}]}, 0.0)
+    check = RepeatedItem()
+    cut = check(_arguments(fold))
+    assert cut is not None
+    reply = _stopped_calls(fold, cut)
+    assert [c.name for c in reply.tool_calls] == ["search", "submit"]
+    assert json.loads(reply.tool_calls[0].arguments) == {"pattern": "median"}
+    assert json.loads(reply.tool_calls[1].arguments) == {"answer": "a", "claims": [CLAIM]}
+    assert reply.finish == "repeat"
+
+
 @pytest.mark.both_apis
 @pytest.mark.usefixtures("pools_closed")
 async def test_a_submission_without_a_repeat_streams_to_its_end(fresh_sim, sample_repo):
     fresh_sim.set_scenario(scenario_with(**{"sim-explorer": ModelBehavior(
         respond=lambda req: Reply(content=_submit([CLAIM, OTHER])))}))
     outcome, telemetry = await _explore(fresh_sim, sample_repo)
+    assert len(outcome.payload.claims) == 2
+    rec = fresh_sim.requests[-1]
+    assert rec.deltas_sent == rec.deltas and telemetry.calls[0].stopped is None
+
+
+@pytest.mark.both_apis
+@pytest.mark.usefixtures("pools_closed")
+async def test_a_native_submission_without_a_repeat_streams_to_its_end(fresh_sim, sample_repo):
+    fresh_sim.set_scenario(scenario_with(**{"sim-explorer": ModelBehavior(
+        respond=lambda req: _native_submit([CLAIM, OTHER]))}))
+    outcome, telemetry = await _explore(fresh_sim, sample_repo, native=True)
     assert len(outcome.payload.claims) == 2
     rec = fresh_sim.requests[-1]
     assert rec.deltas_sent == rec.deltas and telemetry.calls[0].stopped is None

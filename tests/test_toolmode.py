@@ -167,6 +167,69 @@ async def test_a_model_looping_on_one_call_is_offered_only_submit(fresh_sim, sam
     assert len({s.system_text() for s in seen}) == 1
 
 
+async def test_a_native_model_looping_on_one_call_is_offered_only_submit_too(fresh_sim,
+                                                                            sample_repo):
+    # until 2026-12-07 only JSON tools had this: a native model repeated the call to max_turns
+    seen: list[ChatRequestView] = []
+
+    def respond(req: ChatRequestView) -> Reply:
+        seen.append(req)
+        if req.tool_names == ["submit"]:
+            return call("submit", **PLAN)
+        return call("search", pattern="median")
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-planner": ModelBehavior(respond=respond)}))
+    pool, _ = pool_for(fresh_sim)
+    outcome, session, _ = await planner_session(pool, sample_repo)  # max_turns=8
+    assert outcome.payload.goal == "g" and outcome.turns == 4
+    assert [len(r.tool_names) > 1 for r in seen] == [True, True, True, False]
+    assert seen[3].last_user_text() == text("toolmode", "loop_note")
+    # the note goes with that call only: the session's own history does not keep it
+    assert text("toolmode", "loop_note") not in json.dumps(session.messages)
+
+
+def _history(*calls: tuple[str, dict, str]) -> list[dict]:
+    out: list[dict] = []
+    for i, (name, args, result) in enumerate(calls):
+        out.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": f"c{i}", "type": "function",
+             "function": {"name": name, "arguments": json.dumps(args)}}]})
+        out.append({"role": "tool", "tool_call_id": f"c{i}", "content": result})
+    return out
+
+
+def test_a_builders_edits_that_read_alike_are_a_loop_only_to_the_wide_rule():
+    from orchestrator.models.loops import stalled
+
+    cycle = _history(("write_file", {"path": "a.py", "content": "x = 1\n"}, "wrote a.py (1 lines)"),
+                     ("run", {"command": "pytest"}, "FAILED test_a"),
+                     ("write_file", {"path": "a.py", "content": "x = 2\n"}, "wrote a.py (1 lines)"),
+                     ("run", {"command": "pytest"}, "FAILED test_a"))
+    assert stalled(cycle, 3) and not stalled(cycle, 3, exact=True)
+    again = _history(*[("run", {"command": "pytest"}, "FAILED test_a")] * 3)
+    assert stalled(again, 3, exact=True)
+    # the same call answered differently (the tests changed under it) is news
+    changed = _history(("run", {"command": "pytest"}, "FAILED test_a"),
+                       ("run", {"command": "pytest"}, "FAILED test_b"),
+                       ("run", {"command": "pytest"}, "FAILED test_a"))
+    assert not stalled(changed, 3, exact=True)
+
+
+async def test_a_native_model_searching_anew_keeps_its_tools(fresh_sim, sample_repo):
+    seen: list[ChatRequestView] = []
+    replies = [call("search", pattern="median"), call("search", pattern="mean"),
+               call("read", path="stats.py"), call("submit", **PLAN)]
+
+    def respond(req: ChatRequestView) -> Reply:
+        seen.append(req)
+        return replies[min(req.assistant_turns, 3)]
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-planner": ModelBehavior(respond=respond)}))
+    pool, _ = pool_for(fresh_sim)
+    outcome, _, _ = await planner_session(pool, sample_repo)
+    assert outcome.payload.goal == "g" and all(len(r.tool_names) > 1 for r in seen)
+
+
 # --- schemas a small model can fill ---------------------------------------------------------------
 
 FINDINGS, PLAN_TOOL = submit_schema(Findings), submit_schema(Plan)

@@ -150,6 +150,10 @@ class Fold(Protocol):
         """The reply's text so far (what a client's ``until`` check reads)."""
         ...
 
+    def calls(self) -> tuple[ToolCallData, ...]:
+        """The native tool calls so far, in the order they streamed, their arguments as sent."""
+        ...
+
 
 class Requests(Protocol):
     """Builds one route's request bodies (JSON bytes), encoding each message once."""

@@ -7,7 +7,7 @@ reasoning the Responses API carries (``REASONING``), which no Chat Completions s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from orchestrator.models import repair
@@ -71,7 +71,7 @@ class ChatFold:
 
     route: Route
     content: list[str] = field(default_factory=list)
-    calls: dict[int, dict[str, Any]] = field(default_factory=dict)
+    slots: dict[int, dict[str, Any]] = field(default_factory=dict)  # tool calls, by index
     finish: str | None = None
     usage: Mapping[str, Any] | None = None
     served_model: str | None = None
@@ -113,7 +113,7 @@ class ChatFold:
             self.content.append(delta["content"])
             out = True
         for tc in delta.get("tool_calls") or ():
-            slot = self.calls.setdefault(tc.get("index") or 0,
+            slot = self.slots.setdefault(tc.get("index") or 0,
                                          {"id": "", "name": "", "arguments": ""})
             slot["id"] = tc.get("id") or slot["id"]
             fn = tc.get("function")
@@ -127,8 +127,7 @@ class ChatFold:
         if self.finish is None:
             raise Transient(f"{where(self.route)}: the stream ended without a finish_reason "
                             f"after {self.pieces} pieces")
-        calls = tuple(ToolCallData(c["id"] or f"call_{i}", c["name"], repair.arguments(c["arguments"]))
-                      for i, c in sorted(self.calls.items()))
+        calls = tuple(replace(c, arguments=repair.arguments(c.arguments)) for c in self.calls())
         # another reply cut off without its finish is left out: it ended mid-answer
         more = tuple(Choice("".join(self.other_text.get(i, ())) or None, finish)
                      for i, finish in sorted(self.other_finish.items()))
@@ -137,6 +136,10 @@ class ChatFold:
 
     def text(self) -> str:
         return "".join(self.content)
+
+    def calls(self) -> tuple[ToolCallData, ...]:
+        return tuple(ToolCallData(c["id"] or f"call_{i}", c["name"], c["arguments"])
+                     for i, c in sorted(self.slots.items()))
 
 
 def _usage(u: Mapping[str, Any] | None) -> Usage:

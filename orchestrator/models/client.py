@@ -7,6 +7,8 @@ requested and served model and tier, tokens (cached and reasoning included), tim
 token, tokens/s and cost. SDK retries are off (``max_retries=0``): one client attempt is one
 HTTP request, and what to do about an error is decided from its class (``errors.py``) by the
 role's ``FallbackClient`` (``fallback.py``). ``pool.py`` builds the clients and their chains.
+Native tool calls whose arguments repeat an item of a list are stopped at the repeat, as a JSON
+tools reply is (``repeats.RepeatedItem``, ``loops.py``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any, cast
 
 import aiohttp
@@ -27,7 +30,7 @@ from openai import AsyncOpenAI
 from orchestrator import timing
 from orchestrator.config.schema import Provider
 from orchestrator.errors import ConfigError
-from orchestrator.models import chat, responses
+from orchestrator.models import chat, repair, responses
 from orchestrator.models.base import (
     Completion,
     Fold,
@@ -40,6 +43,7 @@ from orchestrator.models.base import (
     cost_usd,
 )
 from orchestrator.models.errors import Transient, classify, where
+from orchestrator.models.repeats import RepeatedItem
 from orchestrator.state import CallRecord
 
 __all__ = ["OpenAIModelClient", "provider_sdk"]
@@ -221,6 +225,9 @@ class OpenAIModelClient:
             acc = wire.fold(r)
             keep: int | None = None
             check = until() if until else None
+            # native tool calls: their arguments (all calls' in turn) end at a repeated list item
+            repeats = RepeatedItem() if tools else None
+            cut: int | None = None
             try:
                 # The body is final JSON: posted as it is, without the SDK's per-call walk of
                 # every message, and events arrive as their JSON (no model object per chunk).
@@ -235,12 +242,15 @@ class OpenAIModelClient:
                         # leaving the stream closes the connection: the server stops generating
                         if check and (keep := check(acc.text())) is not None:
                             break
+                        if repeats and (cut := repeats(_arguments(acc))) is not None:
+                            break
             except openai.APIError as exc:
                 raise classify(exc, r) from exc
             except (ValueError, AttributeError, TypeError) as exc:  # an event that is not JSON
                 raise Transient(f"{where(r)}: malformed stream event ({exc})") from exc
         started = sent[0] if sent else building  # the call's time is the server's and the wire's
-        reply = acc.result() if keep is None else _stopped(acc, keep)
+        reply = (_stopped(acc, keep) if keep is not None
+                 else _stopped_calls(acc, cut) if cut is not None else acc.result())
         reasoning = None
         if reply.reasoning_items:
             reasoning = {"source": r.source, "items": list(reply.reasoning_items),
@@ -279,6 +289,25 @@ class OpenAIModelClient:
             cost_usd=cost_usd(r.model, u.prompt, u.cached, u.output),
             stopped=reply.finish if reply.finish == "repeat" else None,
         )
+
+
+def _arguments(acc: Fold) -> str:
+    return "".join(c.arguments for c in acc.calls())
+
+
+def _stopped_calls(acc: Fold, keep: int) -> Streamed:
+    """The reply the client stopped after ``keep`` characters of its calls' arguments (taken in
+    turn): the call they end in is closed there (``repair``), the calls before it kept whole;
+    finish ``"repeat"``, the output the pieces read (the server sent no usage)."""
+    calls, start = [], 0
+    for call in acc.calls():
+        end = start + len(call.arguments)
+        calls.append(replace(call, arguments=repair.arguments(call.arguments[:keep - start])))
+        if keep <= end:
+            break
+        start = end
+    return Streamed(acc.text() or None, tuple(calls), "repeat", Usage(output=acc.pieces),
+                    acc.served_model, acc.served_tier)
 
 
 def _stopped(acc: Fold, keep: int) -> Streamed:

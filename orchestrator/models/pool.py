@@ -2,8 +2,8 @@
 
 A chain (``fallback.FallbackClient``) holds one client per model of the role's chain in the role
 map (``client.OpenAIModelClient``, wrapped in ``toolmode.JsonToolsClient`` for a model without
-native tool calls); every chain of a pool shares its ``Routing``: the quota ledger, the run's
-budget, the listeners and the retry policy.
+native tool calls, in ``loops.NativeToolsClient`` for one with them); every chain of a pool
+shares its ``Routing``: the quota ledger, the run's budget, the listeners and the retry policy.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from orchestrator.models.budget import Budget
 from orchestrator.models.client import OpenAIModelClient, provider_sdk
 from orchestrator.models.fallback import FallbackClient, RetryPolicy, Routing
 from orchestrator.models.keys import check_credentials
+from orchestrator.models.loops import NativeToolsClient
 from orchestrator.models.quota import Ledger, QuotaLedger
 from orchestrator.models.routing import RoutingEvent, RoutingListener
 from orchestrator.models.toolmode import JsonToolsClient
@@ -113,7 +114,7 @@ class ClientPool:
                              choices=choices)
         model = client.route.model
         if model.tools != "json":
-            return client
+            return NativeToolsClient(client)
         return JsonToolsClient(client, model.structured, optional=model.tool_args == "all")
 
     def for_role(self, role: Role, *, temperature: float | None = None, start: int = 0,

@@ -17,7 +17,7 @@ stream (``response.failed``, ``error``) are classified like HTTP errors.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from orchestrator.models import repair
@@ -136,7 +136,7 @@ class ResponsesFold:
 
     route: Route
     content: list[str] = field(default_factory=list)
-    calls: dict[str, dict[str, str]] = field(default_factory=dict)
+    slots: dict[str, dict[str, str]] = field(default_factory=dict)  # tool calls, by item
     reasoning: list[dict[str, Any]] = field(default_factory=list)
     by_index: dict[int, str] = field(default_factory=dict)
     finish: str | None = None
@@ -187,14 +187,14 @@ class ResponsesFold:
         key = (item or {}).get("id") or event.get("item_id")
         if key is None and isinstance(index, int):
             key = self.by_index.get(index, f"#{index}")
-        key = key or f"#{len(self.calls)}"
+        key = key or f"#{len(self.slots)}"
         if isinstance(index, int):
             self.by_index.setdefault(index, key)
         return str(key)
 
     def _slot(self, event: Mapping[str, Any], item: Mapping[str, Any] | None = None
               ) -> dict[str, str]:
-        return self.calls.setdefault(self._key(event, item),
+        return self.slots.setdefault(self._key(event, item),
                                      {"call_id": "", "name": "", "arguments": ""})
 
     def _item(self, event: Mapping[str, Any], *, done: bool) -> None:
@@ -224,23 +224,25 @@ class ResponsesFold:
     def _end(self, response: Mapping[str, Any], finish: str) -> None:
         self._served(response)
         self.usage = response.get("usage")
-        if not (self.content or self.calls or self.reasoning):  # a server that sent no items
+        if not (self.content or self.slots or self.reasoning):  # a server that sent no items
             for index, item in enumerate(response.get("output") or ()):
                 self._item({"item": item, "output_index": index}, done=True)
-        self.finish = "tool_calls" if finish == "stop" and self.calls else finish
+        self.finish = "tool_calls" if finish == "stop" and self.slots else finish
 
     def result(self) -> Streamed:
         if self.finish is None:
             raise Transient(f"{where(self.route)}: the stream ended without response.completed "
                             f"after {self.pieces} pieces")
-        calls = tuple(ToolCallData(c["call_id"] or f"call_{i}", c["name"],
-                                   repair.arguments(c["arguments"]))
-                      for i, c in enumerate(self.calls.values()))
+        calls = tuple(replace(c, arguments=repair.arguments(c.arguments)) for c in self.calls())
         return Streamed("".join(self.content) or None, calls, self.finish, _usage(self.usage),
                         self.served_model, self.served_tier, tuple(self.reasoning))
 
     def text(self) -> str:
         return "".join(self.content)
+
+    def calls(self) -> tuple[ToolCallData, ...]:
+        return tuple(ToolCallData(c["call_id"] or f"call_{i}", c["name"], c["arguments"])
+                     for i, c in enumerate(self.slots.values()))
 
 
 def _message_text(item: Mapping[str, Any]) -> list[str]:

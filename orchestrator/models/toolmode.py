@@ -14,8 +14,8 @@ field of ``submit`` is required (so the grammar makes the model write its ``clai
 Citations are grounded: once tool results have shown file lines (``read``'s numbered lines,
 ``search``'s ``path:line:`` matches), each citation in ``submit`` must be one of those lines, so a
 weak model picks evidence instead of inventing it; whether the line supports the claim is still
-its call. They also loop: once ``repeats - 1`` calls in a row brought nothing new (the same call
-again, or the same result), only ``submit`` is offered. ``read_artifact`` is offered only once
+its call. A model that loops (the same call again, or the same result) is offered only ``submit``
+(``loops.narrowed``, the rule native tool calls share). ``read_artifact`` is offered only once
 the history names an artifact.
 """
 
@@ -39,12 +39,12 @@ from orchestrator.models.base import (
     Until,
 )
 from orchestrator.models.listing import Listing, Listings
+from orchestrator.models.loops import FINAL_TOOL, narrowed, with_notes
 from orchestrator.models.repeats import RepeatedItem
 from orchestrator.tools.shown import places
 
 Structured = Literal["json_schema", "json_object", "prompt"]
 _FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.S)
-FINAL_TOOL = "submit"
 ARTIFACT_TOOL = "read_artifact"
 _DROP_KEYS = ("title", "$defs", "default")
 CITATION_FIELDS = frozenset({"path", "start_line", "end_line", "quote"})
@@ -255,41 +255,6 @@ def rewrite_history(messages: Sequence[Mapping[str, Any]], instruction: str
     return out
 
 
-def with_notes(messages: list[dict[str, Any]], notes: Sequence[str]) -> list[dict[str, Any]]:
-    """``notes`` at the very end of the conversation, after everything a cache could keep."""
-    if not notes:
-        return messages
-    text = "\n".join(notes)
-    if messages and messages[-1].get("role") == "user":
-        last = dict(messages[-1])
-        last["content"] = f"{last.get('content') or ''}\n\n{text}"
-        return [*messages[:-1], last]
-    return [*messages, {"role": "user", "content": text}]
-
-
-def stalled(messages: Sequence[Mapping[str, Any]], repeats: int) -> bool:
-    """True when the last ``repeats - 1`` tool calls each brought nothing new: a call made
-    before, or a result seen before. Three identical calls in a row are the simplest case."""
-    results = {str(m.get("tool_call_id")): str(m.get("content") or "")
-               for m in messages if m.get("role") == "tool"}
-    seen_calls: set[str] = set()
-    seen_results: set[str] = set()
-    stale = 0
-    for m in messages:
-        if m.get("role") != "assistant" or not m.get("tool_calls"):
-            continue
-        for c in m["tool_calls"]:
-            fn = c["function"]
-            key = json.dumps([fn["name"], _loads(fn["arguments"])], sort_keys=True)
-            result = results.get(str(c.get("id")))
-            old = key in seen_calls or (result is not None and result in seen_results)
-            stale = stale + 1 if old else 0
-            seen_calls.add(key)
-            if result is not None:
-                seen_results.add(result)
-    return stale >= max(1, repeats - 1)
-
-
 def offered(tools: Sequence[Mapping[str, Any]], messages: Sequence[Mapping[str, Any]]
             ) -> list[Mapping[str, Any]]:
     """The tools worth showing: ``read_artifact`` only once some message names an artifact."""
@@ -389,11 +354,8 @@ class JsonToolsClient:
             return await self.inner.complete(messages, session=session,
                                              response_format=response_format, progress=progress,
                                              until=until)
-        tools = offered(tools, messages)
+        tools, notes = narrowed(offered(tools, messages), messages, self.repeats)
         final = [t for t in tools if t["function"]["name"] == FINAL_TOOL]
-        notes = []
-        if final and len(final) < len(tools) and stalled(messages, self.repeats):
-            tools, notes = final, [text("toolmode", "loop_note")]
         cited = evidence(messages) if self.structured == "json_schema" and final else []
         if cited and _asks_citations(final[0]):
             notes.append(text("toolmode", "grounded_note"))
