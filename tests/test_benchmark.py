@@ -97,13 +97,15 @@ def test_printed_comparison_puts_pass_rates_next_to_every_speedup(bench2):
     text = console.export_text()
     lines = [line for line in text.splitlines() if "bench-fast vs bench-careful" in line]
     assert lines == ["bench-fast vs bench-careful: pass rate bench-fast 50%, bench-careful 100%"]
-    block = text.split(lines[0], 1)[1].splitlines()[1:6]
+    block = text.split(lines[0], 1)[1].splitlines()[1:7]
     assert "at equal accuracy bench-fast is" in block[0] and "2 task(s) both solved" in block[0]
     # each simulated builder passes at its first call: the split names them, and no rest
     assert block[1].strip() == "of those, 2 passed at both maps' first build call"
     assert block[2].strip().startswith("their summed time, bench-careful over bench-fast: ")
-    assert "pass rate within" in block[3]
-    assert block[4].strip().startswith("raw speed-up, all runs incl. failures (not accuracy-matched)")
+    assert block[3].strip().startswith("to the same pass rate (50%, the lower one): bench-fast "
+                                       "within ")
+    assert "pass rate within" in block[4]
+    assert block[5].strip().startswith("raw speed-up, all runs incl. failures (not accuracy-matched)")
     assert "bench-careful: builtin, 2 repeat(s)" in text and "js-range" in text
 
 
@@ -264,6 +266,29 @@ def test_the_speedup_is_split_at_the_tasks_both_maps_passed_at_their_first_build
     none = compare_pair("a", a[2:3], "b", b[2:3])
     assert none.first_call_both == () and "first build call" not in "\n".join(
         comparison_lines(none))
+
+
+def test_equal_accuracy_off_the_curve_is_the_budget_each_map_needs_for_the_lower_pass_rate():
+    from orchestrator.benchmark.compare import budget_for
+    from orchestrator.benchmark.report import comparison_lines
+
+    # a passes 4 of 5 (10, 12, 30, 90 s), b 3 of 5 (11, 40, 280 s): at b's 60 %, a needs
+    # its 3rd fastest pass (30 s), b its slowest (280 s)
+    a = [_rec(f"t{i}", "a", 0, w is not None, w or 300.0)
+         for i, w in enumerate([10.0, 12.0, 30.0, 90.0, None])]
+    b = [_rec(f"t{i}", "b", 0, w is not None, w or 300.0)
+         for i, w in enumerate([11.0, 40.0, None, 280.0, None])]
+    pair = compare_pair("a", a, "b", b)
+    assert pair.matched_rate == pytest.approx(0.6)
+    assert (pair.matched_budget_a, pair.matched_budget_b) == (30.0, 280.0)
+    assert "to the same pass rate (60%, the lower one): a within 30.00s a task, b within " \
+           "280.00s (9.33×)" in "\n".join(comparison_lines(pair))
+    assert budget_for(a, 0.0) is None and budget_for(b, 0.8) is None  # 4 of 5: b never does
+    # two repeats of one task: the rate counts runs, so half of them is the faster pass
+    assert budget_for([_rec("t", "a", r, True, w) for r, w in enumerate([5.0, 9.0])], 0.5) == 5.0
+    nothing = compare_pair("a", a, "b", [_rec("t0", "b", 0, False, 300.0)])
+    assert nothing.matched_rate is None and "same pass rate" not in "\n".join(
+        comparison_lines(nothing))
 
 
 def test_spread_of_nothing_and_of_one_value():

@@ -7,11 +7,14 @@ both solved, of B's time / A's time; its spread is the range of the same figure 
 repeat. The time budget of a pair is the slower map's median time on the tasks it solved, and
 each map's pass rate within it counts the runs that passed in no more than that time. The raw
 speed-up (median wall time of all runs, failures included) is kept only as a labelled aside,
-and so is the total one (B's summed time over A's, on the tasks both solved).
+and so is the total one (B's summed time over A's, on the tasks both solved). So is equal
+accuracy read off the curve of pass rate within a budget: the per-task budget each map needs to
+reach the lower of the two pass rates (``budget_for``).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -98,6 +101,12 @@ class PairComparison(BaseModel):
     # b's summed time over a's on the tasks both solved: the time the batch of them takes,
     # where the median ratio is the typical task's (a run of long tasks weighs more here)
     speedup_total: float | None = None
+    # equal accuracy read off the pass-rate-within-a-budget curve: the lower of the two maps'
+    # pass rates, and the per-task time budget each map needs to reach it (its k-th fastest
+    # pass, k that rate of its runs). Not a per-task ratio: the batch's, at the same accuracy
+    matched_rate: float | None = None
+    matched_budget_a: float | None = None
+    matched_budget_b: float | None = None
 
 
 def _median(values: Sequence[float]) -> float | None:
@@ -175,6 +184,14 @@ def _budget_rates(records: Sequence[RunRecord], budget: float | None) -> tuple[f
     return _passed_within(records, budget), spread(per_repeat)
 
 
+def budget_for(records: Sequence[RunRecord], rate: float) -> float | None:
+    """The least per-task time budget within which ``rate`` of ``records`` pass (None when
+    they never do): the k-th fastest passing run, k = ``rate`` of the runs, rounded up."""
+    walls = sorted(r.wall_s for r in records if r.passed)
+    k = math.ceil(rate * len(records) - 1e-9)
+    return walls[k - 1] if 0 < k <= len(walls) else None
+
+
 def passed_at_first_call(rec: RunRecord) -> bool:
     """``rec`` passed at its first build call: one attempt, one request (no second sample)."""
     log = rec.attempt_log
@@ -199,6 +216,7 @@ def compare_pair(a_name: str, a: Sequence[RunRecord], b_name: str,
     at_a, at_a_rep = _budget_rates(a, budget)
     at_b, at_b_rep = _budget_rates(b, budget)
     raw_a, raw_b = _median([r.wall_s for r in a]), _median([r.wall_s for r in b])
+    matched = min(pass_rate(a), pass_rate(b))
     return PairComparison(
         a=a_name, b=b_name, pass_rate_a=pass_rate(a), pass_rate_b=pass_rate(b),
         both_solved=both, speedup=_median(by_task),
@@ -210,6 +228,8 @@ def compare_pair(a_name: str, a: Sequence[RunRecord], b_name: str,
         first_call_both=tuple(t for t in both if t in first), speedup_rest=_median(rest),
         speedup_total=(sum(times_b[t] for t in both) / total_a
                        if (total_a := sum(times_a[t] for t in both)) > 0 else None),
+        matched_rate=matched if matched > 0 else None,
+        matched_budget_a=budget_for(a, matched), matched_budget_b=budget_for(b, matched),
     )
 
 

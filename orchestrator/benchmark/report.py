@@ -225,6 +225,13 @@ def comparison_lines(c: PairComparison) -> list[str]:
         if c.speedup_total is not None:
             lines.append(f"  their summed time, {c.b} over {c.a}: {c.speedup_total:.2f}× (the "
                          "batch of them, not the typical task)")
+    if (c.matched_rate is not None and c.matched_budget_a is not None
+            and c.matched_budget_b is not None):
+        lines.append(
+            f"  to the same pass rate ({_pct(c.matched_rate)}, the lower one): {c.a} within "
+            f"{c.matched_budget_a:.2f}s a task, {c.b} within {c.matched_budget_b:.2f}s"
+            + (f" ({c.matched_budget_b / c.matched_budget_a:.2f}×)"
+               if c.matched_budget_a > 0 else ""))
     if c.budget_s is not None:
         lines.append(
             f"  pass rate within {c.budget_s:.2f}s (the slower map's median time on solved tasks): "
