@@ -6,8 +6,9 @@ that call only: the session's history does not keep it).
 ``toolmode.JsonToolsClient`` applies the rule to a model that writes its calls as JSON,
 ``NativeToolsClient`` to a model with native tool calls, counting there only the same call
 answered the same way (until 2026-12-07 only the first had it: a native model could repeat a
-call up to the session's turn limit). A native call's arguments that repeat an item of a list inside one call are stopped
-by the client as they stream (``client.OpenAIModelClient.complete``, ``repeats.RepeatedItem``).
+call up to the session's turn limit). A native call whose arguments repeat an item of a list
+is stopped by the client as it streams (``client.OpenAIModelClient.complete``,
+``repeats.RepeatedItem``).
 """
 
 from __future__ import annotations
