@@ -60,10 +60,6 @@ def localized(repo: Path, commands: Sequence[str]) -> Localization:
     return localize_worktree(repo, checks)
 
 
-def _localized(repo: Path, task: Task) -> Localization:
-    return localized(repo, task.acceptance)
-
-
 def variant_messages(variant: str, task: Task, repo: Path, loc: Localization, shown: Shown
             ) -> tuple[list[dict[str, str]], dict[str, str]]:
     """The variant's messages and the files a reply may name, with their shown texts."""
@@ -124,7 +120,7 @@ async def _run(roles: RoleMap, role: str, tasks: list[Task], variants: list[str]
         with tempfile.TemporaryDirectory() as tmp:
             for task in tasks:
                 repo = materialize(task, Path(tmp) / f"{task.name}-preflight")
-                loc = await asyncio.to_thread(_localized, repo, task)
+                loc = await asyncio.to_thread(localized, repo, task.acceptance)
                 shown = shown_files(repo, loc)
                 if shown is None:
                     print(f"{task.name:22} skipped: the failure pins no file", flush=True)

@@ -52,7 +52,7 @@ from string import Template
 from types import SimpleNamespace
 from typing import Any
 
-from first_prompt import _localized, chosen, task_args
+from first_prompt import chosen, localized, task_args
 
 from orchestrator.benchmark.reach import evict_prompt_caches
 from orchestrator.benchmark.spec import check_acceptance
@@ -186,7 +186,7 @@ async def _task(pool: ClientPool, roles: RoleMap, role: str, task: Task, k: int,
                 caps: tuple[int | None, ...] = (None,), batches: tuple[int, ...] = (1,)
                 ) -> list[dict[str, Any]]:
     repo = materialize(task, repo_of(task, tmp))
-    loc = await asyncio.to_thread(_localized, repo, task)
+    loc = await asyncio.to_thread(localized, repo, task.acceptance)
     if at_fix:
         span = _fix_span(repo, task, loc, uses=at_fix == "uses")
     else:

@@ -92,3 +92,9 @@ async def test_a_native_tool_call_with_spoilt_arguments_runs_first_time(fresh_si
     assert "stats.py" in result and not result.startswith("error")
     second = fresh_sim.state.requests_for("sim-explorer")[1].body
     assert "median" in json.dumps(second)
+
+
+def test_a_value_is_what_the_text_holds_else_the_text_itself():
+    assert repair.value('{"a": 1,}') == {"a": 1}  # repaired
+    assert repair.value("not json") == "not json"
+    assert repair.value({"a": 1}) == {"a": 1}  # already a value

@@ -24,7 +24,8 @@ from orchestrator.models.base import Completion, ModelClient, Progress, Route, U
 FINAL_TOOL = "submit"
 
 
-def with_notes(messages: list[dict[str, Any]], notes: Sequence[str]) -> list[dict[str, Any]]:
+def with_notes(messages: Sequence[Mapping[str, Any]], notes: Sequence[str]
+               ) -> Sequence[Mapping[str, Any]]:
     """``notes`` at the very end of the conversation, after everything a cache could keep."""
     if not notes:
         return messages
@@ -34,13 +35,6 @@ def with_notes(messages: list[dict[str, Any]], notes: Sequence[str]) -> list[dic
         last["content"] = f"{last.get('content') or ''}\n\n{text}"
         return [*messages[:-1], last]
     return [*messages, {"role": "user", "content": text}]
-
-
-def _loads(value: Any) -> Any:
-    if not isinstance(value, str):
-        return value
-    loaded = repair.loads(value)
-    return value if loaded is None else loaded
 
 
 def stalled(messages: Sequence[Mapping[str, Any]], repeats: int, *, exact: bool = False) -> bool:
@@ -59,7 +53,7 @@ def stalled(messages: Sequence[Mapping[str, Any]], repeats: int, *, exact: bool 
             continue
         for c in m["tool_calls"]:
             fn = c["function"]
-            key = json.dumps([fn["name"], _loads(fn["arguments"])], sort_keys=True)
+            key = json.dumps([fn["name"], repair.value(fn["arguments"])], sort_keys=True)
             result = results.get(str(c.get("id")))
             if exact:
                 old = result is not None and result in seen_calls.get(key, ())
@@ -110,7 +104,7 @@ class NativeToolsClient:
     ) -> Completion:
         if tools:
             tools, notes = narrowed(tools, messages, self.repeats, exact=True)
-            messages = with_notes([dict(m) for m in messages], notes) if notes else messages
+            messages = with_notes(messages, notes)
         return await self.inner.complete(messages, session=session, tools=tools,
                                          response_format=response_format, progress=progress,
                                          until=until)

@@ -33,6 +33,15 @@ def loads(text: str) -> Any:
     return value if isinstance(value, dict | list) else None
 
 
+def value(text: Any) -> Any:
+    """What a model wrote as JSON: the value ``text`` holds (repaired as ``loads`` does), else
+    ``text`` itself; what is not a string, as it is."""
+    if not isinstance(text, str):
+        return text
+    loaded = loads(text)
+    return text if loaded is None else loaded
+
+
 def arguments(text: str) -> str:
     """A tool call's arguments as valid JSON text: as written when they parse, repaired when
     they are an object a model spoilt, else unchanged, so the tool's error says why."""

@@ -238,8 +238,9 @@ def rewrite_history(messages: Sequence[Mapping[str, Any]], instruction: str
         if role == "assistant" and m.get("tool_calls"):
             calls = [c["function"] for c in m["tool_calls"]]
             names.update({c["id"]: c["function"]["name"] for c in m["tool_calls"]})
-            written = "\n".join(json.dumps({"tool": c["name"], "arguments": _loads(c["arguments"])})
-                                for c in calls)
+            written = "\n".join(
+                json.dumps({"tool": c["name"], "arguments": repair.value(c["arguments"])})
+                for c in calls)
             kept = {REASONING: m[REASONING]} if REASONING in m else {}
             out.append({"role": "assistant", "content": written, **kept})
         elif role == "tool":
@@ -262,25 +263,18 @@ def offered(tools: Sequence[Mapping[str, Any]], messages: Sequence[Mapping[str, 
     return [t for t in tools if named or t["function"]["name"] != ARTIFACT_TOOL]
 
 
-def _loads(text: Any) -> Any:
-    if not isinstance(text, str):
-        return text
-    value = repair.loads(text)
-    return text if value is None else value
-
-
 def parse_tool_calls(content: str | None) -> list[ToolCallData]:
     """Tool calls written into ``content``: every fenced JSON block that names a tool, else the
     first bare one (the whole text, or its outermost braces). Keys ``tool``/``name``."""
     if not content:
         return []
-    fenced = [_as_call(_loads(m.group(1).strip())) for m in _FENCE.finditer(content)]
+    fenced = [_as_call(repair.value(m.group(1).strip())) for m in _FENCE.finditer(content)]
     calls = [c for c in fenced if c is not None]
     if not calls:
         stripped = content.strip()
         start, end = stripped.find("{"), stripped.rfind("}")
         bare = [stripped, stripped[start:end + 1]] if 0 <= start < end else [stripped]
-        calls = next(([c] for c in map(_as_call, map(_loads, bare)) if c is not None), [])
+        calls = next(([c] for c in map(_as_call, map(repair.value, bare)) if c is not None), [])
     return [replace(c, id=f"content_call_{i}") for i, c in enumerate(calls)]
 
 
@@ -298,7 +292,7 @@ def _as_call(obj: Any) -> ToolCallData | None:
         return None
     args = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(args, str):
-        parsed = _loads(args)
+        parsed = repair.value(args)
         args = parsed if isinstance(parsed, Mapping) else args
     text = args if isinstance(args, str) else json.dumps(args)
     return ToolCallData("content_call_0", name, text)
