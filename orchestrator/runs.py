@@ -112,13 +112,16 @@ def list_runs(repo: Path) -> list[RunInfo]:
 
 
 def _attempts(report: dict) -> tuple[str, ...]:
-    """``one_shot(unchanged)``, ``tool_loop+``: what each build attempt of a run was."""
+    """``one_shot(unchanged)``, ``tool_loop+``, ``one_line+mutant`` (passed by a mechanical
+    edit): what each build attempt of a run was."""
     out = []
     for a in report.get("attempt_log") or []:
         if isinstance(a, dict):
+            mechanical = any(isinstance(s, dict) and s.get("passed") and s.get("mutant")
+                             for s in a.get("samples") or [])
             out.append(str(a.get("strategy", "?")) + ("" if a.get("changed", True) else
-                                                       "(unchanged)") + ("+" if a.get("passed")
-                                                                         else ""))
+                                                       "(unchanged)")
+                       + ("+" if a.get("passed") else "") + ("mutant" if mechanical else ""))
     return tuple(out)
 
 

@@ -331,6 +331,9 @@ class Sample(Frozen):
                              "(line_alternatives), checked on its own: its place among the "
                              "reply's edits (2, 3 ...); no call, time or tokens of its own. "
                              "0: a sample with its own call.")
+    mutant: str = Field("", description="A mechanical edit of a line a sample chose (mutants): "
+                        "its operator (boundary, arithmetic, offset, number, operand); no "
+                        "model wrote it, no call of its own. \"\": a model's reply.")
 
 
 class Attempt(Frozen):

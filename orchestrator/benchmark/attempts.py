@@ -78,6 +78,12 @@ class SampleCost(BaseModel):
     listed_passed: int = 0
     further: int = 0
     further_passed: int = 0
+    # mechanical edits of the lines failed one-line samples chose (mutants): how many were
+    # checked, in how many runs, how many passed and what their checks took
+    mutants: int = 0
+    mutant_runs: int = 0
+    mutants_passed: int = 0
+    mutant_check_s: Spread = Spread(median=None)
 
 
 class AttemptsSummary(BaseModel):
@@ -130,8 +136,12 @@ def sample_cost(records: Sequence[RunRecord]) -> SampleCost:
     turned = [x for x in every if x.again_s > 0]
     listed = [x for x in every if x.corrections > 1]
     further = [x for r in records for a in r.attempt_log for x in a.samples if x.alternative]
+    edits = [[x for a in r.attempt_log for x in a.samples if x.mutant] for r in records]
     seen = SampleCost(listed=len(listed), listed_passed=sum(x.passed for x in listed),
                       further=len(further), further_passed=sum(x.passed for x in further),
+                      mutants=sum(map(len, edits)), mutant_runs=sum(map(bool, edits)),
+                      mutants_passed=sum(x.passed for e in edits for x in e),
+                      mutant_check_s=spread(x.checks_s for e in edits for x in e),
                       asked=len(every), asked_call_s=sum(x.call_s for x in every),
                       reread=len(again), reread_ttft_s=sum(x.ttft_s or 0.0 for x in again),
                       again=len(turned), again_s=spread(x.again_s for x in turned),
@@ -252,6 +262,11 @@ def sample_lines(summaries: Sequence[AttemptsSummary]) -> list[str]:
                 f"{s.role_map}: {c.listed} of {c.asked} samples asked for several corrections "
                 f"and {c.listed_passed} passed; {c.further} further corrections were checked "
                 f"with no call of their own, {c.further_passed} passed")
+        if c.mutants:
+            lines.append(
+                f"{s.role_map}: {c.mutants} mechanical edits of lines failed one-line samples "
+                f"chose were checked in {c.mutant_runs} run(s) (a check "
+                f"{c.mutant_check_s.median or 0:.2f}s, median), {c.mutants_passed} passed")
         if not c.attempts or c.first_s.median is None:
             continue
         ttft = ("" if c.first_ttft_s.median is None or c.later_ttft_s.median is None else

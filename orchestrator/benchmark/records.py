@@ -85,9 +85,13 @@ class RunRecord(BaseModel):
 
     @property
     def strategy(self) -> str:
-        """The strategy of the attempt that passed ("" when none did)."""
+        """The strategy of the attempt that passed ("" when none did), ``+mutant`` when its
+        passing change was a mechanical edit (no model wrote it)."""
         won = [a for a in self.attempt_log if a.passed]
-        return won[-1].strategy if self.passed and won else ""
+        if not self.passed or not won:
+            return ""
+        mechanical = any(s.passed and s.mutant for s in won[-1].samples)
+        return won[-1].strategy + ("+mutant" if mechanical else "")
 
 
 FAILURES = ("error", "out_of_time", "nothing_changed", "same_failure", "attempts_used",
@@ -140,9 +144,12 @@ def csv_row(rec: RunRecord) -> dict[str, Any]:
 
 def drawn(samples: Sequence[Sample]) -> list[Sample]:
     """The samples of ``samples`` that made a call, each passed (or changed) when it or a
-    further correction of its reply did: what a model was asked, for figures per request."""
+    further correction of its reply did: what a model was asked, for figures per request.
+    A mechanical edit (``Sample.mutant``) is no request and no model's: left out."""
     out: list[Sample] = []
     for x in samples:
+        if x.mutant:
+            continue
         if not x.alternative or not out:
             out.append(x)
             continue

@@ -158,6 +158,15 @@ class RoleSpec(_Strict):
         "line (live, greedy, one line passed 6 of 7 easy tasks where three passed 4; at the "
         "fix of seven hard ones three passed 3 of 7 where one passed none: "
         "bench/line_samples.py --variant alternatives).")
+    mutants: int = Field(
+        0, ge=0, le=32, description="Build roles with one_line and line_samples: when a "
+        "one-line sample fails (its further corrections too), up to this many mechanical "
+        "edits of each line it changed or named (a comparison's boundary, * and /, + and -, "
+        "a +1/-1 dropped, an integer one more or less or a number the task states, a name "
+        "one more or less) are checked like samples, with no call: a check costs a test run, "
+        "a sample a model's reply. Each line once a run; a passing edit is reported as written "
+        "by no model. 0: none (bench/mutants.py: on the live suite's fix files the reference "
+        "fix is among its line's edits in 5 of 22 tasks).")
     sample_batch: int = Field(
         1, ge=1, le=8, description="Build roles with samples or line_samples: the samples after "
         "the first that share a prompt and a temperature are asked this many to a call (Chat "

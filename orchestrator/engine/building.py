@@ -214,7 +214,8 @@ async def _one_shot(ctx: RunContext, state: RunState, role: Role, n: int, rung: 
         outcome = await best_of(ctx, role, n, asked, k=len(asked),
                                 commands=acceptance_commands(ctx, state),
                                 policy=policy_of(ctx), protected=protected, samples=samples,
-                                model_step=rung.model_step, temperatures=temperatures)
+                                model_step=rung.model_step, temperatures=temperatures,
+                                task=state.task)
         return strategy, outcome, prompt.diagnosed
     asked1 = await oneshot.ask(ctx, role, session_of(role, n, 1), prompt,
                                temperature=temperature_of(temps, n), protected=protected,

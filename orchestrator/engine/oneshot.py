@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from orchestrator.config.prompts import text
-from orchestrator.engine import oneline
+from orchestrator.engine import mutants, oneline
 from orchestrator.engine.places import defined, focus_span, found_span
 from orchestrator.engine.prompting import acceptance_commands
 from orchestrator.engine.race import session_of
@@ -309,6 +309,7 @@ class Asked:
     more: tuple[Choice, ...] = ()
     again_s: float = 0.0
     alternatives: tuple[str, ...] = ()  # further corrections of its reply, each checked alone
+    lines: tuple[int, ...] = ()  # a one-line request's lines the reply changed or named
 
 
 async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
@@ -363,6 +364,7 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
         return then
 
     alternatives: tuple[str, ...] = ()
+    chosen: tuple[int, ...] = ()
     if prompt.line is not None:
         span = prompt.line
         said = oneline.whole_lines(completion.content or "", completion.finish_reason)
@@ -383,6 +385,9 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
                 text("oneshot", "line_again", line=line, path=span.path, quote=quote))
             said = oneline.whole_lines(completion.content or "", completion.finish_reason)
             changed, unread = await asyncio.to_thread(_line_changed, ctx.worktree, span, said)
+        current = await asyncio.to_thread(read_source, Jail(ctx.worktree), span.path)
+        chosen = mutants.chosen(current, changed.get(span.path), span,
+                                named_line[0] if named_line else None)
     else:
         texts = {**shown.sources, **shown.tests}
         changed = parse_files(completion.content or "", texts)
@@ -408,7 +413,7 @@ async def ask(ctx: RunContext, role: Role, session: str, prompt: Prompt, *,
                text("oneshot", "wrote_nothing", why=why))
     report = BuildReport(summary=summary, files_changed=written)
     return Asked(account.finished(report, prompt.messages), record, more, again_s,
-                 alternatives)
+                 alternatives, chosen)
 
 
 def _both(first: CallRecord, then: CallRecord) -> CallRecord:

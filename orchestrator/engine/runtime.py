@@ -60,6 +60,8 @@ class RunContext:
     # work done ahead of the critical path (the worktree's tree while the builder's model
     # writes, the commit while the judges read, the line counts while explorers think)
     ahead: Ahead = field(default_factory=Ahead)
+    # the lines mechanical edits were checked on (tree, path, line): once a run each
+    mutated: set[tuple[str, str, int]] = field(default_factory=set)
     # candidate windows for explorers' questions; its searches are shared by the run's explorers
     _retriever: Retriever | None = field(default=None, repr=False)
 

@@ -24,7 +24,8 @@ import contextlib
 import time
 from collections.abc import Sequence
 
-from orchestrator.engine import oneshot
+from orchestrator.engine import mutants, oneshot
+from orchestrator.engine.oneshot import read_source
 from orchestrator.engine.race import (
     FATAL,
     CandidateRun,
@@ -38,9 +39,10 @@ from orchestrator.engine.race import (
 from orchestrator.engine.runtime import RunContext
 from orchestrator.errors import OrchestrateError
 from orchestrator.models.base import Choice, Completion
-from orchestrator.record.events import SampleFinished
+from orchestrator.record.events import SampleFinished, Warned
 from orchestrator.session.account import SessionOutcome
 from orchestrator.state import CallRecord, Role, Sample
+from orchestrator.tools.jail import Jail
 from orchestrator.tools.shell import CommandPolicy
 
 
@@ -48,13 +50,14 @@ async def best_of(ctx: RunContext, role: Role, n: int, prompts: Sequence[oneshot
                   k: int,
                   commands: list[str], policy: CommandPolicy, protected: frozenset[str],
                   samples: list[Sample],
-                  model_step: int = 0, temperatures: tuple[float, ...] | None = None
-                  ) -> SessionOutcome:
+                  model_step: int = 0, temperatures: tuple[float, ...] | None = None,
+                  task: str = "") -> SessionOutcome:
     """Up to ``k`` samples for build attempt ``n``, sample i of the i-th of ``prompts`` (the
     last when there are fewer) at the i-th of ``temperatures`` (default: the role's); the first
     that passes (else the one with the fewest failing commands) is adopted into
     ``ctx.worktree``. Each sample is appended to ``samples`` as it ends, so an attempt the
-    time budget cuts still records the samples it asked."""
+    time budget cuts still records the samples it asked. ``task`` gives mechanical edits its
+    numbers (``[roles.<build>] mutants``)."""
     assert ctx.workspace is not None, "samples need the run's workspace"
     spec = ctx.roles.roles[role]
     main = ctx.workspace
@@ -63,7 +66,7 @@ async def best_of(ctx: RunContext, role: Role, n: int, prompts: Sequence[oneshot
     try:
         await _ask_each(ctx, role, n, prompts, k=k, tree=tree, runs=runs, samples=samples,
                         commands=commands, policy=policy, protected=protected,
-                        model_step=model_step,
+                        model_step=model_step, numbers=tuple(mutants.task_numbers(task)),
                         temperatures=spec.temperatures if temperatures is None else temperatures)
     except BaseException:  # stopped (the time budget, a fatal error): no worktree is left
         for run in runs:
@@ -83,11 +86,15 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
                     k: int,
                     tree: str, runs: list[CandidateRun], samples: list[Sample],
                     commands: list[str], policy: CommandPolicy, protected: frozenset[str],
-                    model_step: int, temperatures: tuple[float, ...]) -> None:
+                    model_step: int, temperatures: tuple[float, ...],
+                    numbers: tuple[str, ...] = ()) -> None:
     """Sample after sample, each checked in its own worktree, until one passes. Samples 2..k
     that share a prompt and a temperature are asked ``sample_batch`` to a call: the call's
-    further replies are held for the samples next, each still checked on its own."""
+    further replies are held for the samples next, each still checked on its own. A failed
+    one-line sample's further corrections are checked next, then (``mutants``) the mechanical
+    edits of the lines it chose that no sample of the run has had yet."""
     batch = ctx.roles.roles[role].sample_batch
+    edits = ctx.roles.roles[role].mutants
     # further replies of calls made, by the sample they answer, with how many their call gave
     held: dict[int, tuple[Completion, int]] = {}
     extra = k  # samples of further corrections are numbered after the k drawn ones
@@ -99,6 +106,7 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
         more: list[tuple[Choice, ...]] = []
         again: list[float] = []  # a second turn's time (it named a file or line and stopped)
         pieces: list[tuple[str, ...]] = []  # the reply's further corrections
+        chosen: list[tuple[int, ...]] = []  # the lines its one-line reply changed or named
         reply, share = held.pop(index, (None, 1))
         answers = [index] if reply is not None else _answers(prompts, temperatures, index, k,
                                                              batch)
@@ -109,7 +117,8 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
                           prompt: oneshot.Prompt = prompt, reply: Completion | None = reply,
                           choices: int = choices, more: list[tuple[Choice, ...]] = more,
                           again: list[float] = again,
-                          pieces: list[tuple[str, ...]] = pieces) -> SessionOutcome:
+                          pieces: list[tuple[str, ...]] = pieces,
+                          chosen: list[tuple[int, ...]] = chosen) -> SessionOutcome:
             asked = await oneshot.ask(
                 own, role, run.session, prompt, temperature=temperature, protected=protected,
                 model_step=model_step, choices=choices, reply=reply)
@@ -117,6 +126,7 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
             more.append(asked.more)
             again.append(asked.again_s)
             pieces.append(asked.alternatives)
+            chosen.append(asked.lines)
             return asked.outcome
 
         await _checked(run, commands, policy, session, protected)
@@ -138,6 +148,30 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
                 protected=protected, model_step=model_step, temperatures=temperatures):
             return
         extra += len(further_pieces)
+        mechanical = (_mechanical(ctx, prompt, chosen[0], tree, numbers, edits)
+                      if edits and chosen and calls else [])
+        if mechanical and await _further_edits(
+                ctx, role, n, run, prompt, [p for p, _ in mechanical], calls[0],
+                first=extra + 1, tree=tree, runs=runs, samples=samples, commands=commands,
+                policy=policy, protected=protected, model_step=model_step,
+                temperatures=temperatures, kinds=[o for _, o in mechanical]):
+            return
+        extra += len(mechanical)
+
+
+def _mechanical(ctx: RunContext, prompt: oneshot.Prompt, lines: tuple[int, ...], tree: str,
+                numbers: tuple[str, ...], limit: int) -> list[tuple[str, str]]:
+    """The mechanical edits (``mutants.pieces``) of ``lines`` of the prompt's code, as it is
+    in ``tree``, that no sample of the run has checked yet (``RunContext.mutated``)."""
+    span = prompt.line
+    if span is None:
+        return []
+    fresh = tuple(k for k in lines if (tree, span.path, k) not in ctx.mutated)
+    current = read_source(Jail(ctx.worktree), span.path) if fresh else None
+    if current is None:
+        return []
+    ctx.mutated.update((tree, span.path, k) for k in fresh)
+    return mutants.pieces(current, span, fresh, numbers=numbers, limit=limit)
 
 
 async def _further_edits(ctx: RunContext, role: Role, n: int, run: CandidateRun,
@@ -145,10 +179,12 @@ async def _further_edits(ctx: RunContext, role: Role, n: int, run: CandidateRun,
                          first: int, tree: str, runs: list[CandidateRun],
                          samples: list[Sample], commands: list[str], policy: CommandPolicy,
                          protected: frozenset[str], model_step: int,
-                         temperatures: tuple[float, ...]) -> bool:
+                         temperatures: tuple[float, ...], kinds: Sequence[str] = ()) -> bool:
     """Each further correction of ``run``'s reply (``pieces``) checked in a worktree of its
-    own, as samples ``first``, ``first + 1`` ... with no call; whether one passed."""
+    own, as samples ``first``, ``first + 1`` ... with no call; whether one passed. With
+    ``kinds`` the pieces are mechanical edits, each made by the operator of its kind."""
     for j, piece in enumerate(pieces, 2):
+        kind = kinds[j - 2] if kinds else ""
         alt = await prepare(ctx, role, n, first + j - 2, tree, temperatures)
         alt.temperature = run.temperature
         runs.append(alt)
@@ -162,10 +198,15 @@ async def _further_edits(ctx: RunContext, role: Role, n: int, run: CandidateRun,
 
         await _checked(alt, commands, policy, one, protected)
         sample = _sample(alt, [given.record], changed=bool(alt.tree) and alt.tree != tree,
-                         place=prompt.place, alternative=j, corrections=prompt.alternatives)
+                         place=prompt.place, alternative=0 if kind else j,
+                         corrections=prompt.alternatives, mutant=kind)
         samples.append(sample)
         _announce(ctx, role, alt, sample, n)
         if alt.passed:
+            if kind:
+                ctx.telemetry.emit(Warned(role=role, session=alt.session, message=(
+                    f"the passing change is a mechanical edit ({kind}) of {prompt.place}, "
+                    f"written by no model: `{piece}`; review it"), category="mechanical_edit"))
             return True
     return False
 
@@ -221,7 +262,7 @@ def _further(choice: Choice, record: CallRecord) -> Completion:
 
 def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool, place: str = "",
             share: int = 1, again_s: float = 0.0, alternative: int = 0,
-            corrections: int = 1) -> Sample:
+            corrections: int = 1, mutant: str = "") -> Sample:
     call = calls[-1] if calls else CallRecord(role="", session="", requested_model="")
     return Sample(index=run.index, temperature=run.temperature,
                   call_s=round((call.duration_s - again_s) / share + again_s, 3), batch=share,
@@ -230,7 +271,7 @@ def _sample(run: CandidateRun, calls: list[CallRecord], *, changed: bool, place:
                   prompt_tokens=call.prompt_tokens, cached_tokens=call.cached_tokens,
                   output_tokens=call.output_tokens, changed=changed, passed=run.passed,
                   place=place, again_s=round(again_s, 3), alternative=alternative,
-                  corrections=corrections)
+                  corrections=corrections, mutant=mutant)
 
 
 def _announce(ctx: RunContext, role: Role, run: CandidateRun, sample: Sample, n: int) -> None:
@@ -242,5 +283,5 @@ def _announce(ctx: RunContext, role: Role, run: CandidateRun, sample: Sample, n:
         prompt_tokens=sample.prompt_tokens, cached_tokens=sample.cached_tokens,
         output_tokens=sample.output_tokens, changed=sample.changed, passed=sample.passed,
         place=sample.place, again_s=sample.again_s, alternative=sample.alternative,
-        corrections=sample.corrections,
+        corrections=sample.corrections, mutant=sample.mutant,
         error=run.error, wall_s=round(time.monotonic() - run.started, 3)))

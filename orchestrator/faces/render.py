@@ -182,11 +182,14 @@ def _print_attempts(console: Console, log: Sequence[Attempt]) -> None:
 
 
 def _attempt_cell(a: Attempt) -> str:
-    """``one_shot (unchanged, 12.3s)``, ``tool_loop (passed, 40.1s, 2 samples)``."""
+    """``one_shot (unchanged, 12.3s)``, ``tool_loop (passed, 40.1s, 2 samples)``, and the
+    passing sample's operator when no model wrote it."""
     said = ["passed" if a.passed else "unchanged" if not a.changed else "failed"]
     said.append(f"{a.duration_s:.1f}s")
     if a.samples:
         said.append(f"{len(a.samples)} sample(s)")
+    said += [f"passed by a mechanical edit ({s.mutant}), written by no model"
+             for s in a.samples if s.passed and s.mutant]
     return f"{a.strategy} ({', '.join(said)})"
 
 

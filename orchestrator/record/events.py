@@ -272,6 +272,8 @@ class SampleFinished(EventBase):
     corrections: int = Field(1, description="Corrections its one-line request asked for.")
     alternative: int = Field(0, description="A further correction of the sample before's "
                              "reply, its place among the reply's edits; 0: a call of its own.")
+    mutant: str = Field("", description="A mechanical edit's operator (no model wrote it); "
+                        "\"\": a model's reply.")
     error: str | None = None
 
 

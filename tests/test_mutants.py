@@ -1,0 +1,174 @@
+"""Mechanical edits of a line a model chose (``engine/mutants.py``, ``[roles.<build>] mutants``):
+the edits each operator makes on the live suite's one-token bugs, what is never edited, then
+whole runs against the simulator (the real SDK over HTTP) where a builder keeps writing the
+wrong fix on the right line, judged by the run branch's file, the samples and the events."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from conftest import scenario_with
+from routing_kit import asked_line, demo_run, show
+
+from orchestrator import api
+from orchestrator.engine.mutants import chosen, comment_for, mutants, pieces, task_numbers
+from orchestrator.faces.demo import DEMO_TASK
+from orchestrator.localize.localization import Span
+from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
+
+
+def _texts(line: str, **kw) -> dict[str, str]:
+    return {m.text: m.operator for m in mutants(line, **kw)}
+
+
+def test_the_live_suite_s_one_token_fixes_are_among_their_line_s_edits():
+    # xp-loyalty-tier, xp-parcel-weight, py-paging, xp-js-weekly-runs, xp-logstat-slow
+    assert _texts("        if lifetime_points > needed:")[
+        "        if lifetime_points >= needed:"] == "boundary"
+    assert _texts('    return value / _factor(KG_PER, unit, "weight")')[
+        '    return value * _factor(KG_PER, unit, "weight")'] == "arithmetic"
+    assert _texts("    return items[start:start + size - 1]")[
+        "    return items[start:start + size]"] == "offset"
+    js = "  return { start: addDays(today, -days), end: today };"
+    assert _texts(js, comment="//")[
+        "  return { start: addDays(today, -(days - 1)), end: today };"] == "operand"
+    numbers = tuple(task_numbers("misses most: 1840 ms and 730 ms; slower than 500 ms"))
+    assert numbers == ("1840", "730", "500")
+    assert _texts("def slow_requests(requests, threshold_ms=5000):", numbers=numbers)[
+        "def slow_requests(requests, threshold_ms=500):"] == "number"
+
+
+def test_strings_comments_calls_keys_and_declarations_are_left_alone():
+    edits = _texts('    label = "a < b - 1"  # 3 > 2', numbers=("7",))
+    assert edits == {}  # the assigned name, a string, a comment: nothing to edit
+    # a call's name, an attribute, a key and what a line assigns are no operands
+    js = "  const total = items.reduce(sum, { count: limit });"
+    assert set(_texts(js, comment="//")) == {
+        "  const total = items.reduce((sum - 1), { count: limit });",
+        "  const total = items.reduce((sum + 1), { count: limit });",
+        "  const total = items.reduce(sum, { count: (limit - 1) });",
+        "  const total = items.reduce(sum, { count: (limit + 1) });"}
+    # `//` is Python's floor division, a comment in JavaScript
+    assert _texts("    return a // b", comment="#") and not _texts("    x; // a - 1", comment="//")
+    assert comment_for("src/time/ranges.js") == "//" and comment_for("tool.py") == "#"
+    assert comment_for("run.sh") == "#"
+
+
+def test_edits_are_different_in_operator_order_and_limited():
+    line = "    if n > 1 and n * 2 < limit:"
+    got = mutants(line, limit=40)
+    assert len({m.text for m in got}) == len(got)
+    order = ["boundary", "arithmetic", "offset", "number", "operand"]
+    kinds = [m.operator for m in got]
+    assert kinds == sorted(kinds, key=order.index)
+    assert len(mutants(line, limit=3)) == 3
+
+
+def test_the_task_s_numbers_skip_dates_and_read_thousands():
+    assert task_numbers("from 2024-03-03 to 2024-03-10, over 1,000 points; 8 days not 7") == [
+        "1000", "8", "7"]
+
+
+def test_the_lines_chosen_are_those_changed_and_the_one_named_within_the_code_shown():
+    code = "a = 1\nb = 2\nc = 3\nd = 4\n"
+    span = Span(path="m.py", start=2, end=3, focus=2, text=("b = 2", "c = 3"), why="found")
+    assert chosen(code, "a = 1\nb = 5\nc = 3\nd = 4\n", span, None) == (2,)
+    assert chosen(code, "a = 9\nb = 2\nc = 3\nd = 4\n", span, None) == ()  # outside the span
+    assert chosen(code, None, span, 3) == (3,)  # named, nothing written
+    assert chosen(code, "a = 1\nb = 5\nc = 3\nd = 4\n", span, 3) == (3, 2)
+    got = pieces(code, span, (2,), numbers=("7",))
+    assert ("2: b = 7", "number") in got and ("2: b = 3", "number") in got
+
+
+# the demo's median with a one-token bug: the lower middle is taken twice
+_ONE_TOKEN = "    return (ordered[mid] + ordered[mid]) / 2\n"
+_FIXED = "    return (ordered[(mid - 1)] + ordered[mid]) / 2\n"
+
+
+def _one_token_repo(repo):
+    path = repo / "stats.py"
+    text = path.read_text(encoding="utf-8")
+    head, _, tail = text.rpartition("    return ordered[mid]\n")
+    path.write_text(head + _ONE_TOKEN + tail, encoding="utf-8")
+    ident = ["-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgSign=false"]
+    subprocess.run(["git", *ident, "commit", "-qam", "one token"], cwd=repo, check=True)
+    return head, tail
+
+
+def _wrong_on_the_line(seen: list[ChatRequestView]):
+    """A builder that gives whole files back unchanged and, asked for one line, writes the
+    wrong fix on the right line (the upper middle added)."""
+    def respond(req: ChatRequestView) -> Reply:
+        seen.append(req)
+        if not asked_line(req):
+            return Reply(content="I see no bug in stats.py.")
+        shown = req.messages[-1]["content"]
+        n = re.findall(r"(\d+)\|     return \(ordered\[mid\] \+ ordered\[mid\]\) / 2$",
+                       shown, re.M)[-1]
+        return Reply(content="It adds the same middle twice.\n"
+                             f"{n}: return (ordered[mid] + ordered[mid + 1]) / 2\n")
+    return respond
+
+
+async def test_a_wrong_fix_on_the_right_line_is_followed_by_its_line_s_edits_and_one_passes(
+        fresh_sim, sample_repo):
+    head, tail = _one_token_repo(sample_repo)
+    seen: list[ChatRequestView] = []
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
+        respond=_wrong_on_the_line(seen))}))
+    events: list = []
+    result = await api.arun(DEMO_TASK, listeners=[events.append], **demo_run(
+        fresh_sim, sample_repo, "builder.one_shot=true", "builder.one_line=true",
+        "builder.line_samples=2", "builder.mutants=12"))
+    assert result.status == "succeeded", result.reason
+    assert show(sample_repo, f"{result.branch}:stats.py") == head + _FIXED + tail
+    attempt = result.attempt_log[1]
+    assert attempt.strategy == "one_line" and attempt.passed
+    kept = [s for s in attempt.samples if s.passed]
+    assert [(s.mutant, s.call_s, s.output_tokens, s.alternative) for s in kept] == [
+        ("operand", 0.0, 0, 0)]
+    model_samples = [s for s in attempt.samples if not s.mutant]
+    assert len(model_samples) == 1  # the first sample's edits passed before a second call
+    assert sum(asked_line(r) for r in seen) == 1
+    said = [e.message for e in events if e.kind == "warning" and "mechanical" in e.message]
+    assert said and "written by no model" in said[0] and "(mid - 1)" in said[0]
+    finished = [e for e in events if e.kind == "sample_finished" and e.mutant]
+    assert finished[-1].passed and all(not e.passed for e in finished[:-1])
+
+
+async def test_without_mutants_the_same_builder_fails(fresh_sim, sample_repo):
+    _one_token_repo(sample_repo)
+    seen: list[ChatRequestView] = []
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
+        respond=_wrong_on_the_line(seen))}))
+    result = await api.arun(DEMO_TASK, **demo_run(
+        fresh_sim, sample_repo, "builder.one_shot=true", "builder.one_line=true",
+        "builder.line_samples=2", "run.max_attempts=2"))
+    assert result.status == "failed"
+    assert not any(s.mutant for a in result.attempt_log for s in a.samples)
+
+
+async def test_a_line_s_edits_are_checked_once_a_run(fresh_sim, sample_repo):
+    """The demo's own bug needs a new expression, no one-token edit: each sample writes the
+    same wrong line, and that line's edits are checked after the first only."""
+    seen: list[ChatRequestView] = []
+
+    def respond(req: ChatRequestView) -> Reply:
+        seen.append(req)
+        if not asked_line(req):
+            return Reply(content="I see no bug in stats.py.")
+        n = re.findall(r"(\d+)\|     return ordered\[mid\]$", req.messages[-1]["content"],
+                       re.M)[-1]
+        return Reply(content=f"Wrong middle.\n{n}: return ordered[mid + 1]\n")
+
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(respond=respond)}))
+    result = await api.arun(DEMO_TASK, **demo_run(
+        fresh_sim, sample_repo, "builder.one_shot=true", "builder.one_line=true",
+        "builder.line_samples=3", "builder.mutants=6", "run.max_attempts=2"))
+    assert result.status == "failed"
+    samples = result.attempt_log[1].samples
+    edits = [s for s in samples if s.mutant]
+    assert 0 < len(edits) <= 6 and not any(s.passed for s in edits)
+    # sample 1, its edits, then samples 2 and 3 with none: the line was edited once
+    assert [bool(s.mutant) for s in samples] == [False, *[True] * len(edits), False, False]
