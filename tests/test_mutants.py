@@ -172,3 +172,33 @@ async def test_a_line_s_edits_are_checked_once_a_run(fresh_sim, sample_repo):
     assert 0 < len(edits) <= 6 and not any(s.passed for s in edits)
     # sample 1, its edits, then samples 2 and 3 with none: the line was edited once
     assert [bool(s.mutant) for s in samples] == [False, *[True] * len(edits), False, False]
+
+
+def test_a_mechanical_pass_is_counted_apart_and_left_out_of_the_per_request_figures():
+    from orchestrator.benchmark.attempts import sample_lines, summarize_attempts
+    from orchestrator.benchmark.compare import passed_at_first_call
+    from orchestrator.benchmark.records import RunRecord, drawn
+    from orchestrator.faces.render import _attempt_cell
+    from orchestrator.runs import _attempts
+    from orchestrator.state import Attempt, Sample
+
+    samples = [Sample(index=1, call_s=5.0, changed=True),
+               Sample(index=4, changed=True, checks_s=0.2, mutant="boundary"),
+               Sample(index=5, changed=True, passed=True, checks_s=0.3, mutant="operand")]
+    attempt = Attempt(n=1, strategy="one_line", passed=True, samples=samples)
+    record = RunRecord(role_map="m", task="t", repeat=0, outcome="passed",
+                       status="succeeded", wall_s=9.0, attempt_log=[attempt])
+    assert record.strategy == "one_line+mutant"
+    assert [(s.index, s.passed) for s in drawn(samples)] == [(1, False)]  # the model's request
+    assert passed_at_first_call(record)  # one request: its edits asked nothing more
+    summary = summarize_attempts("m", [record])
+    assert summary.passed_by == {"one_line+mutant": 1}
+    cost = summary.samples
+    assert (cost.mutants, cost.mutant_runs, cost.mutants_passed) == (2, 1, 1)
+    assert any("2 mechanical edits" in line and "1 passed" in line
+               for line in sample_lines([summary]))
+    assert "passed by a mechanical edit (operand), written by no model" in _attempt_cell(attempt)
+    assert _attempts({"attempt_log": [attempt.model_dump()]}) == ("one_line+mutant",)
+    # a model's pass stays the model's
+    own = attempt.model_copy(update={"samples": [samples[0].model_copy(update={"passed": True})]})
+    assert record.model_copy(update={"attempt_log": [own]}).strategy == "one_line"
