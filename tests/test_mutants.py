@@ -55,6 +55,20 @@ def test_strings_comments_calls_keys_and_declarations_are_left_alone():
     assert comment_for("run.sh") == "#"
 
 
+def test_operands_after_keywords_and_in_slices_are_edited_declarations_and_steps_are_not():
+    got = set(_texts("        if lifetime_points > needed:"))
+    assert "        if lifetime_points > (needed - 1):" in got  # a block's `:` ends no key
+    assert "        if (lifetime_points + 1) > needed:" in got  # a name after `if` is a value
+    assert "    return items[(start - 1):start + size - 1]" in _texts(
+        "    return items[start:start + size - 1]")  # a slice's bound; `items[` is indexed
+    assert not any("(items" in t for t in _texts("    return items[start:start + size - 1]"))
+    loop = _texts("    for (var i = 0; i < count; i++) {", comment="//")
+    assert not any("-+" in t or ")++" in t for t in loop)  # `i++` is a step, not `i + +`
+    assert "    for (var i = 0; i <= count; i++) {" in loop
+    assert set(_texts("def f(a: int, b=2):")) == {"def f(a: int, b=3):", "def f(a: int, b=1):"}
+    assert _texts("    key=lambda r: (-r.ms, r.time)") == {}
+
+
 def test_edits_are_different_in_operator_order_and_limited():
     line = "    if n > 1 and n * 2 < limit:"
     got = mutants(line, limit=40)

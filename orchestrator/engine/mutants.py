@@ -37,12 +37,15 @@ _KEYWORDS = frozenset("""
     is lambda let new None nonlocal not null of or pass raise return self static super switch
     this throw true True try typeof undefined var void while with yield echo then fi done esac
 """.split())
+# keywords a declared name follows: the name is no value there
+_DECLARING = frozenset("as class const def export from function global import lambda let "
+                       "local nonlocal var".split())
 # a string (with its escapes), a number, a name, then operators longest first
 _TOKEN = re.compile(r"""
     (?P<string>"(?:\\.|[^"\\])*"?|'(?:\\.|[^'\\])*'?|`(?:\\.|[^`\\])*`?)
   | (?P<number>\d+(?:\.\d+)?(?![\w.]))
   | (?P<name>[A-Za-z_$][\w$]*)
-  | (?P<op>===|!==|\*\*=?|//=?|<<=?|>>=?|[<>!=+\-*/%&|^]=|=>|->|&&|\|\||[^\s\w])
+  | (?P<op>===|!==|\*\*=?|//=?|<<=?|>>=?|[<>!=+\-*/%&|^]=|=>|->|&&|\|\||\+\+|--|[^\s\w])
   | (?P<space>\s+)
 """, re.X)
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w.])")
@@ -210,9 +213,13 @@ def _operand(tokens: list[_Tok]) -> list[tuple[int, int, str]]:
             continue
         prev = tokens[i - 1].text if i else ""
         nxt = tokens[i + 1].text if i + 1 < len(tokens) else ""
-        if prev in (".", "def", "function", "class") or nxt in ("(", ".", "=", ":", "=>", "?."):
-            continue
-        if not prev or prev.isidentifier() and prev not in ("return", "in", "of", "await"):
-            continue  # a line's first name, or a name after another (a declaration)
+        if prev in (".", "++", "--") or nxt in ("(", ".", "=", "=>", "?.", "++", "--"):
+            continue  # a call, an attribute, what is assigned, a step
+        if nxt == "[" or nxt == ":" and prev in ("{", ",", "("):
+            continue  # indexed, a key or an annotated parameter (not a slice's bound)
+        if prev == ":" and nxt in (",", ")", "="):
+            continue  # a parameter's type
+        if not prev or prev in _DECLARING or prev.isidentifier() and prev not in _KEYWORDS:
+            continue  # a line's first name, or a name declared (`const total`, `int n`)
         out += [(t.start, t.end, f"({t.text} - 1)"), (t.start, t.end, f"({t.text} + 1)")]
     return out
