@@ -92,8 +92,8 @@ def mutants(line: str, *, comment: str = "#", numbers: tuple[str, ...] = (),
     ``//``); ``numbers`` are the task's own (``task_numbers``)."""
     tokens = _tokens(line, comment)
     made: dict[str, str] = {}
-    for operator, edits in (("boundary", _boundary(tokens)),
-                            ("arithmetic", _arithmetic(tokens)),
+    for operator, edits in (("boundary", _swapped(tokens, _BOUNDARY)),
+                            ("arithmetic", _swapped(tokens, _ARITHMETIC)),
                             ("offset", _offset(tokens)),
                             ("number", _numbers(tokens, numbers)),
                             ("operand", _operand(tokens))):
@@ -168,15 +168,10 @@ def _operand_before(tokens: list[_Tok], i: int) -> bool:
             or (prev.kind == "name" and prev.text not in _KEYWORDS))
 
 
-def _boundary(tokens: list[_Tok]) -> list[tuple[int, int, str]]:
-    return [(t.start, t.end, _BOUNDARY[t.text]) for i, t in enumerate(tokens)
-            if t.kind == "op" and t.text in _BOUNDARY and _operand_before(tokens, i)
-            and i + 1 < len(tokens)]
-
-
-def _arithmetic(tokens: list[_Tok]) -> list[tuple[int, int, str]]:
-    return [(t.start, t.end, _ARITHMETIC[t.text]) for i, t in enumerate(tokens)
-            if t.kind == "op" and t.text in _ARITHMETIC and _operand_before(tokens, i)
+def _swapped(tokens: list[_Tok], table: dict[str, str]) -> list[tuple[int, int, str]]:
+    """Each binary operator of ``table`` replaced by its counterpart there."""
+    return [(t.start, t.end, table[t.text]) for i, t in enumerate(tokens)
+            if t.kind == "op" and t.text in table and _operand_before(tokens, i)
             and i + 1 < len(tokens)]
 
 
