@@ -3,7 +3,7 @@ tests for the wrong reason.
 
 No model is asked. For each task of a suite, every line of the file its reference fix changes
 is edited the ways ``engine/mutants.py`` edits a line a model chose (the task's numbers
-given), and each edit is checked by the task's acceptance commands in a copy of its repository.
+given; a swap with the next line included), and each edit is checked by the task's acceptance commands in a copy of its repository.
 An edit that passes is counted as *the fix* when the file it makes is the reference fix's,
 at the fix's line when it makes another file from that line (another change that passes there),
 and *elsewhere* when it edits a line the fix does not touch: a pass the engine would take only
@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from orchestrator.benchmark.suite import Task, load_suite, materialize
-from orchestrator.engine.mutants import comment_for, mutants, task_numbers
+from orchestrator.engine.mutants import comment_for, mutants, swaps, task_numbers
 
 TIMEOUT_S = 30.0
 
@@ -61,17 +61,27 @@ def task_figures(task: Task, scratch: Path) -> dict[str, object]:
     passed: dict[str, list[str]] = {"fix": [], "fix_line": [], "elsewhere": []}
     times: list[float] = []
     edits = 0
+    comment = comment_for(task.sim.path)
     for n, line in enumerate(lines, 1):
         body = line.rstrip("\r\n")
-        for m in mutants(body, comment=comment_for(task.sim.path), numbers=numbers):
+        below = lines[n].rstrip("\r\n") if n < len(lines) else None
+        made = [(m.operator, {n: m.text}) for m in mutants(body, comment=comment,
+                                                           numbers=numbers)]
+        made += [("swap", {n: a, n + 1: b} if below is not None else {n: a})
+                 for a, b in swaps(body, below, comment=comment)]
+        for operator, edit in made:
             edits += 1
-            new = "".join([*lines[:n - 1], m.text + line[len(body):], *lines[n:]])
+            new = "".join(edit[k] + text[len(text.rstrip("\r\n")):] if k in edit else text
+                          for k, text in enumerate(lines, 1))
             path.write_text(new, encoding="utf-8")
             ok, took = check(repo, list(task.acceptance))
             times.append(took)
             if ok:
-                where = "fix" if new == fixed else "fix_line" if n in fix_lines else "elsewhere"
-                passed[where].append(f"{n}:{m.operator}: {m.text.strip()}")
+                where = ("fix" if new == fixed else "fix_line" if fix_lines & set(edit)
+                         else "elsewhere")
+                said = " / ".join(edit[k].strip() for k in sorted(edit) if edit[k] != lines[k - 1]
+                                  .rstrip("\r\n"))
+                passed[where].append(f"{n}:{operator}: {said}")
         path.write_text(source, encoding="utf-8")
     return {"task": task.name, "lines": len(lines), "edits": edits, "passed": passed,
             "check_s": round(statistics.median(times), 3) if times else 0.0}

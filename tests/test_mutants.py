@@ -12,7 +12,16 @@ from conftest import scenario_with
 from routing_kit import asked_line, demo_run, show
 
 from orchestrator import api
-from orchestrator.engine.mutants import chosen, comment_for, mutants, pieces, task_numbers
+from orchestrator.engine.mutants import (
+    chosen,
+    comment_for,
+    mutants,
+    pieces,
+    place_lines,
+    swaps,
+    task_numbers,
+)
+from orchestrator.engine.oneline import line_edit
 from orchestrator.faces.demo import DEMO_TASK
 from orchestrator.localize.localization import Span
 from orchestrator.sim import ChatRequestView, ModelBehavior, Reply
@@ -77,6 +86,45 @@ def test_edits_are_different_in_operator_order_and_limited():
     kinds = [m.operator for m in got]
     assert kinds == sorted(kinds, key=order.index)
     assert len(mutants(line, limit=3)) == 3
+
+
+def test_two_names_are_swapped_within_a_line_and_with_the_next():
+    # py-config-merge: the user's values are overwritten by the defaults
+    assert swaps("    merged = dict(user)", "    merged.update(DEFAULTS)") == [
+        ("    merged = dict(DEFAULTS)", "    merged.update(user)")]
+    # `unknown` is on both lines; within one line nothing is swapped (`a > b` is no `b > a`)
+    assert swaps("    unknown = set(user) - set(DEFAULTS)", "    if unknown:") == []
+    assert swaps("    return a - b") == [] and swaps("  if [[ $n > $max ]]; then") == []
+    # a declaration's names are parameters; a string's prefix is no name; calls stay
+    assert swaps("def f(a, b):", "    return g(b)") == []
+    assert swaps('    raise KeyError(f"{a}")', "    b = c") == []
+    assert swaps("    total = price(n)", "    return total") == []
+
+
+def test_a_short_place_has_every_line_edited_the_chosen_first_and_a_swap_is_two_lines():
+    span = Span(path="config.py", start=4, end=11, focus=9, text=(), why="found")
+    assert place_lines(span, (9,), 12) == (9, 4, 5, 6, 7, 8, 10, 11)
+    assert place_lines(span, (9,), 7) == (9,)  # longer than that: the chosen lines only
+    assert place_lines(span, (9,), 0) == (9,)
+    code = ('DEFAULTS = {"timeout": 30}\n\n\ndef load_settings(user):\n    """Doc."""\n'
+            "    unknown = set(user) - set(DEFAULTS)\n    if unknown:\n"
+            '        raise KeyError(f"unknown settings: {sorted(unknown)}")\n'
+            "    merged = dict(user)\n    merged.update(DEFAULTS)\n    return merged\n")
+    got = pieces(code, span, place_lines(span, (9,), 12))
+    assert got[:3] == [("9: merged = dict((user - 1))", "operand"),
+                       ("9: merged = dict((user + 1))", "operand"),
+                       ("9: merged = dict(DEFAULTS)\n10: merged.update(user)", "swap")]
+    assert not any(p.startswith("4:") for p, _ in got)  # the def line: parameters
+    assert not any("KeyError(" in p and "f\"" not in p for p, _ in got)  # f"..." is a string
+    fixed, why = line_edit(code, span, got[2][0])
+    assert why == "" and fixed == code.replace(
+        "dict(user)\n    merged.update(DEFAULTS)", "dict(DEFAULTS)\n    merged.update(user)")
+    # the line below chosen: swapped with the line above; the place ends there
+    last = Span(path="config.py", start=4, end=10, focus=10, text=(), why="found")
+    assert pieces(code, last, (10,)) == [("10: merged.update((DEFAULTS - 1))", "operand"),
+                                         ("10: merged.update((DEFAULTS + 1))", "operand"),
+                                         (got[2][0], "swap")]
+    assert [p for p, _ in pieces(code, last, (9, 10))].count(got[2][0]) == 1  # once
 
 
 def test_the_task_s_numbers_skip_dates_and_read_thousands():
@@ -216,3 +264,57 @@ def test_a_mechanical_pass_is_counted_apart_and_left_out_of_the_per_request_figu
     # a model's pass stays the model's
     own = attempt.model_copy(update={"samples": [samples[0].model_copy(update={"passed": True})]})
     assert record.model_copy(update={"attempt_log": [own]}).strategy == "one_line"
+
+
+_SLOW = ('def slow(values, threshold=50):\n    """The values above the threshold, largest first."""\n'
+         "    out = [v for v in values if v > threshold]\n    return sorted(out, reverse=True)\n")
+_SLOW_TEST = ("import unittest\n\nfrom limits import slow\n\n\n"
+              "class SlowTest(unittest.TestCase):\n    def test_above_ten(self):\n"
+              "        self.assertEqual(slow([70, 20, 10, 6]), [70, 20])\n")
+_SLOW_TASK = "slow() misses values: slow([70, 20, 10, 6]) must return [70, 20], all above 10."
+
+
+def _slow_repo(tmp_path):
+    repo = tmp_path / "slow"
+    (repo / "tests").mkdir(parents=True)
+    (repo / "limits.py").write_text(_SLOW, encoding="utf-8")
+    (repo / "tests" / "__init__.py").write_text("", encoding="utf-8")
+    (repo / "tests" / "test_limits.py").write_text(_SLOW_TEST, encoding="utf-8")
+    ident = ["-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgSign=false"]
+    subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
+    subprocess.run(["git", *ident, "commit", "-qm", "slow"], cwd=repo, check=True)
+    return repo
+
+
+def _changes_the_sort(req: ChatRequestView) -> Reply:
+    """A builder that, asked for one line, always rewrites the sort (the line below the
+    threshold's, as the live 1.5B did at xp-logstat-slow)."""
+    if not asked_line(req):
+        return Reply(content="I see no bug in limits.py.")
+    n = re.findall(r"(\d+)\|     return sorted\(out, reverse=True\)$",
+                   req.messages[-1]["content"], re.M)[-1]
+    return Reply(content=f"The order is wrong.\n{n}: return sorted(out)\n")
+
+
+async def test_a_short_place_s_other_lines_are_edited_and_the_threshold_passes(
+        fresh_sim, tmp_path):
+    repo = _slow_repo(tmp_path)
+    fresh_sim.set_scenario(scenario_with(**{"sim-builder": ModelBehavior(
+        respond=_changes_the_sort)}))
+    events: list = []
+    sets = ["builder.one_shot=true", "builder.one_line=true", "builder.line_samples=2",
+            "builder.mutants=16", "run.max_attempts=2"]
+    result = await api.arun(_SLOW_TASK, listeners=[events.append], **demo_run(
+        fresh_sim, repo, *sets, "builder.mutant_lines=12"))
+    assert result.status == "succeeded", result.reason
+    assert show(repo, f"{result.branch}:limits.py") == _SLOW.replace("=50", "=10")
+    kept = [s for a in result.attempt_log for s in a.samples if s.passed]
+    assert [s.mutant for s in kept] == ["number"]
+    said = [e.message for e in events if e.kind == "warning" and "mechanical" in e.message]
+    assert said and "threshold=10" in said[0]
+    # the same builder, only the chosen line edited: the sort's line has no passing edit
+    again = await api.arun(_SLOW_TASK, **demo_run(fresh_sim, repo, *sets))
+    assert again.status == "failed"
+    tried = [s for a in again.attempt_log for s in a.samples if s.mutant]
+    assert tried and not any(s.passed for s in tried)

@@ -161,12 +161,13 @@ class RoleSpec(_Strict):
     mutants: int = Field(
         0, ge=0, le=32, description="Build roles with one_line and line_samples: when a "
         "one-line sample fails (its further corrections too), up to this many mechanical "
-        "edits of each line it changed or named (a comparison's boundary, * and /, + and -, "
-        "a +1/-1 dropped, an integer one more or less or a number the task states, a name "
-        "one more or less) are checked like samples, with no call: a check costs a test run, "
-        "a sample a model's reply. Each line once a run; a passing edit is reported as written "
-        "by no model. 0: none (bench/mutants.py: on the live suite's fix files the reference "
-        "fix is among its line's edits in 5 of 22 tasks).")
+        "edits of each line it changed or named (a boundary, * and /, + and -, a +1/-1 "
+        "dropped, an integer one more or less or a number the task states, a name one more or "
+        "less, two names swapped) are checked like samples, with no call. Each line once a "
+        "run; a passing edit is reported as written by no model. 0: none (bench/mutants.py).")
+    mutant_lines: int = Field(
+        0, ge=0, le=40, description="With mutants: a place asked at of at most this many lines "
+        "has every line edited, the chosen ones first. 0: only the lines a sample chose.")
     sample_batch: int = Field(
         1, ge=1, le=8, description="Build roles with samples or line_samples: the samples after "
         "the first that share a prompt and a temperature are asked this many to a call (Chat "

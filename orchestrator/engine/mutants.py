@@ -14,11 +14,16 @@ mutation-based repair, in this order:
 - ``arithmetic``: ``*`` and ``/``, binary ``+`` and ``-``;
 - ``offset``: a ``+ 1`` or ``- 1`` dropped;
 - ``number``: an integer one more or one less, or a number the task states in its place;
-- ``operand``: a name used in an expression one more or one less (``days`` -> ``(days - 1)``).
+- ``operand``: a name used in an expression one more or one less (``days`` -> ``(days - 1)``);
+- ``swap``: two names used as values exchanged between the line and the next
+  (``dict(user)`` / ``update(DEFAULTS)`` -> ``dict(DEFAULTS)`` / ``update(user)``: live,
+  py-config-merge's 1.5B wrote 15 wrong fixes at that place in r91).
 
 Strings and comments are never edited. The risk is a change that passes the tests for the
 wrong reason: the report names a passing edit as mechanical (``Sample.mutant``), and only
-the line a model's own sample chose is edited.
+the lines a model's own sample chose are edited, or (``[roles.<build>] mutant_lines``) every
+line of the place it was asked at when the place is that short: live, the 1.5B asked at
+xp-logstat-slow's four-line function changed its sort, never the threshold above it.
 """
 
 from __future__ import annotations
@@ -40,9 +45,10 @@ _KEYWORDS = frozenset("""
 # keywords a declared name follows: the name is no value there
 _DECLARING = frozenset("as class const def export from function global import lambda let "
                        "local nonlocal var".split())
-# a string (with its escapes), a number, a name, then operators longest first
+# a string (with its escapes and prefix: f"..."), a number, a name, then operators longest first
 _TOKEN = re.compile(r"""
-    (?P<string>"(?:\\.|[^"\\])*"?|'(?:\\.|[^'\\])*'?|`(?:\\.|[^`\\])*`?)
+    (?P<string>(?:[rRbBuUfF]{1,2}(?=["']))?
+               (?:"(?:\\.|[^"\\])*"?|'(?:\\.|[^'\\])*'?|`(?:\\.|[^`\\])*`?))
   | (?P<number>\d+(?:\.\d+)?(?![\w.]))
   | (?P<name>[A-Za-z_$][\w$]*)
   | (?P<op>===|!==|\*\*=?|//=?|<<=?|>>=?|[<>!=+\-*/%&|^]=|=>|->|&&|\|\||\+\+|--|[^\s\w])
@@ -104,6 +110,23 @@ def mutants(line: str, *, comment: str = "#", numbers: tuple[str, ...] = (),
     return [Mutant(t, o) for t, o in made.items()][:limit]
 
 
+def swaps(line: str, below: str | None = None, *, comment: str = "#") -> list[tuple[str, str]]:
+    """Two names used as values (as ``operand`` takes them) exchanged between ``line`` and
+    ``below``, the next line: a name of one that the other does not mention for one of the
+    other's, every use of each. Each as the two lines become.
+
+    Not within one line: that turns ``a > b`` into ``b > a``, and on the builtin suite's
+    sh-max it passed the tests by computing the smallest argument (bench/mutants.py)."""
+    if below is None:
+        return []
+    tokens, under = _tokens(line, comment), _tokens(below, comment)
+    own, theirs = _values(tokens), _values(under)
+    here, there = {t.text for t in tokens}, {t.text for t in under}
+    out = [(_renamed(line, tokens, {a: b}), _renamed(below, under, {b: a}))
+           for a in own for b in theirs if a not in there and b not in here]
+    return list(dict.fromkeys(out))
+
+
 def chosen(current: str | None, new: str | None, span: Span, named: int | None
            ) -> tuple[int, ...]:
     """The lines of ``span`` a one-line reply chose, in order, each once: the one it named
@@ -119,18 +142,33 @@ def chosen(current: str | None, new: str | None, span: Span, named: int | None
     return tuple(dict.fromkeys(k for k in out if span.start <= k <= span.end))
 
 
+def place_lines(span: Span, lines: tuple[int, ...], most: int) -> tuple[int, ...]:
+    """``lines``, then the other lines of ``span`` when it has at most ``most`` lines."""
+    rest = range(span.start, span.end + 1) if 0 < span.end - span.start + 1 <= most else ()
+    return tuple(dict.fromkeys([*lines, *rest]))
+
+
 def pieces(current: str, span: Span, lines: tuple[int, ...], *, numbers: tuple[str, ...] = (),
            limit: int = LIMIT) -> list[tuple[str, str]]:
     """Each mechanical edit of ``lines`` of ``current`` as a one-line reply reads it (``N:
-    text``, ``oneline.line_edit``), with its operator: up to ``limit`` a line."""
+    text``, two such lines for a swap with the next or the last line; ``oneline.line_edit``),
+    with its operator: up to ``limit`` a line, a line's own edits before its swaps, each
+    edit once."""
     text = current.splitlines()
     comment = comment_for(span.path)
-    out: list[tuple[str, str]] = []
+    out: dict[str, str] = {}
     for n in lines:
-        if 1 <= n <= len(text):
-            out += [(f"{n}: {m.text.strip()}", m.operator)
-                    for m in mutants(text[n - 1], comment=comment, numbers=numbers, limit=limit)]
-    return out
+        if not 1 <= n <= len(text):
+            continue
+        made = [(f"{n}: {m.text.strip()}", m.operator)
+                for m in mutants(text[n - 1], comment=comment, numbers=numbers, limit=limit)]
+        for k in (n, n - 1):  # with the line below, then the line above
+            if span.start <= k < min(span.end, len(text)):
+                made += [(f"{k}: {new.strip()}\n{k + 1}: {under.strip()}", "swap")
+                         for new, under in swaps(text[k - 1], text[k], comment=comment)]
+        for said, operator in [m for m in made if m[0] not in out][:limit]:
+            out[said] = operator
+    return list(out.items())
 
 
 @dataclass(frozen=True)
@@ -199,22 +237,54 @@ def _numbers(tokens: list[_Tok], numbers: tuple[str, ...]) -> list[tuple[int, in
     return out
 
 
+def _is_value(tokens: list[_Tok], i: int) -> bool:
+    """Whether token ``i`` is a name used as a value: not a call, an attribute, a key, what a
+    line assigns, a step, a declared name or a parameter's type."""
+    t = tokens[i]
+    if t.kind != "name" or t.text in _KEYWORDS:
+        return False
+    prev = tokens[i - 1].text if i else ""
+    nxt = tokens[i + 1].text if i + 1 < len(tokens) else ""
+    if prev in (".", "++", "--") or nxt in ("(", ".", "=", "=>", "?.", "++", "--"):
+        return False  # a call, an attribute, what is assigned, a step
+    if nxt == "[" or nxt == ":" and prev in ("{", ",", "("):
+        return False  # indexed, a key or an annotated parameter (not a slice's bound)
+    if prev == ":" and nxt in (",", ")", "="):
+        return False  # a parameter's type
+    # a line's first name, or a name declared (`const total`, `int n`)
+    return not (not prev or prev in _DECLARING or prev.isidentifier() and prev not in _KEYWORDS)
+
+
 def _operand(tokens: list[_Tok]) -> list[tuple[int, int, str]]:
-    """A name used as a value, one less and one more: not a call, an attribute, a key, what a
-    line assigns or a parameter's default's name."""
+    """A name used as a value (``_is_value``), one less and one more."""
     out = []
     for i, t in enumerate(tokens):
-        if t.kind != "name" or t.text in _KEYWORDS:
-            continue
-        prev = tokens[i - 1].text if i else ""
-        nxt = tokens[i + 1].text if i + 1 < len(tokens) else ""
-        if prev in (".", "++", "--") or nxt in ("(", ".", "=", "=>", "?.", "++", "--"):
-            continue  # a call, an attribute, what is assigned, a step
-        if nxt == "[" or nxt == ":" and prev in ("{", ",", "("):
-            continue  # indexed, a key or an annotated parameter (not a slice's bound)
-        if prev == ":" and nxt in (",", ")", "="):
-            continue  # a parameter's type
-        if not prev or prev in _DECLARING or prev.isidentifier() and prev not in _KEYWORDS:
-            continue  # a line's first name, or a name declared (`const total`, `int n`)
-        out += [(t.start, t.end, f"({t.text} - 1)"), (t.start, t.end, f"({t.text} + 1)")]
+        if _declares(tokens):
+            break
+        if _is_value(tokens, i):
+            out += [(t.start, t.end, f"({t.text} - 1)"), (t.start, t.end, f"({t.text} + 1)")]
     return out
+
+
+def _declares(tokens: list[_Tok]) -> bool:
+    """Whether the line declares a function or class (``def f(a, b):``): its names are
+    parameters, not values."""
+    head = [t.text for t in tokens[:2]]
+    return bool(head) and (head[0] in ("def", "function", "class")
+                           or head == ["async", "def"] or head == ["async", "function"])
+
+
+def _values(tokens: list[_Tok]) -> list[str]:
+    """The names used as values in ``tokens``, in order, each once."""
+    if _declares(tokens):
+        return []
+    return list(dict.fromkeys(t.text for i, t in enumerate(tokens) if _is_value(tokens, i)))
+
+
+def _renamed(line: str, tokens: list[_Tok], names: dict[str, str]) -> str:
+    """``line`` with each use as a value of a name of ``names`` given its new name."""
+    for i in reversed(range(len(tokens))):
+        t = tokens[i]
+        if t.text in names and _is_value(tokens, i):
+            line = line[:t.start] + names[t.text] + line[t.end:]
+    return line

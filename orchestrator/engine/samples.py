@@ -148,7 +148,7 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
                 protected=protected, model_step=model_step, temperatures=temperatures):
             return
         extra += len(further_pieces)
-        mechanical = (_mechanical(ctx, prompt, chosen[0], tree, numbers, edits)
+        mechanical = (_mechanical(ctx, role, prompt, chosen[0], tree, numbers, edits)
                       if edits and chosen and calls else [])
         if mechanical and await _further_edits(
                 ctx, role, n, run, prompt, [p for p, _ in mechanical], calls[0],
@@ -159,13 +159,15 @@ async def _ask_each(ctx: RunContext, role: Role, n: int, prompts: Sequence[onesh
         extra += len(mechanical)
 
 
-def _mechanical(ctx: RunContext, prompt: oneshot.Prompt, lines: tuple[int, ...], tree: str,
-                numbers: tuple[str, ...], limit: int) -> list[tuple[str, str]]:
+def _mechanical(ctx: RunContext, role: Role, prompt: oneshot.Prompt, lines: tuple[int, ...],
+                tree: str, numbers: tuple[str, ...], limit: int) -> list[tuple[str, str]]:
     """The mechanical edits (``mutants.pieces``) of ``lines`` of the prompt's code, as it is
-    in ``tree``, that no sample of the run has checked yet (``RunContext.mutated``)."""
+    in ``tree``, that no sample of the run has checked yet (``RunContext.mutated``); with
+    ``mutant_lines``, of every line of a place that short, ``lines`` first."""
     span = prompt.line
     if span is None:
         return []
+    lines = mutants.place_lines(span, lines, ctx.roles.roles[role].mutant_lines)
     fresh = tuple(k for k in lines if (tree, span.path, k) not in ctx.mutated)
     current = read_source(Jail(ctx.worktree), span.path) if fresh else None
     if current is None:
