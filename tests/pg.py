@@ -63,11 +63,12 @@ class PgCluster:
         cluster = cls(pgbin, data, sockets, free_port())
         cluster._as_postgres(str(pgbin / "initdb"), "-D", str(data), "-U", "postgres",
                              "-A", "trust", "--no-sync")
-        options = (f"-p {cluster.port} -c listen_addresses=127.0.0.1 -k {sockets} -c fsync=off "
-                   "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
-        cluster._as_postgres(str(pgbin / "pg_ctl"), "-D", str(data), "-l", str(data / "server.log"),
-                             "-w", "-o", options, "start")
+        cluster.up()
         return cluster
+
+    def _options(self) -> str:
+        return (f"-p {self.port} -c listen_addresses=127.0.0.1 -k {self.sockets} -c fsync=off "
+                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
 
     def require_password(self, user: str, password: str) -> tuple[str, str, int]:
         """Create ``user`` with ``password`` and make the server ask for it (first hba line)."""
@@ -92,6 +93,17 @@ class PgCluster:
         every connection is dropped."""
         self._as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
                           "-l", str(self.data / "server.log"), "-w", "restart")
+
+    def down(self) -> None:
+        """Stop the server at once, as a crash would (``up`` starts it again)."""
+        self._as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
+                          "-w", "stop")
+
+    def up(self) -> None:
+        """Start the server (again, after ``down``), on the cluster's port."""
+        self._as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.data),
+                          "-l", str(self.data / "server.log"), "-w", "-o", self._options(),
+                          "start")
 
     def url(self, db: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{db}"

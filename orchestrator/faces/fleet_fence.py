@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
 
+from orchestrator.errors import DatabaseUnavailable
 from orchestrator.record.lease import LeaseLost, RunLease
 from orchestrator.record.registry import finish_statement
 
 log = structlog.get_logger("orchestrate.fleet")
+
+AWAY_S = 120.0  # how long a job's end is written again while the database is away (a restart)
 
 
 def finish(lease: RunLease, push: Callable[[], str | None], run_id: str, status: str,
@@ -67,12 +71,15 @@ def job_manager(base: Any, leases: dict[tuple[int, int], RunLease]) -> Any:
     async def _fenced(job: Any, write: Callable[[], Any]) -> None:
         lease = leases.pop((job.id, job.attempts), None)  # this attempt's, not a later one's
         if lease is None or not lease.held:
-            await write()
+            await through_restart(write, job.id)
             return
-        try:
+
+        async def fenced() -> None:
             # the lease row stays locked while procrastinate writes the job: no takeover between
             with lease.fenced():
                 await write()
+        try:
+            await through_restart(fenced, job.id)
         except LeaseLost as exc:
             log.warning("job left to the worker that holds its run", job_id=job.id,
                         error=str(exc))
@@ -81,3 +88,25 @@ def job_manager(base: Any, leases: dict[tuple[int, int], RunLease]) -> Any:
                 await asyncio.to_thread(lease.close)
 
     return FencedJobManager(base.connector)
+
+
+async def through_restart(write: Callable[[], Awaitable[Any]], job_id: int,
+                          away_s: float = AWAY_S) -> None:
+    """``write()``, again while the database is away (restarting, still recovering), for up to
+    ``away_s``. A job's end that fails once is otherwise lost: procrastinate's task for the job
+    dies with the error and the job stays "doing" under a worker that is still up (CI saw it
+    when PostgreSQL took a second to accept connections after a restart)."""
+    from procrastinate.exceptions import ConnectorException
+
+    deadline, delay = time.monotonic() + away_s, 0.25
+    while True:
+        try:
+            await write()
+            return
+        except (DatabaseUnavailable, ConnectorException) as exc:
+            if time.monotonic() + delay > deadline:
+                raise
+            log.warning("the database is away: the job's end is written again", job_id=job_id,
+                        in_s=delay, error=f"{type(exc).__name__}: {exc}")
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 4.0)
