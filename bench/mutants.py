@@ -3,7 +3,8 @@ tests for the wrong reason.
 
 No model is asked. For each task of a suite, every line of the file its reference fix changes
 is edited the ways ``engine/mutants.py`` edits a line a model chose (the task's numbers
-given; a swap with the next line included), and each edit is checked by the task's acceptance commands in a copy of its repository.
+given; a swap with the next line included), and each edit is checked by the task's
+acceptance commands in a copy of its repository.
 An edit that passes is counted as *the fix* when the file it makes is the reference fix's,
 at the fix's line when it makes another file from that line (another change that passes there),
 and *elsewhere* when it edits a line the fix does not touch: a pass the engine would take only
@@ -67,8 +68,7 @@ def task_figures(task: Task, scratch: Path) -> dict[str, object]:
         below = lines[n].rstrip("\r\n") if n < len(lines) else None
         made = [(m.operator, {n: m.text}) for m in mutants(body, comment=comment,
                                                            numbers=numbers)]
-        made += [("swap", {n: a, n + 1: b} if below is not None else {n: a})
-                 for a, b in swaps(body, below, comment=comment)]
+        made += [("swap", {n: a, n + 1: b}) for a, b in swaps(body, below, comment=comment)]
         for operator, edit in made:
             edits += 1
             new = "".join(edit[k] + text[len(text.rstrip("\r\n")):] if k in edit else text

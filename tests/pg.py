@@ -110,8 +110,7 @@ class PgCluster:
 
     def stop(self) -> None:
         try:
-            self._as_postgres(str(self.bin / "pg_ctl"), "-D", str(self.data), "-m", "immediate",
-                              "-w", "stop")
+            self.down()
         finally:
             shutil.rmtree(self.data, ignore_errors=True)
             shutil.rmtree(self.sockets, ignore_errors=True)

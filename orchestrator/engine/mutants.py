@@ -151,7 +151,7 @@ def place_lines(span: Span, lines: tuple[int, ...], most: int) -> tuple[int, ...
 def pieces(current: str, span: Span, lines: tuple[int, ...], *, numbers: tuple[str, ...] = (),
            limit: int = LIMIT) -> list[tuple[str, str]]:
     """Each mechanical edit of ``lines`` of ``current`` as a one-line reply reads it (``N:
-    text``, two such lines for a swap with the next or the last line; ``oneline.line_edit``),
+    text``, two such lines for a swap with the line below or above; ``oneline.line_edit``),
     with its operator: up to ``limit`` a line, a line's own edits before its swaps, each
     edit once."""
     text = current.splitlines()
@@ -257,10 +257,10 @@ def _is_value(tokens: list[_Tok], i: int) -> bool:
 
 def _operand(tokens: list[_Tok]) -> list[tuple[int, int, str]]:
     """A name used as a value (``_is_value``), one less and one more."""
+    if _declares(tokens):
+        return []
     out = []
     for i, t in enumerate(tokens):
-        if _declares(tokens):
-            break
         if _is_value(tokens, i):
             out += [(t.start, t.end, f"({t.text} - 1)"), (t.start, t.end, f"({t.text} + 1)")]
     return out
